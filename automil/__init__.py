@@ -1,0 +1,31 @@
+"""automil: AutoML for multiple-instance learning.
+
+Heavy modules are imported on first use so that ``automil --help`` and ``automil datasets`` start fast.
+"""
+
+from importlib import import_module
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Bags": "automil.bags",
+    "as_bags": "automil.bags",
+    "BagClassifier": "automil.learner",
+    "LearnerSpec": "automil.learner",
+    "DatasetSpec": "automil.data",
+    "DataFile": "automil.data",
+    "load_bags": "automil.data",
+    "hookimpl": "automil.hookspecs",
+    "learners": "automil.plugins",
+    "datasets": "automil.plugins",
+    "get_learner": "automil.plugins",
+    "get_dataset": "automil.plugins",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'automil' has no attribute {name!r}")

@@ -1,0 +1,250 @@
+"""The bag data model: every instance of every bag in one matrix, bags as row ranges."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["Bags", "as_bags"]
+
+
+class Bags:
+    """A set of bags stored as one ``(n_instances, n_features)`` matrix plus bag offsets.
+
+    Bag ``i`` is ``X[offsets[i]:offsets[i + 1]]``. Keeping all instances in one contiguous array lets
+    learners vectorize over instances and lets folds be cut by gathering rows once.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_instances, n_features) or scipy sparse matrix
+        Instances, converted to C-contiguous float64 (CSR for sparse input).
+    offsets : array-like of int of shape (n_bags + 1,)
+        Start row of each bag, then ``n_instances``.
+    y : array-like of shape (n_bags,), optional
+        Bag labels, any hashable values.
+    instance_y : array-like of shape (n_instances,), optional
+        Instance labels where the data set has real ones.
+    names : sequence of str of shape (n_bags,), optional
+        Bag names, used in error messages and reports.
+    feature_names : sequence of str of shape (n_features,), optional
+    source : str, optional
+        Where the bags came from (a file path or a data set name), for error messages.
+
+    Raises
+    ------
+    ValueError
+        On an empty bag, a NaN or infinite value, malformed offsets or a label count that differs from
+        the bag count; the message names the bag.
+    """
+
+    def __init__(self, X, offsets, y=None, *, instance_y=None, names=None, feature_names=None,
+                 source=None):
+        self.source = source
+        self.names = None if names is None else np.asarray([str(n) for n in names], dtype=object)
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+            X.sort_indices()
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"{self._where()}instances must be a 2-D array, got {X.ndim} dimension(s)")
+        self.X = X
+        self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        self.y = None if y is None else np.asarray(y)
+        self.instance_y = None if instance_y is None else np.asarray(instance_y)
+        self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        self._validate()
+
+    @classmethod
+    def from_list(cls, bags: Iterable, y=None, **kwargs) -> Bags:
+        """Build from a list of 2-D arrays, one per bag (the convention of existing MIL libraries)."""
+        bags = list(bags)
+        if not bags:
+            raise ValueError("no bags given: the list of bags is empty")
+        width = None
+        parts = []
+        names = kwargs.get("names")
+        for i, bag in enumerate(bags):
+            label = _bag_label(i, names)
+            is_sparse = sp.issparse(bag)
+            if not is_sparse:
+                bag = np.asarray(bag, dtype=np.float64)
+                if bag.ndim == 1:
+                    raise ValueError(f"{label} is 1-D (shape {bag.shape}); a bag must be a 2-D array "
+                                     "of shape (n_instances, n_features)")
+                if bag.ndim != 2:
+                    raise ValueError(f"{label} has {bag.ndim} dimensions; a bag must be 2-D")
+            if width is None:
+                width = bag.shape[1]
+            elif bag.shape[1] != width:
+                raise ValueError(f"{label} has {bag.shape[1]} features but bag 0 has {width}: "
+                                 "all bags must have the same width")
+            parts.append(bag)
+        sizes = np.array([b.shape[0] for b in parts], dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(sizes)))
+        if any(sp.issparse(b) for b in parts):
+            X = sp.vstack([sp.csr_matrix(b) for b in parts], format="csr")
+        else:
+            X = np.concatenate(parts, axis=0) if len(parts) > 1 else parts[0]
+        return cls(X, offsets, y, **kwargs)
+
+    # ---- shape -------------------------------------------------------------------------------------
+    @property
+    def n_bags(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def n_instances(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Number of instances in each bag, shape (n_bags,)."""
+        return np.diff(self.offsets)
+
+    @property
+    def bag_index(self) -> np.ndarray:
+        """For every instance, the index of its bag, shape (n_instances,)."""
+        return np.repeat(np.arange(self.n_bags), self.sizes)
+
+    @property
+    def is_sparse(self) -> bool:
+        return sp.issparse(self.X)
+
+    @property
+    def classes(self) -> np.ndarray:
+        """Sorted distinct bag labels."""
+        if self.y is None:
+            raise ValueError(f"{self._where()}these bags have no labels")
+        return np.unique(self.y)
+
+    def __len__(self) -> int:
+        return self.n_bags
+
+    def __getitem__(self, i: int):
+        """The instances of bag ``i`` (a view for dense data)."""
+        i = range(self.n_bags)[i]
+        return self.X[self.offsets[i]:self.offsets[i + 1]]
+
+    def __iter__(self):
+        return (self[i] for i in range(self.n_bags))
+
+    def __repr__(self) -> str:
+        kind = "sparse " if self.is_sparse else ""
+        return (f"Bags({self.n_bags} bags, {self.n_instances} instances, {self.n_features} {kind}features"
+                f"{'' if self.y is None else f', {len(self.classes)} classes'})")
+
+    # ---- derived sets ------------------------------------------------------------------------------
+    def to_list(self) -> list:
+        return list(self)
+
+    def instance_rows(self, bag_indices) -> np.ndarray:
+        """Row indices of the instances of the given bags, in that bag order."""
+        bag_indices = np.asarray(bag_indices, dtype=np.int64)
+        starts = self.offsets[bag_indices]
+        sizes = self.offsets[bag_indices + 1] - starts
+        new_offsets = np.concatenate(([0], np.cumsum(sizes)))
+        return np.repeat(starts - new_offsets[:-1], sizes) + np.arange(new_offsets[-1])
+
+    def subset(self, bag_indices) -> Bags:
+        """The bags at ``bag_indices`` (e.g. a cross-validation fold), with one row gather."""
+        bag_indices = np.asarray(bag_indices, dtype=np.int64)
+        if bag_indices.ndim != 1:
+            raise ValueError("bag indices must be 1-D")
+        if bag_indices.size and (bag_indices.min() < -self.n_bags or bag_indices.max() >= self.n_bags):
+            raise IndexError(f"bag index out of range for {self.n_bags} bags")
+        bag_indices = bag_indices % max(self.n_bags, 1)
+        rows = self.instance_rows(bag_indices)
+        sizes = self.sizes[bag_indices]
+        return Bags(
+            self.X[rows], np.concatenate(([0], np.cumsum(sizes))),
+            None if self.y is None else self.y[bag_indices],
+            instance_y=None if self.instance_y is None else self.instance_y[rows],
+            names=None if self.names is None else self.names[bag_indices],
+            feature_names=self.feature_names, source=self.source,
+        )
+
+    def with_instances(self, X) -> Bags:
+        """The same bags (labels, names) with new instance features, e.g. after standardization."""
+        return Bags(X, self.offsets, self.y, instance_y=self.instance_y, names=self.names,
+                    feature_names=None if X.shape[1] != self.n_features else self.feature_names,
+                    source=self.source)
+
+    def with_labels(self, y) -> Bags:
+        return Bags(self.X, self.offsets, y, instance_y=self.instance_y, names=self.names,
+                    feature_names=self.feature_names, source=self.source)
+
+    # ---- validation --------------------------------------------------------------------------------
+    def bag_name(self, i: int) -> str:
+        return _bag_label(i, self.names)
+
+    def bag_of_row(self, row: int) -> int:
+        return int(np.searchsorted(self.offsets, row, side="right") - 1)
+
+    def _where(self) -> str:
+        return f"{self.source}: " if self.source else ""
+
+    def _validate(self):
+        offsets, n = self.offsets, self.X.shape[0]
+        if offsets.ndim != 1 or len(offsets) < 2:
+            raise ValueError(f"{self._where()}offsets must be a 1-D array of n_bags + 1 integers "
+                             "(no bags given?)")
+        if offsets[0] != 0 or offsets[-1] != n:
+            raise ValueError(f"{self._where()}offsets must start at 0 and end at n_instances={n}, "
+                             f"got {offsets[0]} and {offsets[-1]}")
+        sizes = np.diff(offsets)
+        if (sizes < 0).any():
+            raise ValueError(f"{self._where()}offsets must not decrease (at bag {int(np.argmax(sizes < 0))})")
+        if (sizes == 0).any():
+            i = int(np.argmax(sizes == 0))
+            raise ValueError(f"{self._where()}{self.bag_name(i)} is empty: every bag needs at least one "
+                             "instance")
+        if self.X.shape[1] == 0:
+            raise ValueError(f"{self._where()}instances have no features")
+        values = self.X.data if sp.issparse(self.X) else self.X
+        if not np.isfinite(values).all():
+            if sp.issparse(self.X):
+                coo = self.X.tocoo()
+                bad = ~np.isfinite(coo.data)
+                row, col = int(coo.row[bad][0]), int(coo.col[bad][0])
+                value = coo.data[bad][0]
+            else:
+                row, col = (int(v) for v in np.argwhere(~np.isfinite(self.X))[0])
+                value = self.X[row, col]
+            i = self.bag_of_row(row)
+            raise ValueError(f"{self._where()}{self.bag_name(i)} has a non-finite value ({value}) in "
+                             f"instance {row - offsets[i]}, feature {col}: NaN and inf are not allowed")
+        for name, values, expected, unit in (("labels", self.y, self.n_bags, "bags"),
+                                             ("names", self.names, self.n_bags, "bags"),
+                                             ("instance labels", self.instance_y, n, "instances")):
+            if values is not None and len(values) != expected:
+                raise ValueError(f"{self._where()}got {len(values)} {name} for {expected} {unit}")
+        if self.feature_names is not None and len(self.feature_names) != self.X.shape[1]:
+            raise ValueError(f"{self._where()}got {len(self.feature_names)} feature names for "
+                             f"{self.X.shape[1]} features")
+
+
+def as_bags(bags, y=None) -> Bags:
+    """Accept ``Bags`` or a list of 2-D arrays (plus labels) and return ``Bags``.
+
+    Labels given here override the labels stored in ``bags``.
+    """
+    if isinstance(bags, Bags):
+        return bags if y is None else bags.with_labels(y)
+    if isinstance(bags, np.ndarray) and bags.ndim == 2:
+        raise ValueError("got one 2-D array: pass a list of 2-D arrays (one per bag) or automil.Bags")
+    if not isinstance(bags, Sequence | np.ndarray) and not hasattr(bags, "__iter__"):
+        raise TypeError(f"expected automil.Bags or a list of 2-D arrays, got {type(bags).__name__}")
+    return Bags.from_list(bags, y)
+
+
+def _bag_label(i: int, names) -> str:
+    if names is not None and i < len(names):
+        return f"bag {i} ({names[i]!r})"
+    return f"bag {i}"

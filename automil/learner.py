@@ -1,0 +1,140 @@
+"""The learner contract: a scikit-learn-style estimator on bags, and the spec a plugin registers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from automil.bags import Bags, as_bags
+
+__all__ = ["BagClassifier", "LearnerSpec"]
+
+
+class BagClassifier(ClassifierMixin, BaseEstimator):
+    """Base class of every automil learner: validation and label encoding, done once for all.
+
+    A subclass stores its parameters in ``__init__`` (nothing else) and implements
+
+    - ``_fit(bags, y)``: ``bags`` is validated :class:`~automil.Bags`, ``y`` the labels encoded as
+      ``0..K-1`` (int array); ``self.classes_`` is already set;
+    - ``_decision_function(bags)``: shape ``(n_bags, K)``, or ``(n_bags,)`` for a binary learner with
+      one margin ``f`` (the base turns it into the columns ``[-f, f]``);
+    - optionally ``_predict_proba(bags)`` (shape ``(n_bags, K)``) and ``_witness(bags)``.
+
+    Learners accept sparse bags only when the class sets ``accepts_sparse = True``.
+    """
+
+    accepts_sparse = False
+
+    def fit(self, bags, y=None):
+        """Fit on bags (``Bags`` or a list of 2-D arrays) and bag labels; returns ``self``."""
+        bags = self._check_bags(as_bags(bags, y), fitting=True)
+        if bags.y is None:
+            raise ValueError("fit needs bag labels: pass y, or Bags built with labels")
+        self.classes_, codes = np.unique(bags.y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"only one class ({self.classes_[0]!r}) in the training labels: "
+                             "a classifier needs at least two")
+        self.n_features_in_ = bags.n_features
+        self._fit(bags, codes.astype(np.int64))
+        return self
+
+    def decision_function(self, bags) -> np.ndarray:
+        """Bag scores, shape ``(n_bags, n_classes)``: higher means more likely that class."""
+        bags = self._check_predict(bags)
+        scores = np.asarray(self._decision_function(bags), dtype=np.float64)
+        if scores.ndim == 1:
+            scores = np.column_stack((-scores, scores))
+        return scores
+
+    def predict(self, bags) -> np.ndarray:
+        """Bag labels: the arg-max column of ``decision_function`` (first on ties, so a binary margin
+        of exactly 0 is the negative class)."""
+        return self.classes_[np.argmax(self.decision_function(bags), axis=1)]
+
+    def witness(self, bags) -> np.ndarray:
+        """For each bag, the position inside the bag of the instance that decides its score for the
+        predicted class; shape ``(n_bags,)``."""
+        if not hasattr(self, "_witness"):
+            raise AttributeError(f"{type(self).__name__} is a bag-level learner and has no witness")
+        return np.asarray(self._witness(self._check_predict(bags)), dtype=np.int64)
+
+    @available_if(lambda self: hasattr(self, "_predict_proba"))
+    def predict_proba(self, bags) -> np.ndarray:
+        """Class probabilities per bag, shape ``(n_bags, n_classes)``."""
+        return np.asarray(self._predict_proba(self._check_predict(bags)), dtype=np.float64)
+
+    # ---- validation --------------------------------------------------------------------------------
+    def _check_predict(self, bags) -> Bags:
+        check_is_fitted(self, "classes_")
+        bags = self._check_bags(as_bags(bags), fitting=False)
+        if bags.n_features != self.n_features_in_:
+            raise ValueError(f"bags have {bags.n_features} features, but {type(self).__name__} was fitted "
+                             f"with {self.n_features_in_}")
+        return bags
+
+    def _check_bags(self, bags: Bags, fitting: bool) -> Bags:
+        if bags.is_sparse and not self.accepts_sparse:
+            raise ValueError(f"{type(self).__name__} does not accept sparse instances; densify them "
+                             "(bags.X.toarray()) if they fit in memory")
+        return bags
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = self.accepts_sparse
+        return tags
+
+
+@dataclass(frozen=True)
+class LearnerSpec:
+    """What a plugin registers for one learner.
+
+    Parameters
+    ----------
+    name : str
+        The name users type (``automil tune --learner NAME``).
+    estimator : type
+        The estimator class; ``estimator(**params)`` builds it.
+    search_space : callable
+        ``search_space(trial) -> dict`` of estimator parameters, define-by-run with an Optuna trial;
+        ``n_features`` and ``n_classes`` of the data are in ``trial.user_attrs`` when it is called.
+    description : str
+        One line shown by ``automil learners``.
+    multiclass : bool
+        Handles more than two classes.
+    sparse : bool
+        Accepts sparse instances.
+    standard_mil : bool
+        Follows the standard MIL assumption (a bag is positive iff it holds a positive instance); the
+        contract suite then runs the algorithmic unit tests of Raff & Holt (2023).
+    defaults : dict
+        Parameters used when a learner is evaluated without tuning, on top of the class defaults.
+    plugin : str
+        Filled in by the registry: the plugin that registered the learner.
+    """
+
+    name: str
+    estimator: type
+    search_space: Callable[[Any], dict]
+    description: str = ""
+    multiclass: bool = True
+    sparse: bool = False
+    standard_mil: bool = False
+    defaults: dict = field(default_factory=dict)
+    plugin: str = ""
+
+    @property
+    def witness(self) -> bool:
+        """Whether the learner explains a bag by one instance (``witness(bags)``)."""
+        return hasattr(self.estimator, "_witness")
+
+    def build(self, **params):
+        """An unfitted estimator with the spec's defaults overridden by ``params``."""
+        return self.estimator(**{**self.defaults, **params})

@@ -1,0 +1,1 @@
+"""automil built-in plugin: forests (being written)."""
