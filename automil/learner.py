@@ -56,7 +56,8 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, bags) -> np.ndarray:
         """Bag labels: the arg-max column of ``decision_function`` (first on ties, so a binary margin
         of exactly 0 is the negative class)."""
-        return self.classes_[np.argmax(self.decision_function(bags), axis=1)]
+        scores = self.decision_function(bags)
+        return self.classes_[np.argmax(scores, axis=1)]
 
     def witness(self, bags) -> np.ndarray:
         """For each bag, the position inside the bag of the instance that decides its score for the
