@@ -1,0 +1,112 @@
+"""How a learner is scored: the standardizer, folds over bags, metrics, and the two protocols."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from automil.bags import Bags, as_bags
+
+__all__ = ["Standardized", "instance_scaling"]
+
+
+def instance_scaling(X):
+    """Instance-level mean and standard deviation of ``X`` (algorithms.md 1.5).
+
+    A zero standard deviation becomes 1 so constant features pass through unchanged. For sparse ``X``
+    the mean is ``None``: centring would fill in every zero, so sparse data is only scaled.
+    """
+    if sp.issparse(X):
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        var = np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2
+        scale = np.sqrt(np.maximum(var, 0.0))
+        mean = None
+    else:
+        mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+    scale[scale <= np.finfo(np.float64).eps * (1.0 if mean is None else np.maximum(1.0, np.abs(mean)))] = 1.0
+    return mean, scale
+
+
+def _inner_has(name):
+    return lambda self: hasattr(self.estimator_ if hasattr(self, "estimator_") else self.estimator, name)
+
+
+class Standardized(ClassifierMixin, BaseEstimator):
+    """A bag classifier behind instance standardization fitted on its own training bags only.
+
+    This is the unit the evaluation protocols fit on every training fold (so no statistic of a test fold
+    ever reaches a fit) and the model that tracking logs (so a loaded model standardizes new bags itself).
+
+    Parameters
+    ----------
+    estimator : BagClassifier
+        The learner; cloned at ``fit``.
+
+    Attributes
+    ----------
+    estimator_ : BagClassifier
+        The learner fitted on the standardized training bags.
+    mean_ : ndarray of shape (n_features,) or None
+        Instance mean of the training bags; ``None`` for sparse instances (scaled only).
+    scale_ : ndarray of shape (n_features,)
+        Instance standard deviation of the training bags, with zeros replaced by 1.
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    """
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def fit(self, bags, y=None):
+        """Fit the scaling on the instances of ``bags``, then the learner on the scaled bags."""
+        bags = as_bags(bags, y)
+        self.mean_, self.scale_ = instance_scaling(bags.X)
+        self.n_features_in_ = bags.n_features
+        self.estimator_ = clone(self.estimator).fit(self.transform(bags))
+        self.classes_ = self.estimator_.classes_
+        return self
+
+    def transform(self, bags) -> Bags:
+        """The same bags with standardized instances (statistics of the training bags)."""
+        check_is_fitted(self, "scale_")
+        bags = as_bags(bags)
+        if bags.n_features != self.n_features_in_:
+            raise ValueError(f"bags have {bags.n_features} features, but the standardizer was fitted with "
+                             f"{self.n_features_in_}")
+        if bags.is_sparse:
+            if self.mean_ is not None:
+                X = (bags.X.toarray() - self.mean_) / self.scale_
+            else:
+                X = bags.X @ sp.diags(1.0 / self.scale_)
+        else:
+            X = bags.X / self.scale_ if self.mean_ is None else (bags.X - self.mean_) / self.scale_
+        return bags.with_instances(X)
+
+    def predict(self, bags) -> np.ndarray:
+        """Bag labels."""
+        return self.estimator_.predict(self.transform(bags))
+
+    @available_if(_inner_has("decision_function"))
+    def decision_function(self, bags) -> np.ndarray:
+        """Bag scores of the learner, shape ``(n_bags, n_classes)``."""
+        return self.estimator_.decision_function(self.transform(bags))
+
+    @available_if(_inner_has("predict_proba"))
+    def predict_proba(self, bags) -> np.ndarray:
+        """Class probabilities of the learner, shape ``(n_bags, n_classes)``."""
+        return self.estimator_.predict_proba(self.transform(bags))
+
+    @available_if(_inner_has("_witness"))
+    def witness(self, bags) -> np.ndarray:
+        """The learner's witness position inside each bag, shape ``(n_bags,)``."""
+        return self.estimator_.witness(self.transform(bags))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        return tags
