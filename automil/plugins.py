@@ -83,8 +83,21 @@ def _load_plugins() -> pluggy.PluginManager:
             continue
         version = ep.dist.version if ep.dist is not None else ""
         _guarded_register(pm, ep.name, ep.load, version)
-    pm.check_pending()
+    _drop_invalid(pm)
     return pm
+
+
+def _drop_invalid(pm):
+    """Unload plugins whose hook functions have unknown (misspelt) names, reporting each by name."""
+    while True:
+        try:
+            pm.check_pending()
+            return
+        except pluggy.PluginValidationError as error:
+            name = pm.get_name(error.plugin)
+            pm.unregister(error.plugin)
+            pm.plugin_versions.pop(name, None)
+            pm.load_failures[name] = str(error)
 
 
 def _guarded_register(pm, name, load, version):

@@ -1,0 +1,162 @@
+"""The plugin system through real installed packages and the real CLI."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from automil import hookspecs, plugins
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def install(package_dir: Path, target: Path):
+    """pip-install a plugin package into ``target`` (kept off the developer's environment)."""
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--target", str(target), str(package_dir)], check=True)
+
+
+def make_plugin(root: Path, name: str, body: str) -> Path:
+    """A throwaway plugin package ``automil-NAME`` with entry point NAME and module ``automil_NAME``."""
+    package = root / name
+    (package / f"automil_{name}").mkdir(parents=True)
+    (package / "pyproject.toml").write_text(textwrap.dedent(f"""
+        [build-system]
+        requires = ["setuptools"]
+        build-backend = "setuptools.build_meta"
+        [project]
+        name = "automil-{name}"
+        version = "1.2.3"
+        [project.entry-points.automil]
+        {name} = "automil_{name}"
+        [tool.setuptools]
+        packages = ["automil_{name}"]
+    """))
+    (package / f"automil_{name}" / "__init__.py").write_text(textwrap.dedent(body))
+    return package
+
+
+def automil(*args, site: Path | None = None, load: str | None = None):
+    env = dict(os.environ)
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    if load is None:
+        env.pop(plugins.LOAD_PLUGINS_ENV, None)
+    else:
+        env[plugins.LOAD_PLUGINS_ENV] = load
+    return subprocess.run([sys.executable, "-m", "automil.cli", *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+LEARNER_PLUGIN = """
+    import numpy as np
+    import automil
+
+    class MeanVote(automil.BagClassifier):
+        def __init__(self, shift=0.0):
+            self.shift = shift
+        def _fit(self, bags, y):
+            self.center_ = bags.X.mean(axis=0)
+        def _decision_function(self, bags):
+            return np.add.reduceat(bags.X - self.center_, bags.offsets[:-1], axis=0)[:, 0] + self.shift
+
+    @automil.hookimpl
+    def register_learners(register):
+        register(automil.LearnerSpec(name="{learner}", estimator=MeanVote,
+                                     search_space=lambda trial: {{}}, description="a throwaway learner"))
+
+    @automil.hookimpl
+    def register_datasets(register):
+        register(automil.DatasetSpec(name="{dataset}", load=lambda: None, n_bags=3))
+"""
+
+
+def test_installed_plugin_adds_learner_and_dataset_to_the_cli(tmp_path):
+    install(make_plugin(tmp_path, "thirdparty", LEARNER_PLUGIN.format(learner="mean-vote",
+                                                                      dataset="three-bags")),
+            tmp_path / "site")
+    learners = automil("learners", site=tmp_path / "site")
+    assert learners.returncode == 0, learners.stderr
+    row = next(line for line in learners.stdout.splitlines() if line.startswith("mean-vote"))
+    assert "thirdparty" in row and "a throwaway learner" in row
+    assert re.search(r"^sil\s+svm", learners.stdout, re.M), "built-ins must load next to third parties"
+    datasets = automil("datasets", site=tmp_path / "site")
+    assert re.search(r"^three-bags\s+thirdparty\s+3", datasets.stdout, re.M), datasets.stdout
+
+
+def test_load_plugins_variable_restricts_which_plugins_load(tmp_path):
+    install(make_plugin(tmp_path, "thirdparty", LEARNER_PLUGIN.format(learner="mean-vote",
+                                                                      dataset="three-bags")),
+            tmp_path / "site")
+    only_third = automil("learners", site=tmp_path / "site", load="thirdparty")
+    assert "mean-vote" in only_third.stdout and not re.search(r"^sil\s", only_third.stdout, re.M)
+    none = automil("learners", site=tmp_path / "site", load="")
+    assert "mean-vote" not in none.stdout and none.returncode == 0
+
+
+def test_two_plugins_claiming_one_name_is_an_error_naming_both(tmp_path):
+    for name in ("first", "second"):
+        install(make_plugin(tmp_path, name, LEARNER_PLUGIN.format(learner="twin", dataset=f"d-{name}")),
+                tmp_path / "site")
+    result = automil("learners", site=tmp_path / "site", load="first,second")
+    assert result.returncode == 1
+    assert "'twin' is registered twice" in result.stderr
+    assert "'first'" in result.stderr and "'second'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_broken_plugin_is_reported_by_name_and_the_others_still_load(tmp_path):
+    install(make_plugin(tmp_path, "broken", "import not_a_module_anywhere\n"), tmp_path / "site")
+    install(make_plugin(tmp_path, "misspelt", """
+        import automil
+        @automil.hookimpl
+        def register_learner(register):
+            pass
+    """), tmp_path / "site")
+    result = automil("learners", site=tmp_path / "site")
+    assert result.returncode == 0
+    assert "plugin 'broken' was not loaded: ModuleNotFoundError" in result.stderr
+    assert "plugin 'misspelt' was not loaded" in result.stderr and "register_learner" in result.stderr
+    assert re.search(r"^sil\s+svm", result.stdout, re.M)
+
+
+def test_example_plugin_template_installs_and_passes_the_contract(tmp_path):
+    install(REPO / "examples" / "plugin-template", tmp_path / "site")
+    learners = automil("learners", site=tmp_path / "site")
+    assert re.search(r"^embedded-meanmax\s+embedding", learners.stdout, re.M), learners.stderr
+    datasets = automil("datasets", site=tmp_path / "site")
+    assert re.search(r"^shapes-toy\s+embedding\s+60\s+277\s+4\s+2\s+yes", datasets.stdout, re.M)
+    check = subprocess.run(
+        [sys.executable, "-c", "import automil; from automil.checks import check_learner; "
+         "check_learner(automil.get_learner('embedded-meanmax')); "
+         "print(automil.load_bags('shapes-toy'))"],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tmp_path / "site"),
+                                             plugins.LOAD_PLUGINS_ENV: "embedding,datasets"})
+    assert check.returncode == 0, check.stderr
+    assert "Bags(60 bags, 277 instances, 4 features, 2 classes)" in check.stdout
+
+
+def test_unknown_learner_name_suggests_close_matches(fresh_plugins):
+    with pytest.raises(plugins.UnknownNameError, match="did you mean mi-svm"):
+        plugins.get_learner("mi-svn")
+
+
+def test_listing_datasets_imports_no_heavy_dependency():
+    code = ("import sys; from automil.cli import main; main(['datasets']); "
+            "print('HEAVY', sorted({m.split('.')[0] for m in sys.modules} & {'numba', 'optuna', 'mlflow'}))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout
+
+
+def test_every_hook_is_documented_in_the_readme():
+    readme = (REPO / "README.md").read_text()
+    section = readme.split("## Writing a plugin", 1)[-1].split("\n## ", 1)[0]
+    hooks = [name for name in dir(hookspecs) if name.startswith("register_")]
+    assert hooks, "no hooks found"
+    for hook in hooks:
+        assert f"### {hook}(" in section, f"hook {hook} has no heading in the README's 'Writing a plugin'"
