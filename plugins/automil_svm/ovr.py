@@ -1,0 +1,178 @@
+"""The base of the SVM family: shared parameters, one-vs-rest over classes (algorithms.md 1.4) and the
+maximum-instance bag score with its witness.
+
+For K = 2 one model is trained with ``classes_[1]`` positive and ``decision_function`` is ``[-f, f]``;
+for K > 2 model k treats the bags of class k as positive and the prediction is the arg-max score.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from numba import njit
+
+from automil import kernels
+from automil.learner import BagClassifier
+from automil_svm.svm_problem import SOLVERS, TrainingKernel
+
+
+@njit(cache=True, nogil=True)
+def bag_max(scores, offsets):
+    """Per bag, the maximal instance score and its position inside the bag (first on ties)."""
+    n_bags = offsets.shape[0] - 1
+    best = np.empty(n_bags)
+    where = np.empty(n_bags, dtype=np.int64)
+    for i in range(n_bags):
+        lo = offsets[i]
+        best[i] = scores[lo]
+        where[i] = 0
+        for j in range(lo + 1, offsets[i + 1]):
+            if scores[j] > best[i]:
+                best[i] = scores[j]
+                where[i] = j - lo
+    return best, where
+
+
+def bag_mean(scores, offsets) -> np.ndarray:
+    return np.add.reduceat(scores, offsets[:-1]) / np.diff(offsets)
+
+
+class OneVsRestBagSVM(BagClassifier):
+    """Shared machinery; subclasses implement ``_fit_binary(bags, t, space) -> model`` and
+    ``_bag_scores(model, bags)``. Instance-based subclasses also get ``_witness`` from
+    :class:`MaxInstanceMixin`."""
+
+    accepts_sparse = True
+
+    def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, scale_C=False, solver="auto",
+                 class_weight=None):
+        self.kernel = kernel
+        self.C = C
+        self.gamma = gamma
+        self.degree = degree
+        self.scale_C = scale_C
+        self.solver = solver
+        self.class_weight = class_weight
+
+    # ---- parameters --------------------------------------------------------------------------------
+    def _check_common_params(self, n_features: int):
+        name = type(self).__name__
+        if self.kernel not in kernels.INSTANCE_KERNELS:
+            raise ValueError(f"{name}: kernel must be one of {', '.join(kernels.INSTANCE_KERNELS)}, "
+                             f"got {self.kernel!r}")
+        if not isinstance(self.C, numbers.Real) or not self.C > 0 or not np.isfinite(self.C):
+            raise ValueError(f"{name}: C must be a positive number, got {self.C!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"{name}: solver must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
+        if self.solver == "cd" and self.kernel != "linear":
+            raise ValueError(f"{name}: solver='cd' works on explicit features: it needs kernel='linear', "
+                             f"got kernel={self.kernel!r}")
+        if not isinstance(self.degree, numbers.Integral) or self.degree < 1:
+            raise ValueError(f"{name}: degree must be a positive integer, got {self.degree!r}")
+        if getattr(self, "class_weight", None) not in (None, "balanced"):
+            raise ValueError(f"{name}: class_weight must be None or 'balanced', got {self.class_weight!r}")
+        try:
+            gamma = kernels.resolve_gamma(self.gamma, n_features)
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from None
+        return gamma
+
+    def _check_params(self, bags):
+        """Learner-specific validation; extend in subclasses."""
+
+    # ---- one-vs-rest -------------------------------------------------------------------------------
+    def _fit(self, bags, y):
+        gamma = self._check_common_params(bags.n_features)
+        self._check_params(bags)
+        self.gamma_ = gamma
+        space = TrainingKernel(bags.X, self.kernel, gamma, self.degree, self.solver)
+        targets = [np.where(y == 1, 1.0, -1.0)] if len(self.classes_) == 2 else \
+            [np.where(y == k, 1.0, -1.0) for k in range(len(self.classes_))]
+        self.models_ = [self._fit_binary(bags, t, space) for t in targets]
+        self._after_fit()
+
+    def _after_fit(self):
+        """Hook for fitted attributes that summarize the per-class models (e.g. ``n_iter_``)."""
+
+    def _decision_function(self, bags):
+        scores = np.column_stack([self._bag_scores(model, bags) for model in self.models_])
+        return scores[:, 0] if len(self.classes_) == 2 else scores
+
+    # ---- helpers for subclasses --------------------------------------------------------------------
+    def _bag_weights(self, t) -> np.ndarray:
+        """Per-bag weight of the binary problem: 1, or with ``class_weight='balanced'`` the bag-count
+        balancing ``N / (2 N_class)`` (scikit-learn's formula) of the bag's side."""
+        if getattr(self, "class_weight", None) != "balanced":
+            return np.ones(len(t))
+        n_pos = np.count_nonzero(t > 0)
+        return np.where(t > 0, len(t) / (2.0 * n_pos), len(t) / (2.0 * (len(t) - n_pos)))
+
+    def _example_C(self, weights, n_examples: int) -> np.ndarray:
+        """Per-example bounds ``C_i = C * weight_i``, divided by the number of examples with scale_C
+        (algorithms.md 1.8)."""
+        C = self.C / n_examples if self.scale_C else self.C
+        return C * np.asarray(weights, dtype=np.float64)
+
+
+class MaxInstanceMixin:
+    """Bag score ``max_{x in B} f(x)`` of an instance scorer; the witness is the arg-max instance of the
+    model of the predicted class (the one model for K = 2)."""
+
+    def _instance_scores(self, model, bags):
+        return model(bags.X)
+
+    def _bag_scores(self, model, bags):
+        return bag_max(self._instance_scores(model, bags), bags.offsets)[0]
+
+    def _witness(self, bags):
+        if len(self.classes_) == 2:
+            return bag_max(self._instance_scores(self.models_[0], bags), bags.offsets)[1]
+        per_class = [bag_max(self._instance_scores(model, bags), bags.offsets) for model in self.models_]
+        scores = np.column_stack([best for best, _ in per_class])
+        where = np.column_stack([pos for _, pos in per_class])
+        return where[np.arange(bags.n_bags), np.argmax(scores, axis=1)]
+
+
+# numpydoc text of the parameters every learner of the family shares (composed into each class docstring).
+COMMON_PARAMETERS = """\
+    kernel : {"linear", "rbf", "poly"}, default="linear"
+        Instance kernel (algorithms.md 1.7, :mod:`automil.kernels`).
+    C : float, default=1.0
+        Per-example bound of the SVM dual, libsvm's convention (algorithms.md 1.8).
+    gamma : float or "auto", default="auto"
+        RBF width; "auto" is ``1 / n_features``.
+    degree : int, default=3
+        Degree of the polynomial kernel ``(1 + x.x')^degree``.
+    scale_C : bool, default=False
+        Divide C by the number of examples of the SVM problem (misvm's convention)."""
+
+SOLVER_PARAMETER = """\
+    solver : {"auto", "cd", "smo"}, default="auto"
+        "cd": dual coordinate descent on explicit features (liblinear; linear kernel only; the bias is
+        the weight of a constant feature and so is regularized). "smo": SMO on a precomputed kernel
+        (libsvm; exact unregularized bias; a dense n x n kernel). "auto": "cd" for the linear kernel,
+        else "smo"."""
+
+CLASS_WEIGHT_PARAMETER = """\
+    class_weight : {None, "balanced"}, default=None
+        "balanced" weights the examples of each binary problem by ``N / (2 N_side)`` of the bag counts of
+        their bag's side (not in the reference implementations; off by default)."""
+
+
+BASE_ATTRIBUTES = """\
+    classes_ : ndarray of shape (n_classes,)
+    models_ : list of InstanceScorer
+        One fitted function per one-vs-rest problem (one for two classes).
+    gamma_ : float
+        The RBF width used."""
+
+
+def learner_doc(summary: str, *, parameters, attributes=(), references: str) -> str:
+    """A numpydoc class docstring from the shared blocks above and the learner's own text."""
+    return "\n\n".join((
+        summary.rstrip(),
+        "    Parameters\n    ----------\n" + "\n".join(parameters),
+        "    Attributes\n    ----------\n" + "\n".join((BASE_ATTRIBUTES, *attributes)),
+        "    References\n    ----------\n" + references,
+    )) + "\n"

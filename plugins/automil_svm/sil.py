@@ -1,0 +1,26 @@
+"""SIL: single-instance learning (Ray & Craven 2005; algorithms.md 4)."""
+
+from __future__ import annotations
+
+from automil_svm.ovr import (
+    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, MaxInstanceMixin, OneVsRestBagSVM, learner_doc,
+)
+
+
+class SIL(MaxInstanceMixin, OneVsRestBagSVM):
+    __doc__ = learner_doc(
+        """Single-instance SVM: every instance takes its bag's label; a bag scores its best instance.
+
+    One SVM on all n instances (``C_i = C``, or ``C / n`` with ``scale_C``); the bag score is
+    ``max_{x in B} f(x)`` and the witness is that instance. Instances of positive bags that are really
+    negative become label noise, which pulls the model toward the positive class on large bags.""",
+        parameters=(COMMON_PARAMETERS, SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER),
+        references="""\
+    S. Ray and M. Craven, "Supervised versus multiple instance learning: an empirical comparison",
+    ICML 2005.""")
+
+    def _fit_binary(self, bags, t, space):
+        # Algorithms.md 4: instances inherit their bag's target and weight.
+        index = bags.bag_index
+        C = self._example_C(self._bag_weights(t)[index], bags.n_instances)
+        return space.scorer(space.solve(None, t[index], C))

@@ -1,0 +1,28 @@
+"""Optuna search spaces of the SVM family (algorithms.md 14): define-by-run, one function per learner."""
+
+from __future__ import annotations
+
+
+def kernel_space(trial) -> dict:
+    """C log-uniform in [1e-3, 1e3]; the kernel; ``gamma = g / d`` with g log-uniform in [1e-3, 1e2]
+    (RBF only, algorithms.md 1.7); the degree in {2, 3} (polynomial only). Shared by all six learners."""
+    params = {"C": trial.suggest_float("C", 1e-3, 1e3, log=True),
+              "kernel": trial.suggest_categorical("kernel", ["linear", "rbf", "poly"])}
+    if params["kernel"] == "rbf":
+        params["gamma"] = trial.suggest_float("g", 1e-3, 1e2, log=True) / trial.user_attrs["n_features"]
+    elif params["kernel"] == "poly":
+        params["degree"] = trial.suggest_categorical("degree", [2, 3])
+    return params
+
+
+def nsk_space(trial) -> dict:
+    return {**kernel_space(trial),
+            "normalization": trial.suggest_categorical("normalization", ["none", "averaging", "featurespace"])}
+
+
+def smil_space(trial) -> dict:
+    return {**kernel_space(trial), "bag_score": trial.suggest_categorical("bag_score", ["max", "mean"])}
+
+
+def sbmil_space(trial) -> dict:
+    return {**kernel_space(trial), "eta": trial.suggest_float("eta", 0.0, 1.0)}

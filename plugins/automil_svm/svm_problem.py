@@ -1,0 +1,175 @@
+"""The soft-margin SVM sub-problem every learner of the family solves (algorithms.md 1.8), over examples
+that are linear combinations of the training instances, and the instance scorer it produces.
+
+An example (an instance, a bag mean, a normalized bag sum, a selected witness) is one row of a sparse
+matrix ``R`` over the training instances. Whatever the kernel, the fitted function is therefore an
+expansion over training instances, ``f(x) = sum_j beta_j k(x_j, x) + b`` with ``beta = R^T (alpha * t)``,
+and for the linear kernel the explicit ``w = X^T beta``. Standard SVM steps go to scikit-learn's
+liblinear (linear kernel) or libsvm (precomputed kernel); steps with per-example margins ``rho`` go to
+the numba solvers of :mod:`automil_svm.margin_solvers`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC, LinearSVC
+
+from automil import kernels
+from automil_svm import margin_solvers
+
+SOLVERS = ("auto", "cd", "smo")
+# A dense kernel over more training instances than this would not fit next to other work on a laptop.
+MAX_GRAM_BYTES = 4 * 1024**3
+
+
+@dataclass
+class InstanceScorer:
+    """A fitted instance function ``f(x) = w.x + b`` (linear) or ``sum_j beta_j k(u_j, x) + b``.
+
+    Only the training instances with ``beta_j != 0`` (the support instances ``U``) are kept.
+    """
+
+    kernel: str
+    gamma: float
+    degree: int
+    b: float
+    w: np.ndarray | None = None
+    U: object = None
+    beta: np.ndarray | None = None
+
+    def raw(self, X) -> np.ndarray:
+        """``f(x) - b`` for every row of X (dense or CSR)."""
+        if self.w is not None:
+            return np.asarray(X @ self.w).ravel()
+        out = np.empty(X.shape[0])
+        for lo in range(0, X.shape[0], 2048):  # bounded memory: a block of rows at a time
+            hi = min(lo + 2048, X.shape[0])
+            out[lo:hi] = kernels.pairwise_kernel(X[lo:hi], self.U, self.kernel, gamma=self.gamma,
+                                                 degree=self.degree) @ self.beta
+        return out
+
+    def __call__(self, X) -> np.ndarray:
+        return self.raw(X) + self.b
+
+
+@dataclass
+class Solution:
+    """One solved SVM: ``beta`` over all training instances (kernel) or ``w`` (linear), and the bias."""
+
+    b: float
+    w: np.ndarray | None = None
+    beta: np.ndarray | None = None
+    n_iter: int = 0
+
+
+class TrainingKernel:
+    """The training instances with one instance kernel; solves SVMs over combinations of them.
+
+    The dense instance kernel (needed by libsvm on precomputed kernels) is computed once, on first use,
+    and shared by every SVM of a fit (every mi-SVM / MI-SVM iteration, every one-vs-rest class).
+    """
+
+    def __init__(self, X, kernel: str, gamma: float, degree: int, solver: str):
+        self.X = X
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.solver = "cd" if solver == "auto" and kernel == "linear" else solver
+        if self.solver == "auto":
+            self.solver = "smo"
+        self._gram = None
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def gram(self) -> np.ndarray:
+        """The ``n x n`` instance kernel, cached."""
+        if self._gram is None:
+            need = 8 * self.n * self.n
+            if need > MAX_GRAM_BYTES:
+                raise ValueError(f"kernel={self.kernel!r} with solver={self.solver!r} needs a dense "
+                                 f"{self.n} x {self.n} kernel matrix ({need / 1024**3:.1f} GiB, more than "
+                                 f"{MAX_GRAM_BYTES / 1024**3:.0f} GiB): use the linear kernel with "
+                                 "solver='cd' on this many instances")
+            self._gram = kernels.pairwise_kernel(self.X, self.X, self.kernel, gamma=self.gamma,
+                                                 degree=self.degree)
+        return self._gram
+
+    def _params(self) -> dict:
+        return dict(kernel=self.kernel, gamma=self.gamma, degree=self.degree)
+
+    def example_gram(self, R) -> np.ndarray:
+        """``R K R^T``; ``R = None`` means every instance is an example."""
+        if R is None:
+            return self.gram
+        if self._gram is not None:
+            return np.asarray(R @ (R @ self._gram).T)
+        return kernels.combination_gram(self.X, R, **self._params())
+
+    def solve(self, R, t, C, rho=None) -> Solution:
+        """Solve 1.8 for examples ``R`` (sparse ``m x n``, or None for the instances), targets ``t`` in
+        {-1, +1}, per-example bounds ``C`` and margins ``rho`` (1 when None)."""
+        t = np.asarray(t, dtype=np.float64)
+        C = np.asarray(C, dtype=np.float64)
+        if self.solver == "cd":
+            Z = self.X if R is None else R @ self.X
+            if rho is None:
+                # C=1 with sample weights C_i: liblinear's per-example bound is C * weight.
+                svm = LinearSVC(C=1.0, loss="hinge", dual=True, tol=1e-4, max_iter=1000, random_state=0)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    svm.fit(Z, t, sample_weight=C)
+                return Solution(b=float(svm.intercept_[0]), w=svm.coef_[0].copy(), n_iter=int(svm.n_iter_))
+            w, b, _, epochs = margin_solvers.dual_cd(Z, t, rho, C)
+            return Solution(b=b, w=w, n_iter=epochs)
+        G = self.example_gram(R)
+        coef = np.zeros(len(t))
+        if rho is None:
+            svm = SVC(kernel="precomputed", C=1.0, tol=1e-3)
+            svm.fit(G, t, sample_weight=C)
+            coef[svm.support_] = svm.dual_coef_[0]
+            b, n_iter = float(svm.intercept_[0]), int(np.sum(svm.n_iter_))
+        else:
+            alpha, b, n_iter = margin_solvers.smo(G, t, rho, C)
+            coef = alpha * t
+        beta = coef if R is None else np.asarray(R.T @ coef).ravel()
+        if self.kernel == "linear":
+            return Solution(b=b, w=np.asarray(self.X.T @ beta).ravel(), n_iter=n_iter)
+        return Solution(b=b, beta=beta, n_iter=n_iter)
+
+    def scores(self, solution: Solution) -> np.ndarray:
+        """``f(x)`` on every training instance (reuses the cached kernel)."""
+        if solution.w is not None:
+            return np.asarray(self.X @ solution.w).ravel() + solution.b
+        return self.gram @ solution.beta + solution.b
+
+    def scorer(self, solution: Solution) -> InstanceScorer:
+        """The fitted function, keeping only the support instances."""
+        if solution.w is not None:
+            return InstanceScorer(self.kernel, self.gamma, self.degree, solution.b, w=solution.w)
+        support = np.flatnonzero(solution.beta)
+        U = self.X[support]
+        return InstanceScorer(self.kernel, self.gamma, self.degree, solution.b,
+                              U=U if sp.issparse(U) else np.ascontiguousarray(U), beta=solution.beta[support])
+
+
+def instance_examples(rows, n_instances: int) -> sp.csr_matrix:
+    """Examples that are single training instances (``rows``), as rows of ``R``."""
+    rows = np.asarray(rows, dtype=np.int64)
+    return sp.csr_matrix((np.ones(len(rows)), rows, np.arange(len(rows) + 1)), shape=(len(rows), n_instances))
+
+
+def bag_examples(bags, bag_indices, scale) -> sp.csr_matrix:
+    """Examples ``scale_i * sum_{x in B_i} x`` for the bags ``bag_indices`` (``scale = 1/|B|`` gives the
+    bag means), as rows of ``R``."""
+    bag_indices = np.asarray(bag_indices, dtype=np.int64)
+    sizes = bags.sizes[bag_indices]
+    return sp.csr_matrix((np.repeat(np.asarray(scale, dtype=np.float64), sizes), bags.instance_rows(bag_indices),
+                          np.concatenate(([0], np.cumsum(sizes)))), shape=(len(bag_indices), bags.n_instances))
