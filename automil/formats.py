@@ -248,9 +248,7 @@ def _pairs(text: _Text, rest, sep: str | None, first_field: int, width: int | No
     ``width`` when the file declares one, else the largest index."""
     n = len(rest)
     nnz_per_line = np.fromiter(map(str.count, rest, repeat(":")), np.int64, n)
-    joined_rest = [r.replace(":", sep or " ") for r in rest] if n else []
-    values = _numbers(text, joined_rest, sep, first_field, 2 * int(nnz_per_line.sum()))
-    # A token without ':' would shift every later pair; the token counts per line catch it.
+    # A token without ':' (or with two) would shift every later pair: find it before parsing numbers.
     tokens = np.fromiter(map(len, map(str.split, rest, repeat(sep))), np.int64, n)
     tokens[np.fromiter(map(len, rest), np.int64, n) == 0] = 0
     bad_line = np.flatnonzero(tokens != nnz_per_line)
@@ -259,6 +257,8 @@ def _pairs(text: _Text, rest, sep: str | None, first_field: int, width: int | No
         for j, token in enumerate(rest[i].split(sep)):
             if token.count(":") != 1:
                 raise text.error(i, f"field {first_field + j}: expected index:value, got {token!r}")
+    values = _numbers(text, [r.replace(":", sep or " ") for r in rest], sep, first_field,
+                      2 * int(nnz_per_line.sum()))
     index, data = values[0::2], values[1::2]
     rows = np.repeat(np.arange(n), nnz_per_line)
     fields = first_field + np.arange(len(index)) - np.repeat(np.cumsum(nnz_per_line) - nnz_per_line,

@@ -104,7 +104,7 @@ SIVAL_IMAGES_PER_CLASS = 60
 
 # Generated datasets: their parameters and the facts of what they generate (a test checks they agree).
 SYNTHETIC = {"n_bags": 1000, "n_features": 10, "n_classes": 2, "seed": 0}
-SYNTHETIC_N_INSTANCES = 4018
+SYNTHETIC_N_INSTANCES = 4028
 DIGITS = {"n_positive": 100, "n_negative": 100, "mean_bag_size": 10, "seed": 0}
 DIGITS_N_INSTANCES = 1953
 
