@@ -168,10 +168,16 @@ def _take(items: list, mask: np.ndarray) -> list:
 
 
 # ---- numbers ------------------------------------------------------------------------------------------
-def _numbers(text: _Text, columns, sep: str | None, first_field: int, expected: int) -> np.ndarray:
-    """Parse the ``sep``-separated numbers of every line's ``columns`` string (field numbers in messages
-    start at ``first_field``) into one flat float64 array of ``expected`` values."""
-    joined = (sep or " ").join(columns)
+def _numbers(text: _Text, columns, sep: str | None, first_field: int, expected: int,
+             pairs: bool = False) -> np.ndarray:
+    """Parse the ``sep``-separated numbers of every line's ``columns`` string into one flat float64 array
+    of ``expected`` values; field numbers in messages start at ``first_field``.
+
+    With ``pairs``, tokens are ``index:value`` (two numbers each) and a line may hold none.
+    """
+    joined = (sep or " ").join(filter(None, columns) if pairs else columns)
+    if pairs:
+        joined = joined.replace(":", sep or " ")
     values = None
     if joined.strip():
         with warnings.catch_warnings():
@@ -183,22 +189,31 @@ def _numbers(text: _Text, columns, sep: str | None, first_field: int, expected: 
     elif expected == 0:
         return np.empty(0)
     if values is None or values.size != expected:
-        _locate_bad_number(text, columns, sep, first_field)
+        _locate_bad_number(text, columns, sep, first_field, pairs)
         raise text.error(None, f"could not parse the numbers ({0 if values is None else values.size} read, "
                                f"{expected} expected)")
     return values
 
 
-def _locate_bad_number(text: _Text, columns, sep: str | None, first_field: int):
+def _locate_bad_number(text: _Text, columns, sep: str | None, first_field: int, pairs: bool):
     """Raise at the first token that is not a number (the slow path, taken only for broken files)."""
     for i, column in enumerate(columns):
+        if pairs and not column:
+            continue
         for j, token in enumerate(column.split(sep)):
-            for part in token.split(":"):
-                try:
-                    float(part)
-                except ValueError:
+            for part in token.split(":") if pairs else (token,):
+                if not _is_number(part):
                     what = "an empty field" if not part.strip() else f"non-numeric value {part!r}"
-                    raise text.error(i, f"field {first_field + j}: {what}") from None
+                    raise text.error(i, f"field {first_field + j}: {what}")
+
+
+def _is_number(token: str) -> bool:
+    """What ``numpy.fromstring`` parses: a float literal without Python's digit separators."""
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return "_" not in token
 
 
 def _finite(text: _Text, values: np.ndarray, rows: np.ndarray, fields: np.ndarray):
@@ -257,8 +272,7 @@ def _pairs(text: _Text, rest, sep: str | None, first_field: int, width: int | No
         for j, token in enumerate(rest[i].split(sep)):
             if token.count(":") != 1:
                 raise text.error(i, f"field {first_field + j}: expected index:value, got {token!r}")
-    values = _numbers(text, [r.replace(":", sep or " ") for r in rest], sep, first_field,
-                      2 * int(nnz_per_line.sum()))
+    values = _numbers(text, rest, sep, first_field, 2 * int(nnz_per_line.sum()), pairs=True)
     index, data = values[0::2], values[1::2]
     rows = np.repeat(np.arange(n), nnz_per_line)
     fields = first_field + np.arange(len(index)) - np.repeat(np.cumsum(nnz_per_line) - nnz_per_line,
@@ -391,7 +405,7 @@ _READERS = {"mill": _read_mill, "mill-sparse": _read_mill_sparse, "mil-csv": _re
 # ---- detection ----------------------------------------------------------------------------------------
 def _detect(text: _Text) -> str:
     """Sniff the first lines: '%' comments mean C, a two-integer header before 'a:b:c' tokens means D,
-    commas mean A (sparse when the first feature holds ':') or B (when the first two fields are integers,
+    commas mean A (sparse when a first feature holds ':') or B (when the first two fields are integers,
     a label and a bag id, rather than an instance name that is unique per line)."""
     text.require_lines()
     first = text.lines[:_SNIFF_LINES]
@@ -403,8 +417,8 @@ def _detect(text: _Text) -> str:
             and _MCILBOOST_HEAD.match(first[1].split(maxsplit=1)[0])):
         return "mcilboost"
     if "," in head:
-        fields = head.split(",", 4)
-        if len(fields) >= 4 and ":" in fields[3]:
+        fourth = [fields[3] for fields in (line.split(",", 4) for line in first) if len(fields) >= 4]
+        if any(":" in field for field in fourth):
             return "mill-sparse"
         leading = [line.split(",", 2)[:2] for line in first]
         integers = all(len(f) == 2 and _INTEGER.match(f[0]) and _INTEGER.match(f[1]) for f in leading)

@@ -202,3 +202,13 @@ def test_a_file_whose_bags_share_one_label_loads_but_fitting_it_fails(tmp_path):
     assert list(bags.y) == [0, 0, 0]
     with pytest.raises(ValueError, match="only one class"):
         MeanOfBag().fit(bags)
+
+
+def test_a_sparse_line_without_pairs_is_an_all_zero_instance(tmp_path):
+    bags = read_bags(write(tmp_path / "s.data", "i1,a,1\ni2,a,1,2:5\ni3,b,0,1:1\n"))
+    np.testing.assert_array_equal(bags.X.toarray(), [[0, 0], [0, 5], [1, 0]])
+
+
+def test_a_bad_sparse_value_names_its_field(tmp_path):
+    with pytest.raises(FormatError, match="line 2: field 5: non-numeric value '1_0'"):
+        read_bags(write(tmp_path / "s.data", "i1,a,1\ni2,a,1,2:5,3:1_0\n"), format="mill-sparse")
