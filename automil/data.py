@@ -189,4 +189,6 @@ def load_bags(name_or_path, format: str | None = None):
         from automil.formats import read_bags
 
         return read_bags(path, format=format)
+    if path.suffix or len(path.parts) > 1:
+        raise DataFileError(f"{name}: no such file (and no registered dataset has this name)")
     plugins.get_dataset(name)  # raises with the known names and close matches

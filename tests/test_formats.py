@@ -212,3 +212,8 @@ def test_a_sparse_line_without_pairs_is_an_all_zero_instance(tmp_path):
 def test_a_bad_sparse_value_names_its_field(tmp_path):
     with pytest.raises(FormatError, match="line 2: field 5: non-numeric value '1_0'"):
         read_bags(write(tmp_path / "s.data", "i1,a,1\ni2,a,1,2:5,3:1_0\n"), format="mill-sparse")
+
+
+def test_load_bags_of_a_missing_path_says_there_is_no_such_file(tmp_path):
+    with pytest.raises(ValueError, match="gone.data: no such file"):
+        load_bags(tmp_path / "gone.data")
