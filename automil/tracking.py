@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mlflow.pyfunc import PythonModel
+
 import automil
 
 __all__ = ["Tracker", "default_tracking_uri", "STATE_TAG", "TIMED_OUT"]
@@ -253,8 +255,114 @@ class Tracker:
 
     # ---- final results -----------------------------------------------------------------------------
     def log_result(self, parent_run_id: str, result: dict, model=None, bags=None, study=None) -> None:
-        """The final evaluation of a study on its parent run, which is then marked finished."""
-        raise NotImplementedError
+        """The final evaluation of a study on its parent run, which is then marked finished.
+
+        Parameters
+        ----------
+        parent_run_id : str
+            From :meth:`study_run`.
+        result : dict
+            The driver's leaderboard row. Every finite number becomes a metric under its own key (a dict
+            of numbers ``{"k": {"a": 1}}`` becomes ``k_a``, a list of numbers one metric with a step per
+            entry), every string a tag ``automil.<key>``; ``best_params`` become tags ``best.<name>``
+            (tags, not params: MLflow params cannot change, and a resumed study can find a new best).
+            The headline figures are expected under ``accuracy``, ``balanced_accuracy`` and their
+            ``*_std``; ``confusion_matrix`` (rows true, columns predicted, out-of-fold counts) with
+            ``classes``, when present, is drawn instead of predicting ``bags``. Missing keys are skipped.
+        model : estimator, optional
+            The fitted best model (``automil.evaluation.Standardized``), logged as the MLflow pyfunc
+            model ``model`` (see :class:`BagModel` for the input format).
+        bags : Bags, optional
+            Labelled held-out bags: the confusion matrix when ``result`` has none, an input example for
+            the model, and, for a witness learner on image-like bags, the witness and coefficient figures.
+        study : optuna.Study, optional
+            For the trial counts, the optimization history and the parameter importances.
+        """
+        trials = list(study.get_trials(deepcopy=False)) if study is not None else []
+        metrics, tags, n_trials = _result_entries(result, trials)
+        if trials:
+            best = _best_trial(study)
+            if best is not None:
+                tags["automil.best_trial"] = str(best.number)
+                run_id = self._logged_trials.get(parent_run_id, {}).get(best.number)
+                if run_id is None:
+                    run = self._find_one(self._parent(parent_run_id).info.experiment_id,
+                                         f"tags.`{PARENT_TAG}` = {_quote(parent_run_id)} and "
+                                         f"tags.`{TRIAL_TAG}` = {_quote(str(best.number))}")
+                    run_id = run.info.run_id if run is not None else None
+                if run_id is not None:
+                    tags["automil.best_trial_run"] = run_id
+        # A resumed study logs its result again: step = trials so far keeps the history readable, and
+        # MLflow shows the value of the highest step.
+        now = int(time.time() * 1000)
+        self._log_batch(parent_run_id, tags=tags,
+                        metrics=[(key, value, now, n_trials if index is None else index)
+                                 for key, value, index in metrics])
+        with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:
+            _write_figures(Path(tmp), result, model, bags, study, trials)
+            (Path(tmp) / "result.json").write_text(json.dumps(result, indent=2, default=_jsonable))
+            _retry(self.client.log_artifacts, parent_run_id, tmp)
+        if model is not None:
+            self.log_model(parent_run_id, model, bags)
+        _retry(self.client.set_terminated, parent_run_id, status="FINISHED")
+
+    def log_model(self, parent_run_id: str, model, bags=None) -> str:
+        """Log ``model`` as the pyfunc model ``model`` of the run; returns its ``models:/`` URI (also
+        in the run's tag ``automil.model_uri``; ``runs:/<run id>/model`` loads it too)."""
+        import mlflow
+        from mlflow.models import Model
+
+        parent = self._parent(parent_run_id)
+        logged = _retry(self.client.create_logged_model, parent.info.experiment_id, name=MODEL_NAME,
+                        source_run_id=parent_run_id,
+                        tags={"automil.learner": parent.data.tags.get("automil.learner", ""),
+                              "automil.dataset": parent.data.tags.get("automil.dataset", "")})
+        example = None
+        if bags is not None and bags.n_bags and not bags.is_sparse:
+            example = [bags[i].tolist() for i in range(min(2, bags.n_bags))]
+        # Model.log reads the global tracking URI; point it at this store only for the call.
+        previous = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
+        mlflow.set_tracking_uri(self.tracking_uri)
+        try:
+            info = Model.log(artifact_path=None, name=MODEL_NAME, flavor=mlflow.pyfunc,
+                             python_model=BagModel(model), run_id=parent_run_id, model_id=logged.model_id,
+                             input_example=example, pip_requirements=_requirements(model),
+                             metadata={"classes": [_jsonable(c) for c in getattr(model, "classes_", [])],
+                                       "input": BagModel.INPUT_FORMAT})
+        finally:
+            mlflow.set_tracking_uri(previous)
+        self._log_batch(parent_run_id, tags={"automil.model_uri": info.model_uri})
+        return info.model_uri
+
+    # ---- reading back ------------------------------------------------------------------------------
+    def studies(self, datasets=None) -> list[dict]:
+        """Every study (parent run) in the store, optionally only of some datasets.
+
+        Each entry: ``dataset``, ``learner``, ``study``, ``status`` ("ok", "T/O", "failed", or "" before
+        a result is logged), ``run_id``, ``end_time`` (ms), ``metrics`` and ``tags`` (dicts).
+        """
+        from mlflow.entities import ViewType
+
+        wanted = None if not datasets else set(datasets)
+        out = []
+        for experiment in self.client.search_experiments(view_type=ViewType.ACTIVE_ONLY):
+            dataset = experiment.tags.get("automil.dataset")
+            if dataset is None or (wanted is not None and dataset not in wanted):
+                continue
+            token = None
+            while True:
+                page = self.client.search_runs([experiment.experiment_id], f"tags.`{KIND_TAG}` = 'study'",
+                                               max_results=1000, page_token=token)
+                for run in page:
+                    tags = run.data.tags
+                    out.append({"dataset": dataset, "learner": tags.get("automil.learner", run.info.run_name),
+                                "study": tags.get(STUDY_TAG, ""), "status": tags.get(STATUS_TAG, ""),
+                                "run_id": run.info.run_id, "end_time": run.info.end_time or 0,
+                                "metrics": dict(run.data.metrics), "tags": dict(tags)})
+                token = page.token
+                if not token:
+                    break
+        return out
 
     # ---- low level ---------------------------------------------------------------------------------
     def _log_batch(self, run_id, metrics=(), params=None, tags=None):
@@ -274,6 +382,183 @@ class Tracker:
                    tags=[e for e in batch_entries if isinstance(e, RunTag)])
             if not metrics and not entries:
                 return
+
+
+class BagModel(PythonModel):
+    """The MLflow pyfunc face of a fitted bag classifier: predicts bag labels from a list of bags.
+
+    Input: a list of bags, each bag a list of instances, each instance a list of ``n_features`` floats
+    (a 2-D array as nested lists: ``[bag.tolist() for bag in bags]``); bags may differ in size. This is
+    also the JSON a served model takes: ``{"inputs": [[[0.1, 2.0], [0.3, 1.5]], [[...]]]}``. MLflow
+    checks the input against the signature (``Array(Array(double))``) before the model sees it, and
+    rejects numpy arrays inside the list, hence ``tolist()``. Output: one label per bag, in the
+    classes of the training labels (``metadata["classes"]`` of the logged model).
+
+    Parameters
+    ----------
+    estimator : fitted estimator
+        ``automil.evaluation.Standardized(learner)``, so the loaded model standardizes new bags with the
+        statistics of its own training bags.
+    """
+
+    INPUT_FORMAT = ("list of bags; each bag a list of instances (rows), each a list of n_features floats: "
+                    "[bag.tolist() for bag in bags]")
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def predict(self, model_input: list[list[list[float]]], params=None) -> list[int]:
+        """Labels of the bags in ``model_input`` (see the class docstring for the format)."""
+        import numpy as np
+
+        bags = []
+        for index, bag in enumerate(model_input):
+            instances = np.asarray(bag, dtype=np.float64)
+            if instances.ndim != 2 or len(instances) == 0:
+                raise ValueError(f"bag {index}: expected a non-empty list of instances (a 2-D array "
+                                 f"n_instances x n_features), got shape {instances.shape}")
+            bags.append(instances)
+        return self.estimator.predict(bags).tolist()
+
+
+def _result_entries(result: dict, trials) -> tuple[list, dict, int]:
+    """Metrics ``(key, value, step or None)``, tags and the trial count of a leaderboard row."""
+    metrics, tags = [], {}
+    for key, value in result.items():
+        if key in ("best_params", "confusion_matrix", "classes") or value is None:
+            continue
+        if _finite(value):
+            metrics.append((key, float(value), None))
+        elif isinstance(value, dict) and all(_finite(v) for v in value.values()):
+            metrics.extend((f"{key}_{sub}", float(v), None) for sub, v in value.items())
+        elif isinstance(value, (list, tuple)) and value and all(_finite(v) for v in value):
+            metrics.extend((key, float(v), index) for index, v in enumerate(value))
+        else:
+            tags[f"automil.{key}"] = _text(value, _MAX_TAG_CHARS)
+    best_params = result.get("best_params") or {}
+    tags.update({f"best.{name}": _text(value, _MAX_TAG_CHARS) for name, value in best_params.items()})
+    tags["automil.best_params"] = _text(best_params, _MAX_TAG_CHARS)
+    counts = {"n_trials": len(trials)}
+    for trial in trials:
+        state = trial_state(trial)
+        key = {"COMPLETE": "n_complete", "PRUNED": "n_pruned", "FAIL": "n_failed",
+               TIMED_OUT: "n_timed_out"}.get(state)
+        if key:
+            counts[key] = counts.get(key, 0) + 1
+    logged = {key for key, _, _ in metrics}
+    if trials:
+        metrics.extend((key, float(counts.get(key, 0)), None)
+                       for key in ("n_trials", "n_complete", "n_pruned", "n_failed", "n_timed_out")
+                       if key not in logged)
+    n_trials = int(result.get("n_trials") if _finite(result.get("n_trials")) else counts["n_trials"])
+    n_timed_out = result.get("n_timed_out") if _finite(result.get("n_timed_out")) else counts.get("n_timed_out", 0)
+    n_failed = counts.get("n_failed", 0) + counts.get("n_timed_out", 0) if trials else 0
+    if str(result.get("status", "")).upper() == TIMED_OUT or (n_trials and n_timed_out >= n_trials):
+        tags[STATUS_TAG] = TIMED_OUT
+    elif trials and n_failed == len(trials):
+        tags[STATUS_TAG] = "failed"
+    else:
+        tags[STATUS_TAG] = "ok"
+    return metrics, tags, n_trials
+
+
+def _best_trial(study):
+    try:
+        return study.best_trial
+    except (ValueError, RuntimeError):  # no completed trial, or a multi-objective study
+        return None
+
+
+def _write_figures(folder: Path, result, model, bags, study, trials) -> None:
+    """The PNGs of one study into ``folder/figures``; each one that does not apply is skipped."""
+    from automil import figures
+
+    out = folder / "figures"
+    out.mkdir()
+    drawn = {}
+    classes = result.get("classes") if result.get("classes") is not None else getattr(model, "classes_", None)
+    if result.get("confusion_matrix") is not None and classes is not None:
+        drawn["confusion_matrix"] = figures.confusion_matrix_figure(
+            result["confusion_matrix"], classes, "Confusion matrix (out-of-fold predictions)")
+    elif model is not None and bags is not None and bags.y is not None:
+        from sklearn.metrics import confusion_matrix
+
+        predicted = model.predict(bags)
+        drawn["confusion_matrix"] = figures.confusion_matrix_figure(
+            confusion_matrix(bags.y, predicted, labels=model.classes_), model.classes_,
+            f"Confusion matrix ({bags.n_bags} bags)")
+    if study is not None:
+        direction = study.direction.name.lower() if len(study.directions) == 1 else "maximize"
+        drawn["optimization_history"] = figures.optimization_history_figure(
+            [(t.number, trial_state(t), t.value) for t in trials], direction,
+            str(result.get("metric", "objective")))
+        drawn["param_importances"] = figures.param_importances_figure(*_importances(study, trials))
+    shape = figures.image_shape(bags) if bags is not None else None
+    if model is not None and shape is not None:
+        if hasattr(model, "witness"):
+            drawn["witness"] = figures.witness_figure(bags, model.witness(bags), model.predict(bags), shape)
+        coef = _coefficients(model)
+        if coef is not None and coef.shape[1] == shape[0] * shape[1]:
+            labels = model.classes_ if len(coef) == len(model.classes_) else [model.classes_[-1]]
+            drawn["coefficients"] = figures.coefficients_figure(coef, shape, labels)
+    for name, figure in drawn.items():
+        figure.savefig(out / f"{name}.png", dpi=100)
+
+
+def _importances(study, trials) -> tuple[dict | None, str]:
+    import optuna
+
+    complete = [t for t in trials if t.state.name == "COMPLETE"]
+    if len(complete) < 2:
+        return None, f"needs at least 2 completed trials ({len(complete)} so far)"
+    if not any(t.params for t in complete):
+        return None, "no hyperparameter was searched"
+    try:
+        return optuna.importance.get_param_importances(study), ""
+    except (ValueError, RuntimeError) as error:  # e.g. every trial has the same parameters
+        return None, f"not computable: {error}"
+
+
+def _coefficients(model):
+    """The learner's per-class weights, shape ``(n_classes or 1, n_features)``, or ``None`` without
+    ``coef_``. They act on standardized features, so every pixel is on the same scale."""
+    import numpy as np
+
+    inner = getattr(model, "estimator_", model)
+    coef = getattr(inner, "coef_", None)
+    d = getattr(model, "n_features_in_", None)
+    if coef is None or d is None:
+        return None
+    coef = np.atleast_2d(np.asarray(coef, dtype=float))
+    return coef.T if coef.shape[0] == d and coef.shape[1] != d else coef  # automil's (n_features, K)
+
+
+def _requirements(model) -> list[str]:
+    """Pinned requirements of the pyfunc model: automil, its numerical stack, and the distribution that
+    provides the learner's plugin when that is not automil itself (found through its entry point)."""
+    from importlib import metadata
+
+    names = ["automil", "mlflow", "numpy", "scipy", "scikit-learn", "numba", "cloudpickle"]
+    inner = getattr(model, "estimator_", model)
+    top = type(inner).__module__.split(".")[0]
+    for entry_point in metadata.entry_points(group="automil"):
+        if entry_point.value.split(".")[0].split(":")[0] == top and entry_point.dist is not None:
+            if entry_point.dist.name not in names:
+                names.append(entry_point.dist.name)
+    out = []
+    for name in names:
+        try:
+            out.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _jsonable(value):
+    """JSON for numpy scalars and arrays in a result row."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return str(value)
 
 
 def trial_state(frozen_trial) -> str:
