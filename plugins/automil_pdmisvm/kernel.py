@@ -103,12 +103,9 @@ class KernelPdMISVMClassifier(PdMISVMBase):
     def _w_step(self, st, mu):
         """3.2: G_m = (Kg_m a_m)[:n] with a_m = Delta^-1/2 V (Lam + I/mu)^-1 V^T Delta^-1/2 s_m."""
         half_w2 = 0.0
-        n = st.X.shape[0]
-        for m, ((lam, V, keep), rows) in enumerate(zip(self._eigen, self._rows)):
-            z = self._project(st, m, V, rows)
-            inv = np.where(keep, 1.0 / (lam + 1.0 / mu), 0.0)
-            st.G[:, m] = V[:n] @ (lam * inv * z)
-            half_w2 += 0.5 * float(np.sum(z * z * lam * inv * inv))
+        for m, (eigen, rows) in enumerate(zip(self._eigen, self._rows)):
+            z = self._project(st, m, eigen[1], rows)
+            half_w2 += push_through_scores(eigen, z, mu, st.G[:, m])
         self._mu = mu
         return half_w2
 
@@ -172,3 +169,12 @@ def class_push_through_eigen(kernel, X, rows, K):
     lam, V = np.linalg.eigh(A)
     keep = lam > len(Xhat) * np.finfo(np.float64).eps * lam.max()
     return lam, V, keep
+
+
+def push_through_scores(eigen, z, mu, out):
+    """Write ``G_m = (Kg_m a_m)[:n] = V[:n] Lam (Lam + I/mu)^{-1} z`` into ``out`` (length n) and return
+    ``1/2 ||w_m||^2 = 1/2 z^T Lam (Lam + I/mu)^{-2} z`` (3.2 in the eigenbasis of 3.5)."""
+    lam, V, keep = eigen
+    inv = np.where(keep, 1.0 / (lam + 1.0 / mu), 0.0)
+    out[:] = V[:len(out)] @ (lam * inv * z)
+    return 0.5 * float(np.sum(z * z * lam * inv * inv))
