@@ -19,7 +19,7 @@ from mlflow.pyfunc import PythonModel
 
 import automil
 
-__all__ = ["Tracker", "default_tracking_uri", "STATE_TAG", "TIMED_OUT"]
+__all__ = ["Tracker", "BagModel", "default_tracking_uri", "ui_command", "trial_state"]
 
 DEFAULT_STORE_DIR = "mlruns"
 DEFAULT_DB_NAME = "mlflow.db"
@@ -30,7 +30,7 @@ KIND_TAG = "automil.kind"  # "study" (parent run) or "trial" (nested run)
 STUDY_TAG = "automil.study"
 TRIAL_TAG = "automil.trial"
 STATE_TAG = "automil.state"
-STATUS_TAG = "automil.status"  # on a parent run: "T/O" when every trial timed out
+STATUS_TAG = "automil.status"  # on a parent run: the driver's status, "T/O" when every trial timed out
 PARENT_TAG = "mlflow.parentRunId"
 NOTE_TAG = "mlflow.note.content"
 TIMED_OUT = "T/O"
@@ -41,7 +41,9 @@ _RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", TIM
 
 # Trial user attributes logged as tags (the driver writes them; see automil.tuning).
 _TRIAL_TAG_ATTRS = ("learner", "plugin", "plugin_version", "dataset", "seed", "n_features", "n_classes",
-                    "timed_out", "one_class", "error")
+                    "timed_out", "one_class", "out_of_memory", "interrupted", "error")
+# Numbers of a leaderboard row that describe the set-up rather than measure anything: tags, not metrics.
+_RESULT_TAG_KEYS = ("seed", "folds", "best_trial")
 _MAX_TAG_CHARS = 5000  # MLflow allows 8000; an error message longer than this is cut
 _MAX_PARAM_CHARS = 6000
 _BATCH_METRICS = 1000  # MLflow's limits per log_batch call
@@ -69,6 +71,22 @@ def _sqlite_path(tracking_uri: str) -> Path | None:
     if not tracking_uri.startswith(prefix) or tracking_uri.startswith(prefix + ":memory:"):
         return None
     return Path(tracking_uri[len(prefix):].split("?", 1)[0])
+
+
+def ui_command(tracking_uri: str | None = None, host: str = "127.0.0.1", port: int = 5000) -> list[str]:
+    """The ``mlflow server`` command line that shows the store ``tracking_uri`` (default: as
+    :class:`Tracker`) in the MLflow UI at ``http://host:port``. Artifacts that the UI uploads go next to
+    a sqlite database, like automil's own."""
+    import sys
+
+    uri = tracking_uri or default_tracking_uri()
+    command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", host,
+               "--port", str(port), "--workers", "2"]
+    root = artifact_root(uri)
+    if root is not None:
+        _sqlite_path(uri).parent.mkdir(parents=True, exist_ok=True)
+        command += ["--artifacts-destination", root]
+    return command
 
 
 def _retry(call, *args, attempts=8, **kwargs):
@@ -422,14 +440,19 @@ class BagModel(PythonModel):
 
 
 def _result_entries(result: dict, trials) -> tuple[list, dict, int]:
-    """Metrics ``(key, value, step or None)``, tags and the trial count of a leaderboard row."""
+    """Metrics ``(key, value, step or None)``, tags and the trial count of a leaderboard row.
+
+    The trial counts (``trials``, ``trials_complete``, ``trials_pruned``, ``trials_failed``,
+    ``trials_timed_out``) and the ``status`` come from the row when the driver wrote them, else from the
+    study's trials.
+    """
     metrics, tags = [], {}
     for key, value in result.items():
         if key in ("best_params", "confusion_matrix", "classes") or value is None:
             continue
-        if _finite(value):
+        if _finite(value) and key not in _RESULT_TAG_KEYS:
             metrics.append((key, float(value), None))
-        elif isinstance(value, dict) and all(_finite(v) for v in value.values()):
+        elif isinstance(value, dict) and value and all(_finite(v) for v in value.values()):
             metrics.extend((f"{key}_{sub}", float(v), None) for sub, v in value.items())
         elif isinstance(value, (list, tuple)) and value and all(_finite(v) for v in value):
             metrics.extend((key, float(v), index) for index, v in enumerate(value))
@@ -438,27 +461,21 @@ def _result_entries(result: dict, trials) -> tuple[list, dict, int]:
     best_params = result.get("best_params") or {}
     tags.update({f"best.{name}": _text(value, _MAX_TAG_CHARS) for name, value in best_params.items()})
     tags["automil.best_params"] = _text(best_params, _MAX_TAG_CHARS)
-    counts = {"n_trials": len(trials)}
+    counts = {"trials": 0, "trials_complete": 0, "trials_pruned": 0, "trials_failed": 0, "trials_timed_out": 0}
+    by_state = {"COMPLETE": "trials_complete", "PRUNED": "trials_pruned", "FAIL": "trials_failed",
+                TIMED_OUT: "trials_timed_out"}
     for trial in trials:
-        state = trial_state(trial)
-        key = {"COMPLETE": "n_complete", "PRUNED": "n_pruned", "FAIL": "n_failed",
-               TIMED_OUT: "n_timed_out"}.get(state)
-        if key:
-            counts[key] = counts.get(key, 0) + 1
-    logged = {key for key, _, _ in metrics}
-    if trials:
-        metrics.extend((key, float(counts.get(key, 0)), None)
-                       for key in ("n_trials", "n_complete", "n_pruned", "n_failed", "n_timed_out")
-                       if key not in logged)
-    n_trials = int(result.get("n_trials") if _finite(result.get("n_trials")) else counts["n_trials"])
-    n_timed_out = result.get("n_timed_out") if _finite(result.get("n_timed_out")) else counts.get("n_timed_out", 0)
-    n_failed = counts.get("n_failed", 0) + counts.get("n_timed_out", 0) if trials else 0
-    if str(result.get("status", "")).upper() == TIMED_OUT or (n_trials and n_timed_out >= n_trials):
-        tags[STATUS_TAG] = TIMED_OUT
-    elif trials and n_failed == len(trials):
-        tags[STATUS_TAG] = "failed"
-    else:
-        tags[STATUS_TAG] = "ok"
+        counts["trials"] += 1
+        if trial_state(trial) in by_state:
+            counts[by_state[trial_state(trial)]] += 1
+    if trials and not _finite(result.get("trials")):
+        metrics.extend((key, float(value), None) for key, value in counts.items())
+    n_trials = int(result["trials"]) if _finite(result.get("trials")) else counts["trials"]
+    if not result.get("status"):
+        timed_out = counts["trials_timed_out"]
+        failed = counts["trials_failed"] + timed_out
+        tags[STATUS_TAG] = (TIMED_OUT if trials and timed_out == len(trials) else
+                            "failed" if trials and failed == len(trials) else "ok")
     return metrics, tags, n_trials
 
 
@@ -486,7 +503,7 @@ def _write_figures(folder: Path, result, model, bags, study, trials) -> None:
         predicted = model.predict(bags)
         drawn["confusion_matrix"] = figures.confusion_matrix_figure(
             confusion_matrix(bags.y, predicted, labels=model.classes_), model.classes_,
-            f"Confusion matrix ({bags.n_bags} bags)")
+            f"Confusion matrix of the final model on {bags.n_bags} bags")
     if study is not None:
         direction = study.direction.name.lower() if len(study.directions) == 1 else "maximize"
         drawn["optimization_history"] = figures.optimization_history_figure(

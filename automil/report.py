@@ -1,0 +1,163 @@
+"""The paper-style results table (the pdMISVM paper's Table I) from the studies in a tracking store.
+
+Datasets are columns, learners rows; each cell holds the headline ACC or BACC of a learner-dataset study
+as mean +- sd in percent, ``T/O`` when every trial timed out, and the best of each column in bold.
+The numbers are the parent-run metrics :mod:`automil.tracking` logged; nothing is recomputed.
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import math
+from dataclasses import dataclass, field
+
+__all__ = ["Table", "build_table", "render", "FORMATS"]
+
+FORMATS = ("markdown", "html", "csv")
+METRICS = (("accuracy", "ACC"), ("balanced_accuracy", "BACC"))
+OPTIMISTIC = "†"  # marks figures from the tuned protocol (tuned and reported on the same folds)
+
+
+@dataclass
+class Cell:
+    """One learner on one dataset for one metric: a mean and sd (fractions), or a status text."""
+
+    mean: float | None = None
+    std: float | None = None
+    text: str = ""  # "T/O", "failed", ... when there is no figure
+    optimistic: bool = False
+    best: bool = False
+
+    def shown(self, markup: str = "") -> str:
+        if self.mean is None:
+            return self.text
+        value = f"{100 * self.mean:.1f}"
+        if self.std is not None:
+            value += f" ± {100 * self.std:.1f}"
+        if self.optimistic:
+            value += OPTIMISTIC
+        if self.best and markup == "markdown":
+            return f"**{value}**"
+        return value
+
+
+@dataclass
+class Table:
+    """Rows are learners, columns ``(dataset, metric)``."""
+
+    datasets: list[str]
+    learners: list[str]
+    cells: dict = field(default_factory=dict)  # (learner, dataset, metric) -> Cell
+
+    def cell(self, learner, dataset, metric) -> Cell:
+        return self.cells.get((learner, dataset, metric), Cell())
+
+    @property
+    def any_optimistic(self) -> bool:
+        return any(c.optimistic for c in self.cells.values())
+
+
+def build_table(studies: list[dict], datasets=None) -> Table:
+    """The table from :meth:`automil.tracking.Tracker.studies` entries.
+
+    A learner-dataset pair logged by several studies shows the most recently finished one. ``datasets``
+    fixes the columns and their order (default: every dataset found, sorted).
+    """
+    latest = {}
+    for study in studies:
+        key = (study["learner"], study["dataset"])
+        if key not in latest or study["end_time"] > latest[key]["end_time"]:
+            latest[key] = study
+    found = sorted({dataset for _, dataset in latest})
+    columns = list(datasets) if datasets else found
+    table = Table(datasets=columns, learners=sorted({learner for learner, dataset in latest
+                                                     if dataset in columns}, key=str.lower))
+    for (learner, dataset), study in latest.items():
+        if dataset not in columns:
+            continue
+        optimistic = study["tags"].get("automil.protocol", "nested") == "tuned"
+        for metric, _ in METRICS:
+            mean = study["metrics"].get(metric)
+            if mean is not None and math.isfinite(mean):
+                table.cells[learner, dataset, metric] = Cell(mean, study["metrics"].get(f"{metric}_std"),
+                                                             optimistic=optimistic)
+            else:
+                table.cells[learner, dataset, metric] = Cell(text=_status_text(study["status"]))
+    for dataset in columns:
+        for metric, _ in METRICS:
+            figures = [table.cell(learner, dataset, metric) for learner in table.learners]
+            shown = [round(100 * c.mean, 1) for c in figures if c.mean is not None]
+            for c in figures:  # ties as the reader sees them (one decimal) are all bold
+                c.best = c.mean is not None and round(100 * c.mean, 1) == max(shown)
+    return table
+
+
+def _status_text(status: str) -> str:
+    if status == "T/O":
+        return "T/O"
+    return {"": "running", "ok": "-", "partial": "-"}.get(status, status)
+
+
+def render(table: Table, format: str = "markdown") -> str:
+    """The table as ``markdown``, ``html`` or ``csv`` text.
+
+    CSV keeps the unrounded percentages (mean and sd in separate columns) and has no bold; the best
+    per column is what the other two formats show in bold.
+    """
+    if format not in FORMATS:
+        raise ValueError(f"unknown report format {format!r}; choose one of {', '.join(FORMATS)}")
+    return {"markdown": _markdown, "html": _html, "csv": _csv}[format](table)
+
+
+def legend(table: Table) -> str:
+    text = ("ACC and BACC in %, mean ± sd of the headline protocol (nested cross-validation); "
+            "bold: best of each column; T/O: every trial timed out.")
+    if table.any_optimistic:
+        text += f" {OPTIMISTIC} tuned and reported on the same folds (optimistic)."
+    return text
+
+
+def _markdown(table: Table) -> str:
+    header = ["learner"] + [f"{d} {label}" for d in table.datasets for _, label in METRICS]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" + "---:|" * (len(header) - 1)]
+    for learner in table.learners:
+        cells = [table.cell(learner, d, m).shown("markdown") for d in table.datasets for m, _ in METRICS]
+        lines.append("| " + " | ".join([learner] + cells) + " |")
+    return "\n".join(lines) + "\n\n" + legend(table) + "\n"
+
+
+def _html(table: Table) -> str:
+    out = ["<table>", "<thead>", "<tr><th rowspan=\"2\">learner</th>" + "".join(
+        f"<th colspan=\"{len(METRICS)}\">{html.escape(d)}</th>" for d in table.datasets) + "</tr>",
+        "<tr>" + "".join(f"<th>{label}</th>" for _ in table.datasets for _, label in METRICS) + "</tr>",
+        "</thead>", "<tbody>"]
+    for learner in table.learners:
+        cells = []
+        for dataset in table.datasets:
+            for metric, _ in METRICS:
+                cell = table.cell(learner, dataset, metric)
+                text = html.escape(cell.shown())
+                cells.append(f"<td><b>{text}</b></td>" if cell.best else f"<td>{text}</td>")
+        out.append(f"<tr><th>{html.escape(learner)}</th>{''.join(cells)}</tr>")
+    out += ["</tbody>", f"<caption>{html.escape(legend(table))}</caption>", "</table>"]
+    return "\n".join(out) + "\n"
+
+
+def _csv(table: Table) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["learner"] + [f"{d} {label} {part}" for d in table.datasets for _, label in METRICS
+                                   for part in ("mean", "sd")])
+    for learner in table.learners:
+        row = [learner]
+        for dataset in table.datasets:
+            for metric, _ in METRICS:
+                cell = table.cell(learner, dataset, metric)
+                if cell.mean is None:
+                    row += [cell.text, ""]
+                else:
+                    row += [f"{100 * cell.mean:.4f}", "" if cell.std is None else f"{100 * cell.std:.4f}"]
+        writer.writerow(row)
+    return buffer.getvalue()
