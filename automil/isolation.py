@@ -1,0 +1,368 @@
+"""Running fits in a killable worker process, with a time limit and an optional memory limit.
+
+Solvers and BLAS calls do not return to Python, so neither signals nor threads can stop a fit: the only
+reliable limit is a separate process that is killed. Starting an interpreter per fit would cost about a
+second, so a :class:`FitWorker` keeps one process alive across fits and replaces it only after it was
+killed (or died). The data is sent to the process once and cached there; each task then carries only
+a function, its small arguments (fold indices, parameters) and the reply (predictions).
+
+The child is ``python -m automil.isolation`` talking over two pipes with ``multiprocessing`` framing. It
+dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and an EOF check elsewhere), ignores Ctrl-C (the
+parent decides), and runs with BLAS/OpenMP/numba threads capped so that several workers share the cores.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+
+__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "run_tasks",
+           "process_alive", "process_identity"]
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS")
+_PR_SET_PDEATHSIG = 1
+# How often the parent looks at the child's memory while it waits (only with a memory limit).
+MEMORY_POLL_SECONDS = 0.1
+
+
+class FitTimeout(Exception):
+    """The task ran past its time limit; its process was killed."""
+
+
+class FitMemoryExceeded(Exception):
+    """The worker's resident memory passed the limit; its process was killed."""
+
+
+class WorkerDied(Exception):
+    """The worker process ended without replying (a crash in native code, or killed from outside)."""
+
+
+class FitError(Exception):
+    """The task raised in the worker; ``error_type`` and ``remote_traceback`` say what and where."""
+
+    def __init__(self, error_type: str, message: str, remote_traceback: str = ""):
+        super().__init__(f"{error_type}: {message}")
+        self.error_type = error_type
+        self.remote_traceback = remote_traceback
+
+
+class FitWorker:
+    """A persistent child process that runs ``fn(data, *args)`` on request, killed at a time limit.
+
+    Parameters
+    ----------
+    threads : int, optional
+        Cap on BLAS/OpenMP/numba threads in the child (default: leave the environment alone).
+    memory_limit : int, optional
+        Resident memory cap of the child in bytes (Linux, read from ``/proc``); passing it kills the
+        child and raises :class:`FitMemoryExceeded`.
+    env : dict, optional
+        Extra environment variables for the child.
+
+    Notes
+    -----
+    The child inherits ``sys.path`` through ``PYTHONPATH`` and the environment (so it loads the same
+    plugins as the parent). ``fn`` must be importable by name (a module-level function).
+    """
+
+    def __init__(self, threads: int | None = None, memory_limit: int | None = None, env: dict | None = None):
+        self.threads = threads
+        self.memory_limit = memory_limit
+        self.env = dict(env or {})
+        self._process: subprocess.Popen | None = None
+        self._send: Connection | None = None
+        self._recv: Connection | None = None
+        self._data = None
+        self._data_sent = False
+        self._deadline = None
+        self.kills = 0
+
+    # ---- life cycle ----------------------------------------------------------------------------------
+    @property
+    def pid(self) -> int | None:
+        """The child's process id, or ``None`` before it starts and after it was killed."""
+        return None if self._process is None else self._process.pid
+
+    @property
+    def busy(self) -> bool:
+        return self._deadline is not None
+
+    def start(self):
+        """Start the child now (it is otherwise started by the first task)."""
+        if self._process is not None:
+            return
+        task_read, task_write = os.pipe()
+        reply_read, reply_write = os.pipe()
+        env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        if self.threads is not None:
+            env.update({name: str(self.threads) for name in THREAD_VARIABLES})
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "automil.isolation", str(task_read), str(reply_write), str(os.getpid())],
+                pass_fds=(task_read, reply_write), env=env, stdin=subprocess.DEVNULL, stdout=2,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+        finally:
+            os.close(task_read)
+            os.close(reply_write)
+        self._send = Connection(task_write, readable=False)
+        self._recv = Connection(reply_read, writable=False)
+        self._data_sent = False
+
+    def set_data(self, data):
+        """The object passed as first argument to every task (sent once per child process)."""
+        self._data = data
+        self._data_sent = False
+
+    def kill(self):
+        """Kill the child (SIGKILL) and reap it; the next task starts a fresh one."""
+        if self._process is None:
+            return
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        self._close_pipes()
+        self._process = None
+        self._deadline = None
+
+    def close(self):
+        """Ask the child to exit, then kill it if it does not within a second."""
+        if self._process is None:
+            return
+        try:
+            self._send.send(None)
+            self._process.wait(timeout=1.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+    def _close_pipes(self):
+        for connection in (self._send, self._recv):
+            if connection is not None:
+                connection.close()
+        self._send = self._recv = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        if self._process is not None and self._process.poll() is None:
+            self._process.kill()
+
+    # ---- tasks ---------------------------------------------------------------------------------------
+    def submit(self, fn: Callable, *args, timeout: float | None = None):
+        """Send one task; collect it with :meth:`result`. ``timeout`` counts from now."""
+        if self.busy:
+            raise RuntimeError("this worker is still running a task")
+        for attempt in (0, 1):
+            self.start()
+            try:
+                if not self._data_sent:
+                    self._send.send(("data", self._data))
+                    self._data_sent = True
+                self._send.send(("call", fn, args))
+                break
+            except (BrokenPipeError, OSError):  # the idle child died: replace it once
+                self.kill()
+                if attempt:
+                    raise WorkerDied("the worker process could not be started") from None
+        self._deadline = float("inf") if timeout is None else time.monotonic() + timeout
+
+    def result(self, heartbeat: Callable | None = None, heartbeat_every: float = 30.0):
+        """Wait for the task's reply and return it, or raise.
+
+        Raises :class:`FitTimeout` or :class:`FitMemoryExceeded` (the child is killed first),
+        :class:`WorkerDied`, or :class:`FitError` for an exception inside the task. ``heartbeat`` is
+        called every ``heartbeat_every`` seconds while waiting (to tell a shared store the work is alive).
+        """
+        next_beat = time.monotonic() + heartbeat_every
+        while not self.ready(min(next_beat, self._deadline) - time.monotonic()):
+            if heartbeat is not None and time.monotonic() >= next_beat:
+                heartbeat()
+                next_beat = time.monotonic() + heartbeat_every
+        return self.collect()
+
+    def ready(self, wait_seconds: float) -> bool:
+        """True when the reply can be collected (or the time or memory limit already passed)."""
+        wait_seconds = max(0.0, wait_seconds)
+        if self.memory_limit is not None:
+            wait_seconds = min(wait_seconds, MEMORY_POLL_SECONDS)
+        if self._recv.poll(wait_seconds):
+            return True
+        return time.monotonic() >= self._deadline or self._over_memory()
+
+    def collect(self):
+        """The reply of a task for which :meth:`ready` returned True."""
+        if self._recv.poll(0):
+            try:
+                status, payload = self._recv.recv()
+            except (EOFError, OSError):
+                code = self._process.wait()
+                self._process = None
+                self._close_pipes()
+                self._deadline = None
+                raise WorkerDied(f"the worker process ended with {_exit_reason(code)} during the fit") from None
+            self._deadline = None
+            if status == "ok":
+                return payload
+            raise FitError(*payload)
+        self.kills += 1
+        if self._over_memory():
+            rss = _resident_bytes(self.pid)
+            self.kill()
+            raise FitMemoryExceeded(f"the fit used {rss / 2**20:.0f} MiB, over the limit of "
+                                    f"{self.memory_limit / 2**20:.0f} MiB; its process was killed")
+        self.kill()
+        raise FitTimeout("the fit ran past its time limit; its process was killed")
+
+    def call(self, fn: Callable, *args, timeout: float | None = None, heartbeat=None):
+        """:meth:`submit` then :meth:`result`."""
+        self.submit(fn, *args, timeout=timeout)
+        return self.result(heartbeat=heartbeat)
+
+    def _over_memory(self) -> bool:
+        return self.memory_limit is not None and _resident_bytes(self.pid) > self.memory_limit
+
+
+def run_tasks(workers: list[FitWorker], tasks, timeout: float | None = None):
+    """Run ``(fn, *args)`` tasks on several workers at once; yield ``(index, result or exception)``.
+
+    Results come in completion order; a task that times out, fails or kills its worker yields the
+    exception instead of a result, and the other tasks go on.
+    """
+    pending = list(enumerate(tasks))[::-1]
+    running: dict[FitWorker, int] = {}
+    while pending or running:
+        for worker in workers:
+            if pending and worker not in running:
+                index, (fn, *args) = pending.pop()
+                worker.submit(fn, *args, timeout=timeout)
+                running[worker] = index
+        wait_seconds = min(w._deadline for w in running) - time.monotonic()
+        if any(w.memory_limit is not None for w in running):
+            wait_seconds = min(wait_seconds, MEMORY_POLL_SECONDS)
+        wait([w._recv for w in running], timeout=max(0.0, wait_seconds))
+        for worker in [w for w in running if w.ready(0)]:
+            index = running.pop(worker)
+            try:
+                yield index, worker.collect()
+            except (FitTimeout, FitMemoryExceeded, FitError, WorkerDied) as error:
+                yield index, error
+
+
+# ---- processes -------------------------------------------------------------------------------------
+def process_identity(pid: int | None = None) -> str:
+    """``host:pid:start`` naming a live process uniquely (the start time guards against pid reuse)."""
+    import socket
+
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
+
+
+def process_alive(identity: str) -> bool | None:
+    """Whether the process named by :func:`process_identity` still runs; ``None`` if it is on another
+    host (this machine cannot tell)."""
+    import socket
+
+    host, _, rest = identity.partition(":")
+    pid, _, start = rest.partition(":")
+    if host != socket.gethostname():
+        return None
+    try:
+        pid = int(pid)
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass
+    return _start_time(pid) == start
+
+
+def _start_time(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            # Field 22 (start time in clock ticks) follows the parenthesized command name.
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return ""
+
+
+def _resident_bytes(pid: int | None) -> int:
+    if pid is None:
+        return 0
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _exit_reason(code: int) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit code {code}"
+
+
+def _die_with_parent():
+    """In the child before exec: ask Linux to SIGKILL it when the parent dies (even by SIGKILL)."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+# ---- the child -------------------------------------------------------------------------------------
+def _serve(tasks: Connection, replies: Connection, parent_pid: int):
+    """The worker loop: cache the data, run calls, reply ``("ok", result)`` or ``("error", ...)``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if os.getppid() != parent_pid:  # the parent died before PR_SET_PDEATHSIG took effect
+        return
+    data = None
+    while True:
+        try:
+            message = tasks.recv()
+        except (EOFError, OSError):
+            return
+        if message is None:
+            return
+        kind, *payload = message
+        if kind == "data":
+            data = payload[0]
+            continue
+        fn, args = payload
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                reply = ("ok", fn(data, *args))
+        except Exception as error:  # noqa: BLE001 - reported to the parent, the worker lives on
+            reply = ("error", (type(error).__name__, str(error), traceback.format_exc()))
+        try:
+            reply = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:  # noqa: BLE001 - an unpicklable result is the task's fault
+            reply = pickle.dumps(("error", (type(error).__name__, f"the result cannot be sent back: {error}",
+                                            "")))
+        try:
+            replies.send_bytes(reply)
+        except OSError:
+            return
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False),
+           int(sys.argv[3]))

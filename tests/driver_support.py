@@ -1,0 +1,50 @@
+"""Shared by the driver's tests: the test-only learner plugin, installed like any third-party plugin."""
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PLUGIN_SOURCE = Path(__file__).resolve().parent / "plugins" / "testlearners"
+_installed: list[Path] = []
+
+
+def test_plugin_site() -> Path:
+    """The directory the test plugin is installed in: installed once per test session."""
+    if not _installed:
+        root = Path(tempfile.mkdtemp(prefix="automil-testlearners-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        _installed.append(install_test_plugin(root))
+    return _installed[0]
+
+
+def install_test_plugin(root: Path) -> Path:
+    """pip-install ``tests/plugins/testlearners`` into ``root/site`` (the source tree stays clean)."""
+    source = root / "source"
+    shutil.copytree(PLUGIN_SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    site = root / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                    "--disable-pip-version-check", "--target", str(site), str(source)], check=True,
+                   capture_output=True)
+    return site
+
+
+def plugin_env(site: Path, records: Path) -> dict:
+    """The environment of a process that loads only the test plugin and writes records to ``records``."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+            "AUTOMIL_LOAD_PLUGINS": "testlearners", "AUTOMIL_TEST_RECORDS": str(records)}
+
+
+def load_in_process(monkeypatch, records: Path):
+    """Make this test process (and the workers it starts) load the test plugin."""
+    from automil import plugins
+
+    site = str(test_plugin_site())
+    monkeypatch.syspath_prepend(site)
+    for key, value in plugin_env(Path(site), records).items():
+        if os.environ.get(key) != value:
+            monkeypatch.setenv(key, value)
+    plugins.reset()

@@ -1,0 +1,32 @@
+"""Test-only learners for the driver: one that works, one that sleeps, one that crashes, one that records.
+
+Installed into a temporary directory by the tests (like any third-party plugin) so that the driver's worker
+processes load it exactly as they load real plugins.
+"""
+
+import automil
+
+
+@automil.hookimpl
+def register_learners(register):
+    from automil_testlearners import learners
+
+    register(automil.LearnerSpec(name="centroid", estimator=learners.Centroid,
+                                 search_space=learners.centroid_space,
+                                 description="nearest class centroid of bag means"))
+    register(automil.LearnerSpec(name="sleepy", estimator=learners.Sleepy,
+                                 search_space=learners.sleepy_space,
+                                 description="sleeps in fit (and writes its pid first)"))
+    register(automil.LearnerSpec(name="crashy", estimator=learners.Crashy,
+                                 search_space=learners.centroid_space, description="raises in fit"))
+    register(automil.LearnerSpec(name="recorder", estimator=learners.Recorder,
+                                 search_space=learners.recorder_space,
+                                 description="a centroid that records the bags it is fit on and scores"))
+
+
+@automil.hookimpl
+def register_datasets(register):
+    from automil_testlearners import learners
+
+    register(automil.DatasetSpec(name="test-bags", load=learners.make_test_bags, n_bags=48, n_classes=2,
+                                 description="48 named bags, class = sign of the bag's mean shift"))

@@ -1,0 +1,91 @@
+"""The test learners; every file they write goes to ``$AUTOMIL_TEST_RECORDS``."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+import automil
+
+
+def make_test_bags():
+    """48 bags of 2-6 instances in 5 features; class-1 bags hold one instance shifted by +2 in feature 0."""
+    rng = np.random.default_rng(7)
+    y = np.arange(48) % 2
+    bags = []
+    for label in y:
+        bag = rng.standard_normal((int(rng.integers(2, 7)), 5))
+        bag[0, 0] += 4.0 * label
+        bags.append(bag)
+    return automil.Bags.from_list(bags, y, names=[f"bag-{i:03d}" for i in range(48)], source="test-bags")
+
+
+def centroid_space(trial):
+    return {"shrink": trial.suggest_float("shrink", 0.0, 1.0)}
+
+
+def sleepy_space(trial):
+    return {"seconds": trial.suggest_float("seconds", 60.0, 120.0)}
+
+
+def recorder_space(trial):
+    # The study and trial number travel with the parameters so each record says which tuning made it.
+    return {"shrink": trial.suggest_float("shrink", 0.0, 1.0),
+            "tag": trial.suggest_categorical("tag", [f"{trial.study.study_name}#{trial.number}"])}
+
+
+def _record(kind: str, payload: dict):
+    directory = Path(os.environ["AUTOMIL_TEST_RECORDS"])
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"{kind}-{os.getpid()}-{time.monotonic_ns()}.json"
+    (directory / name).write_text(json.dumps(payload))
+
+
+class Centroid(automil.BagClassifier):
+    """Nearest class centroid of bag maxima, ``shrink`` pulling centroids towards their mean."""
+
+    def __init__(self, shrink=0.0):
+        self.shrink = shrink
+
+    def _embed(self, bags):
+        return np.maximum.reduceat(bags.X, bags.offsets[:-1], axis=0)
+
+    def _fit(self, bags, y):
+        Z = self._embed(bags)
+        centres = np.stack([Z[y == k].mean(axis=0) for k in range(len(self.classes_))])
+        self.centres_ = (1 - self.shrink) * centres + self.shrink * centres.mean(axis=0)
+        self.training_mean_ = bags.X.mean(axis=0)
+
+    def _decision_function(self, bags):
+        Z = self._embed(bags)
+        return -((Z[:, None, :] - self.centres_[None]) ** 2).sum(axis=2)
+
+
+class Sleepy(Centroid):
+    def __init__(self, seconds=60.0):
+        self.seconds = seconds
+
+    def _fit(self, bags, y):
+        _record("sleepy", {"pid": os.getpid()})
+        time.sleep(self.seconds)
+
+
+class Crashy(Centroid):
+    def _fit(self, bags, y):
+        raise RuntimeError("crashy always fails in fit")
+
+
+class Recorder(Centroid):
+    def __init__(self, shrink=0.0, tag=""):
+        self.shrink = shrink
+        self.tag = tag
+
+    def _fit(self, bags, y):
+        _record("fit", {"tag": self.tag, "bags": bags.names.tolist(), "pid": os.getpid()})
+        super()._fit(bags, y)
+
+    def _decision_function(self, bags):
+        _record("score", {"tag": self.tag, "bags": bags.names.tolist(), "pid": os.getpid()})
+        return super()._decision_function(bags)
