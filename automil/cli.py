@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"automil {automil.__version__}")
     _add_common(parser)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for add in (_add_learners, _add_datasets):
+    for add in (_add_learners, _add_datasets, _add_report, _add_ui):
         add(commands)
     return parser
 
@@ -104,6 +104,68 @@ def _run_datasets(args) -> int:
 
 def _count(value) -> str:
     return "?" if value is None else f"{value:,}"
+
+
+# ---- automil report ---------------------------------------------------------------------------------
+def _add_report(commands):
+    sub = _subcommand(commands, "report", _run_report, "the results table (datasets x learners) from MLflow",
+                      "Print the paper-style table of every study in the tracking store: datasets as "
+                      "columns, learners as rows, headline ACC and BACC as mean ± sd in %, T/O where every "
+                      "trial timed out, the best of each column in bold.")
+    sub.add_argument("--dataset", action="append", metavar="NAME",
+                     help="only this dataset (repeatable; the columns keep this order)")
+    sub.add_argument("--format", choices=("markdown", "html", "csv"), default="markdown",
+                     help="output format (default markdown)")
+    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
+                                            "sqlite:///mlruns/mlflow.db)")
+
+
+def _run_report(args) -> int:
+    from automil.report import build_table, render
+    from automil.tracking import Tracker, default_tracking_uri
+
+    uri = args.tracking_uri or default_tracking_uri()
+    studies = Tracker(uri).studies(args.dataset)
+    if not studies:
+        raise ValueError(f"no automil study in the tracking store {uri}"
+                         + (f" for dataset {', '.join(args.dataset)}" if args.dataset else "")
+                         + "; run automil tune first, or pass --tracking-uri")
+    print(render(build_table(studies, args.dataset), args.format), end="")
+    return 0
+
+
+# ---- automil ui -------------------------------------------------------------------------------------
+def _add_ui(commands):
+    sub = _subcommand(commands, "ui", _run_ui, "start the MLflow UI on the tracking store",
+                      "Start the MLflow UI on automil's tracking store (one experiment per dataset, one "
+                      "run per learner, nested runs per trial) and print its URL; Ctrl-C stops it.")
+    sub.add_argument("--host", default="127.0.0.1",
+                     help="interface to bind (default 127.0.0.1: this machine only)")
+    sub.add_argument("--port", type=int, default=5000, help="port (default 5000)")
+    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
+                                            "sqlite:///mlruns/mlflow.db)")
+
+
+def _run_ui(args) -> int:
+    import subprocess
+
+    from automil.tracking import ui_command
+
+    command = ui_command(args.tracking_uri, args.host, args.port)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"automil: MLflow UI at http://{host}:{args.port} (store {command[command.index('--backend-store-uri') + 1]}); "
+          "Ctrl-C stops it", flush=True)
+    server = subprocess.Popen(command)
+    try:
+        return server.wait()
+    except KeyboardInterrupt:
+        server.terminate()
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        return 0
 
 
 # ---- output helpers ---------------------------------------------------------------------------------
