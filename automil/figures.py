@@ -134,7 +134,7 @@ def witness_figure(bags, witness, predicted, shape, max_bags: int = 6, max_insta
     ax.set_yticks([row * (height + pad) + height / 2 for row in range(len(chosen))],
                   [f"bag {bag}\ntrue {y[bag]}, pred. {predicted[bag]}" for bag in chosen], fontsize="small")
     ax.set_xticks([])
-    ax.set_title("Test bags; the witness instance is framed in red")
+    ax.set_title("Bags and their witness instance (framed in red)")
     return fig
 
 

@@ -1,0 +1,296 @@
+"""MLflow tracking against a real sqlite store: a real Optuna study with a real learner on digits-bags,
+logged through ``Tracker`` and read back through ``MlflowClient``."""
+
+import json
+import threading
+
+import mlflow
+import numpy as np
+import optuna
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, balanced_accuracy_score
+from sklearn.model_selection import StratifiedKFold
+
+import automil
+from automil import BagClassifier, LearnerSpec, cli
+from automil.evaluation import Standardized
+from automil.tracking import Tracker
+
+N_TRIALS = 4
+N_FOLDS = 3
+
+
+class MeanPoolLogistic(BagClassifier):
+    """Logistic regression on the mean instance of each bag; the witness is the instance with the
+    highest linear score, so the tracker draws witnesses and coefficients for it."""
+
+    def __init__(self, C=1.0):
+        self.C = C
+
+    def _fit(self, bags, y):
+        self.model_ = LogisticRegression(C=self.C, max_iter=1000).fit(_mean_pool(bags), y)
+        self.coef_ = self.model_.coef_.T  # automil's (n_features, n_classes) convention: here one margin
+
+    def _decision_function(self, bags):
+        return self.model_.decision_function(_mean_pool(bags))
+
+    def _witness(self, bags):
+        scores = bags.X @ self.coef_[:, 0]
+        return np.array([np.argmax(scores[a:b]) for a, b in zip(bags.offsets[:-1], bags.offsets[1:])])
+
+
+def _mean_pool(bags):
+    return np.add.reduceat(bags.X, bags.offsets[:-1]) / bags.sizes[:, None]
+
+
+SPEC = LearnerSpec("meanpool", MeanPoolLogistic, lambda trial: {"C": trial.suggest_float("C", 1e-3, 1e2, log=True)},
+                   description="mean-pooled logistic regression (test learner)", plugin="tests")
+TIMEOUT_SPEC = LearnerSpec("sleeper", MeanPoolLogistic, lambda trial: {}, description="always times out",
+                           plugin="tests")
+
+
+def _objective(bags, folds):
+    """The driver's record, made by hand: per-fold ACC/BACC and timings in the trial's user attributes."""
+
+    def objective(trial):
+        trial.set_user_attr("n_features", bags.n_features)
+        trial.set_user_attr("n_classes", 2)
+        params = SPEC.search_space(trial)
+        record = {"fold_accuracy": [], "fold_balanced_accuracy": [], "fit_seconds": [], "predict_seconds": []}
+        for train, test in folds:
+            model = Standardized(SPEC.build(**params)).fit(bags.subset(train))
+            predicted = model.predict(bags.subset(test))
+            record["fold_accuracy"].append(accuracy_score(bags.y[test], predicted))
+            record["fold_balanced_accuracy"].append(balanced_accuracy_score(bags.y[test], predicted))
+            record["fit_seconds"].append(0.01 * (len(record["fit_seconds"]) + 1))
+            record["predict_seconds"].append(0.001)
+        for metric in ("accuracy", "balanced_accuracy"):
+            record[metric] = float(np.mean(record[f"fold_{metric}"]))
+            record[f"{metric}_std"] = float(np.std(record[f"fold_{metric}"]))
+        record.update(learner="meanpool", plugin="tests", dataset="digits-bags", seed=0, timed_out=False)
+        for key, value in record.items():
+            trial.set_user_attr(key, value)
+        return record["balanced_accuracy"]
+
+    return objective
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory):
+    """A tuned study, its trials and final result logged into a fresh store; plus a learner whose every
+    trial timed out."""
+    root = tmp_path_factory.mktemp("store")
+    uri = f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+    bags = automil.get_dataset("digits-bags").load()
+    rng = np.random.default_rng(0)
+    order = rng.permutation(bags.n_bags)
+    train, test = bags.subset(np.sort(order[:150])), bags.subset(np.sort(order[150:]))
+    folds = list(StratifiedKFold(N_FOLDS, shuffle=True, random_state=0).split(np.zeros(train.n_bags), train.y))
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(direction="maximize", study_name="digits-bags/meanpool",
+                                sampler=optuna.samplers.TPESampler(seed=0))
+    study.optimize(_objective(train, folds), n_trials=N_TRIALS)
+
+    tracker = Tracker(uri)
+    parent = tracker.study_run(study.study_name, "digits-bags", SPEC, {"automil.protocol": "nested"})
+    trial_runs = [tracker.log_trial(parent, trial, study.study_name) for trial in study.trials]
+    model = Standardized(SPEC.build(**study.best_params)).fit(train)
+    predicted = model.predict(test)
+    result = {"dataset": "digits-bags", "learner": "meanpool", "protocol": "nested", "status": "ok",
+              "accuracy": accuracy_score(test.y, predicted), "accuracy_std": 0.031,
+              "balanced_accuracy": balanced_accuracy_score(test.y, predicted), "balanced_accuracy_std": 0.042,
+              "repeated_accuracy": 0.8, "repeated_accuracy_std": 0.02, "tuning_score": study.best_value,
+              "trials": N_TRIALS, "trials_timed_out": 0, "best_params": study.best_params, "seed": 0}
+    tracker.log_result(parent, result, model=model, bags=test, study=study)
+
+    sleeper = optuna.create_study(direction="maximize", study_name="digits-bags/sleeper")
+    for _ in range(2):
+        sleeper.add_trial(optuna.trial.create_trial(
+            state=optuna.trial.TrialState.FAIL, params={}, distributions={},
+            user_attrs={"timed_out": True, "error": "fit exceeded --fit-timeout 2 s", "learner": "sleeper"}))
+    sleeper_parent = tracker.study_run(sleeper.study_name, "digits-bags", TIMEOUT_SPEC)
+    for trial in sleeper.trials:
+        tracker.log_trial(sleeper_parent, trial, sleeper.study_name)
+    tracker.log_result(sleeper_parent, {"learner": "sleeper", "dataset": "digits-bags", "status": "T/O",
+                                        "accuracy": None, "trials": 2, "trials_timed_out": 2}, study=sleeper)
+    return {"uri": uri, "root": root, "tracker": tracker, "client": mlflow.MlflowClient(uri), "study": study,
+            "parent": parent, "trial_runs": trial_runs, "model": model, "test": test, "result": result,
+            "sleeper_parent": sleeper_parent}
+
+
+def _children(client, parent_run_id):
+    experiment_id = client.get_run(parent_run_id).info.experiment_id
+    return client.search_runs([experiment_id], f"tags.`mlflow.parentRunId` = '{parent_run_id}'")
+
+
+def test_one_experiment_per_dataset_holds_one_parent_run_per_learner(logged):
+    client = logged["client"]
+    experiment = client.get_experiment_by_name("digits-bags")
+    assert experiment is not None
+    assert experiment.artifact_location.startswith((logged["root"] / "mlruns").as_uri())
+    parents = client.search_runs([experiment.experiment_id], "tags.`automil.kind` = 'study'")
+    assert sorted(run.info.run_name for run in parents) == ["meanpool", "sleeper"]
+    parent = client.get_run(logged["parent"])
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["automil.study"] == "digits-bags/meanpool"
+    assert parent.data.tags["automil.learner"] == "meanpool"
+    assert parent.data.tags["automil.plugin"] == "tests"
+    assert parent.data.tags["automil.version"] == automil.__version__
+
+
+def test_every_trial_is_a_nested_run_with_its_params_fold_metrics_and_tags(logged):
+    client, study = logged["client"], logged["study"]
+    children = {int(run.data.tags["automil.trial"]): run for run in _children(client, logged["parent"])}
+    assert sorted(children) == list(range(N_TRIALS))
+    for trial in study.trials:
+        run = children[trial.number]
+        assert run.info.run_id == logged["trial_runs"][trial.number]
+        assert run.data.params == {name: str(value) for name, value in trial.params.items()}
+        attrs = trial.user_attrs
+        for key in ("accuracy", "balanced_accuracy", "accuracy_std", "balanced_accuracy_std"):
+            assert run.data.metrics[key] == pytest.approx(attrs[key])
+        assert run.data.metrics["fit_seconds"] == pytest.approx(np.mean(attrs["fit_seconds"]))
+        assert run.data.metrics["objective"] == pytest.approx(trial.value)
+        history = client.get_metric_history(run.info.run_id, "fold_balanced_accuracy")
+        assert [m.step for m in sorted(history, key=lambda m: m.step)] == list(range(N_FOLDS))
+        assert [m.value for m in sorted(history, key=lambda m: m.step)] == pytest.approx(
+            attrs["fold_balanced_accuracy"])
+        tags = run.data.tags
+        assert tags["automil.state"] == "COMPLETE"
+        assert tags["automil.study"] == "digits-bags/meanpool"
+        assert (tags["automil.learner"], tags["automil.dataset"], tags["automil.seed"]) == \
+               ("meanpool", "digits-bags", "0")
+        assert tags["automil.n_features"] == "64"
+        assert tags["automil.version"] == automil.__version__
+        assert run.info.status == "FINISHED"
+
+
+def test_logging_a_trial_again_keeps_one_run_per_trial_number(logged):
+    fresh = Tracker(logged["uri"])  # a resumed process: nothing cached
+    parent = fresh.study_run("digits-bags/meanpool", "digits-bags", SPEC)
+    assert parent == logged["parent"]
+    again = [fresh.log_trial(parent, trial, "digits-bags/meanpool") for trial in logged["study"].trials]
+    assert again == logged["trial_runs"]
+    assert len(_children(logged["client"], parent)) == N_TRIALS
+
+
+def test_concurrent_trackers_create_a_single_parent_run(logged):
+    barrier = threading.Barrier(3)
+    found = []
+
+    def open_study():
+        tracker = Tracker(logged["uri"])
+        barrier.wait()
+        found.append(tracker.study_run("fox/meanpool", "fox", SPEC))
+
+    threads = [threading.Thread(target=open_study) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(set(found)) == 1
+    experiment = logged["client"].get_experiment_by_name("fox")
+    runs = logged["client"].search_runs([experiment.experiment_id], "tags.`automil.study` = 'fox/meanpool'")
+    assert [run.info.run_id for run in runs] == found[:1]
+
+
+def test_parent_run_holds_the_final_figures_and_best_parameters(logged):
+    run = logged["client"].get_run(logged["parent"])
+    result, study = logged["result"], logged["study"]
+    for key in ("accuracy", "balanced_accuracy", "accuracy_std", "balanced_accuracy_std", "repeated_accuracy",
+                "repeated_accuracy_std", "tuning_score", "trials"):
+        assert run.data.metrics[key] == pytest.approx(result[key])
+    assert "seed" not in run.data.metrics and run.data.tags["automil.seed"] == "0"
+    assert float(run.data.tags["best.C"]) == pytest.approx(study.best_params["C"])
+    assert json.loads(run.data.tags["automil.best_params"]) == pytest.approx(study.best_params)
+    assert run.data.tags["automil.best_trial"] == str(study.best_trial.number)
+    assert run.data.tags["automil.best_trial_run"] == logged["trial_runs"][study.best_trial.number]
+    assert run.data.tags["automil.status"] == "ok"
+
+
+def test_parent_run_has_the_figures_as_png_artifacts(logged):
+    client = logged["client"]
+    names = {a.path for a in client.list_artifacts(logged["parent"], "figures")}
+    assert names == {f"figures/{name}.png" for name in
+                     ("confusion_matrix", "optimization_history", "param_importances", "witness", "coefficients")}
+    local = client.download_artifacts(logged["parent"], "figures", str(logged["root"] / "download"))
+    for name in names:
+        with open(f"{local}/{name.split('/')[1]}", "rb") as png:
+            assert png.read(8) == b"\x89PNG\r\n\x1a\n"
+    stored = json.loads(open(client.download_artifacts(logged["parent"], "result.json",
+                                                       str(logged["root"] / "download"))).read())
+    assert stored["best_params"] == pytest.approx(logged["result"]["best_params"])
+
+
+def test_logged_model_loads_and_predicts_the_labels_of_the_in_memory_model(logged, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", logged["uri"])
+    run = logged["client"].get_run(logged["parent"])
+    loaded = mlflow.pyfunc.load_model(f"runs:/{logged['parent']}/model")
+    assert run.data.tags["automil.model_uri"].startswith("models:/")
+    test = logged["test"]
+    bags = [test[i].tolist() for i in range(test.n_bags)]
+    assert loaded.predict(bags) == logged["model"].predict(test).tolist()
+    assert loaded.metadata.signature is not None
+    assert "Array(Array(double))" in str(loaded.metadata.signature.inputs)
+    assert loaded.metadata.metadata["classes"] == [0, 1]
+
+
+def test_logged_model_names_a_bag_without_instances(logged, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", logged["uri"])
+    loaded = mlflow.pyfunc.load_model(logged["client"].get_run(logged["parent"]).data.tags["automil.model_uri"])
+    with pytest.raises(Exception, match="bag 1"):
+        loaded.predict([logged["test"][0].tolist(), []])
+
+
+def test_timed_out_learner_is_marked_and_its_trials_logged_as_TO(logged):
+    client = logged["client"]
+    parent = client.get_run(logged["sleeper_parent"])
+    assert parent.data.tags["automil.status"] == "T/O"
+    assert "accuracy" not in parent.data.metrics
+    children = _children(client, logged["sleeper_parent"])
+    assert len(children) == 2
+    assert {run.data.tags["automil.state"] for run in children} == {"T/O"}
+    assert {run.info.status for run in children} == {"FAILED"}
+    assert children[0].data.tags["automil.error"] == "fit exceeded --fit-timeout 2 s"
+
+
+def test_a_second_result_replaces_the_first_on_the_same_parent_run(logged):
+    """A resumed study finds a new best: best parameters are tags, so they can change."""
+    tracker = Tracker(logged["uri"])
+    parent = tracker.study_run("digits-bags/extra", "digits-bags", SPEC)
+    tracker.log_result(parent, {"balanced_accuracy": 0.7, "best_params": {"C": 1.0}, "trials": 3})
+    tracker.log_result(parent, {"balanced_accuracy": 0.8, "best_params": {"C": 2.0}, "trials": 5})
+    run = tracker.client.get_run(parent)
+    assert run.data.metrics["balanced_accuracy"] == pytest.approx(0.8)
+    assert run.data.tags["best.C"] == "2.0"
+    history = tracker.client.get_metric_history(parent, "balanced_accuracy")
+    assert sorted((m.step, m.value) for m in history) == [(3, 0.7), (5, 0.8)]
+    tracker.client.delete_run(parent)
+
+
+def test_report_csv_matches_the_logged_parent_metrics(logged, capsys):
+    assert cli.main(["report", "--format", "csv", "--tracking-uri", logged["uri"], "--dataset", "digits-bags"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = lines[0].split(",")
+    rows = {line.split(",")[0]: dict(zip(header, line.split(","))) for line in lines[1:]}
+    metrics = logged["client"].get_run(logged["parent"]).data.metrics
+    for label, key in (("ACC", "accuracy"), ("BACC", "balanced_accuracy")):
+        assert float(rows["meanpool"][f"digits-bags {label} mean"]) == pytest.approx(100 * metrics[key], abs=1e-4)
+        assert float(rows["meanpool"][f"digits-bags {label} sd"]) == pytest.approx(100 * metrics[f"{key}_std"],
+                                                                                  abs=1e-4)
+        assert rows["sleeper"][f"digits-bags {label} mean"] == "T/O"
+
+
+def test_report_markdown_shows_the_logged_figures_in_percent(logged, capsys):
+    assert cli.main(["report", "--tracking-uri", logged["uri"], "--dataset", "digits-bags"]) == 0
+    out = capsys.readouterr().out
+    metrics = logged["client"].get_run(logged["parent"]).data.metrics
+    row = next(line for line in out.splitlines() if line.startswith("| meanpool"))
+    assert f"**{100 * metrics['balanced_accuracy']:.1f} ± {100 * metrics['balanced_accuracy_std']:.1f}**" in row
+    assert "| sleeper | T/O | T/O |" in out
+
+
+def test_report_on_an_empty_store_says_there_is_no_study(tmp_path, capsys):
+    assert cli.main(["report", "--tracking-uri", f"sqlite:///{tmp_path / 'empty.db'}"]) == 1
+    assert "no automil study" in capsys.readouterr().err
