@@ -44,13 +44,17 @@ def linear_kernel(X, Y) -> np.ndarray:
 
 
 def squared_distances(X, Y) -> np.ndarray:
-    """``||x - x'||^2`` for all pairs, clipped at 0 (the expansion ``|x|^2 + |x'|^2 - 2 x.x'`` can
-    round below zero)."""
+    """``||x - x'||^2`` for all pairs.
+
+    The expansion ``|x|^2 + |x'|^2 - 2 x.x'`` loses about ``eps (|x|^2 + |x'|^2)`` to rounding, so values
+    below ``1e-12 (|x|^2 + |x'|^2)`` (including negative ones) are set to 0: a point's distance to itself is
+    exactly 0, which matters for kernels with a fractional power of the distance.
+    """
     D = linear_kernel(X, Y)
     D *= -2.0
-    D += _row_sq_norms(X)[:, None]
-    D += _row_sq_norms(Y)[None, :]
-    np.maximum(D, 0.0, out=D)
+    scale = _row_sq_norms(X)[:, None] + _row_sq_norms(Y)[None, :]
+    D += scale
+    D[D <= 1e-12 * scale] = 0.0
     return D
 
 

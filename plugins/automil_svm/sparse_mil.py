@@ -29,6 +29,12 @@ _REFERENCE = """\
     R. C. Bunescu and R. J. Mooney, "Multiple instance learning for sparse positive bags", ICML 2007."""
 
 
+def positive_bag_margins(sizes) -> np.ndarray:
+    """sMIL's margin ``rho = 2/|X| - 1`` of a positive bag mean (algorithms.md 8): 1 for a single
+    instance, 0 for two, negative beyond."""
+    return 2.0 / np.asarray(sizes, dtype=np.float64) - 1.0
+
+
 def fit_smil(bags, t, space, C: float):
     """Solve sMIL's problem (algorithms.md 8) for bag targets ``t`` in {-1, +1}.
 
@@ -43,7 +49,7 @@ def fit_smil(bags, t, space, C: float):
     R = sp.vstack((instance_examples(negative_rows, bags.n_instances),
                    bag_examples(bags, positive_bags, 1.0 / sizes)), format="csr")
     targets = np.concatenate((-np.ones(n_neg), np.ones(n_pos)))
-    rho = np.concatenate((np.ones(n_neg), 2.0 / sizes - 1.0))
+    rho = np.concatenate((np.ones(n_neg), positive_bag_margins(sizes)))
     bounds = np.concatenate((np.full(n_neg, C / n_neg), np.full(n_pos, C / n_pos)))
     return space.solve(R, targets, bounds, rho=rho)
 
