@@ -12,6 +12,7 @@ import gzip
 import re
 import warnings
 import zlib
+from functools import partial
 from itertools import repeat
 from pathlib import Path
 
@@ -315,7 +316,7 @@ def _bags(text: _Text, X, keys, labels: np.ndarray, *, key_field: int, real_inst
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     if len(np.unique(keys)) != len(starts):
         seen = {}
-        for run, start in enumerate(starts):
+        for start in starts:
             key = keys[start]
             if key in seen:
                 raise text.error(int(start), f"field {key_field}: bag {str(key)!r} appears again after other "
@@ -336,20 +337,10 @@ def _bags(text: _Text, X, keys, labels: np.ndarray, *, key_field: int, real_inst
                 source=str(text.path))
 
 
-def _read_mill(text: _Text) -> Bags:
+def _read_mill(text: _Text, sparse: bool = False) -> Bags:
     text.require_lines()
-    instance, bag, label, rest = text.split_leading(",", 3, "instance name, bag name, label")
-    X = _dense(text, rest, ",", 4)
-    return _mill_bags(text, X, bag, label)
-
-
-def _read_mill_sparse(text: _Text) -> Bags:
-    text.require_lines()
-    instance, bag, label, rest = text.split_leading(",", 3, "instance name, bag name, label")
-    return _mill_bags(text, _pairs(text, rest, ",", 4), bag, label)
-
-
-def _mill_bags(text: _Text, X, bag, label) -> Bags:
+    _, bag, label, rest = text.split_leading(",", 3, "instance name, bag name, label")
+    X = _pairs(text, rest, ",", 4) if sparse else _dense(text, rest, ",", 4)
     labels = _integers(text, label, 3, "the label")
     return _bags(text, X, np.asarray(bag, dtype=object), labels, key_field=2)
 
@@ -398,7 +389,7 @@ def _read_mcilboost(text: _Text) -> Bags:
     return _bags(text, X, bag_ids, labels, key_field=1)
 
 
-_READERS = {"mill": _read_mill, "mill-sparse": _read_mill_sparse, "mil-csv": _read_mil_csv,
+_READERS = {"mill": _read_mill, "mill-sparse": partial(_read_mill, sparse=True), "mil-csv": _read_mil_csv,
             "spaced": _read_spaced, "mcilboost": _read_mcilboost}
 
 
