@@ -78,7 +78,7 @@ def test_a_wrong_sha256_download_is_an_error_and_leaves_nothing_in_the_cache(ser
     assert not (cache / "musk1").exists()
 
 
-def test_a_correct_download_lands_in_the_cache_and_the_second_fetch_uses_it(server, dirs, data_dir):
+def test_a_correct_download_lands_in_the_cache_and_the_second_fetch_uses_it(data_dir, server, dirs):
     _, cache = dirs
     url = serve(server, "musk1.data", (data_dir / MUSK1.path).read_bytes())
     datafile = DataFile(MUSK1.path, MUSK1.sha256, url)
@@ -90,7 +90,7 @@ def test_a_correct_download_lands_in_the_cache_and_the_second_fetch_uses_it(serv
     assert server.requests == ["/musk1.data"]
 
 
-def test_a_cached_file_that_changed_afterwards_fails_its_checksum(server, dirs, data_dir):
+def test_a_cached_file_that_changed_afterwards_fails_its_checksum(data_dir, server, dirs):
     url = serve(server, "musk1.data", (data_dir / MUSK1.path).read_bytes())
     datafile = DataFile(MUSK1.path, MUSK1.sha256, url)
     path = fetch(datafile)
@@ -119,7 +119,7 @@ def test_a_corrupt_file_in_the_data_directory_names_file_and_both_hashes(dirs):
     assert hashlib.sha256(b"1,2,3\n").hexdigest() in message and "replace it with a good copy" in message
 
 
-def test_the_data_directory_wins_over_the_cache(dirs, data_dir):
+def test_the_data_directory_wins_over_the_cache(data_dir, dirs):
     data, cache = dirs
     for root in (data, cache):
         (root / "musk1").mkdir(parents=True)
