@@ -201,7 +201,7 @@ def _locate_bad_number(text: _Text, columns, sep: str | None, first_field: int, 
     for i, column in enumerate(columns):
         if pairs and not column:
             continue
-        for j, token in enumerate(column.split(sep)):
+        for j, token in enumerate(column.split(sep) or [""]):
             for part in token.split(":") if pairs else (token,):
                 if not _is_number(part):
                     what = "an empty field" if not part.strip() else f"non-numeric value {part!r}"
@@ -209,12 +209,13 @@ def _locate_bad_number(text: _Text, columns, sep: str | None, first_field: int, 
 
 
 def _is_number(token: str) -> bool:
-    """What ``numpy.fromstring`` parses: a float literal without Python's digit separators."""
+    """What ``numpy.fromstring`` parses: an ASCII float literal (Python's ``float`` also takes digit
+    separators and non-ASCII digits)."""
     try:
         float(token)
     except ValueError:
         return False
-    return "_" not in token
+    return token.isascii() and "_" not in token
 
 
 def _finite(text: _Text, values: np.ndarray, rows: np.ndarray, fields: np.ndarray):
