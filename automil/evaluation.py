@@ -10,7 +10,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
 
-__all__ = ["Standardized", "instance_scaling"]
+__all__ = ["Standardized", "instance_scaling", "bag_folds", "repeat_seeds", "fold_splits", "fold_digest",
+           "fit_predict", "load_learners", "fold_scores", "mean_std", "METRICS", "PROTOCOLS"]
 
 
 def instance_scaling(X):
@@ -110,3 +111,127 @@ class Standardized(ClassifierMixin, BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = True
         return tags
+
+
+# ---- folds over bags ---------------------------------------------------------------------------------
+def bag_folds(y, n_splits: int, seed: int) -> np.ndarray:
+    """The fold (0..n_splits-1) of every bag: stratified by bag label, shuffled by ``seed``.
+
+    Bags are the units, so a bag's instances always land in one fold together.
+    """
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(y)
+    if n_splits < 2:
+        raise ValueError(f"folds must be at least 2, got {n_splits}")
+    _, counts = np.unique(y, return_counts=True)
+    if counts.min() < n_splits:
+        raise ValueError(f"{n_splits}-fold cross-validation needs at least {n_splits} bags of every class; "
+                         f"the smallest class has {counts.min()}")
+    assignment = np.empty(len(y), dtype=np.int64)
+    splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+    for fold, (_, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
+        assignment[test] = fold
+    return assignment
+
+
+def repeat_seeds(seed: int, n_repeats: int) -> list[int]:
+    """Independent fold seeds for repeated cross-validation, derived from ``seed`` (algorithms.md 1.6)."""
+    return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n_repeats)]
+
+
+def fold_splits(assignment, exclude=None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``(train, test)`` bag indices, one pair per fold, leaving fold ``exclude`` out of both.
+
+    With ``exclude=i`` these are the inner splits of outer split ``i`` in nested cross-validation: the
+    outer test fold reaches neither a training nor a test set while split ``i`` is tuned.
+    """
+    assignment = np.asarray(assignment)
+    folds = [f for f in np.unique(assignment) if f != exclude]
+    usable = assignment != exclude
+    return [(np.flatnonzero(usable & (assignment != f)), np.flatnonzero(assignment == f)) for f in folds]
+
+
+def fold_digest(assignment) -> str:
+    """A short fingerprint of a fold assignment (stored with the study, shown in reports)."""
+    import hashlib
+
+    return hashlib.sha256(np.asarray(assignment, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+# ---- one fit ---------------------------------------------------------------------------------------
+def load_learners(_=None):
+    """Import every learner (a worker's preload, so imports never count against a fit's time limit)."""
+    from automil import plugins
+
+    plugins.learners()
+
+
+def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=None, return_model=False):
+    """Fit ``Standardized(learner(**params))`` on the ``train`` bags and predict the ``test`` bags.
+
+    This is the unit of work a :class:`~automil.isolation.FitWorker` runs: its arguments are small
+    (a learner name and bag indices into data the worker already holds). ``seed`` goes to the learner's
+    ``random_state`` unless ``params`` sets it. Returns a dict with ``y_pred`` (``None`` without
+    ``test``), ``fit_seconds``, ``predict_seconds`` and, with ``return_model``, ``model``.
+
+    Raises
+    ------
+    ValueError
+        When the learner's predictions have the wrong shape or labels it was not trained on; the message
+        names the learner's plugin.
+    """
+    import time
+
+    from automil import plugins
+
+    spec = plugins.get_learner(learner)
+    estimator = spec.build(**params)
+    if seed is not None and "random_state" in estimator.get_params() and "random_state" not in params:
+        estimator.set_params(random_state=seed)
+    model = Standardized(estimator)
+    training = bags.subset(train)
+    start = time.perf_counter()
+    model.fit(training)
+    fit_seconds = time.perf_counter() - start
+    y_pred, predict_seconds = None, 0.0
+    if test is not None:
+        testing = bags.subset(test)
+        start = time.perf_counter()
+        y_pred = np.asarray(model.predict(testing))
+        predict_seconds = time.perf_counter() - start
+        if y_pred.shape != (testing.n_bags,):
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted an array of shape "
+                             f"{y_pred.shape} for {testing.n_bags} bags (expected ({testing.n_bags},))")
+        unknown = np.setdiff1d(y_pred, training.classes)
+        if unknown.size:
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
+                             f"trained on: {unknown[:5].tolist()}")
+    return {"y_pred": y_pred, "fit_seconds": fit_seconds, "predict_seconds": predict_seconds,
+            "model": model if return_model else None}
+
+
+# ---- metrics ---------------------------------------------------------------------------------------
+METRICS = ("balanced_accuracy", "accuracy")
+PROTOCOLS = {
+    "nested": "nested cross-validation: every outer fold is scored by a model tuned without it",
+    "tuned": "tuned and scored on the same folds (the papers' protocol): optimistic",
+}
+
+
+def fold_scores(y_true, y_pred) -> dict:
+    """ACC, BACC and whether every bag was given one class (``one_class``: a degenerate fit)."""
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score
+
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    return {"accuracy": float(accuracy_score(y_true, y_pred)),
+            "balanced_accuracy": float(balanced_accuracy_score(y_true, y_pred)),
+            "one_class": bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1)}
+
+
+def mean_std(values) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (``ddof=1``; 0 for one value; ``None`` for none)."""
+    values = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if values.size == 0:
+        return None, None
+    return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else 0.0

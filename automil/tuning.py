@@ -1,5 +1,823 @@
-"""The Optuna driver: one persistent study per learner-dataset pair, fits in killable workers.
+"""The Optuna driver: one persistent study per learner-dataset pair, every fit in a killable worker.
 
-The names of study and trial user attributes are a contract with :mod:`automil.tracking` and are listed
-in ``docs/tune.md`` ("What a study stores"). (Being written.)
+``tune(dataset, learners, options)`` tunes each learner on fixed, stored folds over bags, then scores the
+best parameters honestly (nested cross-validation) and re-evaluates them with repeated cross-validation.
+Studies live in a storage that several processes share (a journal file by default, any Optuna RDB URL
+otherwise), so a rerun continues them and several ``automil tune`` processes cooperate on them.
+
+The names of the study and trial user attributes are a contract with :mod:`automil.tracking`; they are
+listed in ``docs/tune.md`` ("What a study stores").
 """
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import warnings
+import zlib
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from automil.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, process_alive,
+                               process_identity, run_tasks)
+
+__all__ = ["TuneOptions", "tune", "open_storage", "study_name", "read_study_file", "Progress", "DEFAULT_STORAGE"]
+
+DEFAULT_STORAGE = "journal:studies/automil.journal"
+SAMPLERS = ("tpe", "random")
+# Share of --timeout spent tuning; the rest goes to the final evaluation (nested refits, repeated CV).
+TUNING_SHARE = 0.75
+# A RUNNING trial of another machine is taken as abandoned when its heartbeat is older than this.
+HEARTBEAT_SECONDS = 30.0
+STALE_AFTER_SECONDS = 10 * HEARTBEAT_SECONDS
+
+
+@dataclass
+class TuneOptions:
+    """The budget and protocol of a tuning run (the options of ``automil tune``)."""
+
+    n_trials: int | None = 20
+    timeout: float | None = 240.0
+    fit_timeout: float = 1000.0
+    folds: int = 6
+    repeats: int = 10
+    metric: str = "balanced_accuracy"
+    seed: int = 0
+    jobs: int = 1
+    storage: str = DEFAULT_STORAGE
+    sampler: str = "tpe"
+    protocol: str = "nested"
+    fit_memory: int | None = None
+    track: bool = True
+    tracking_uri: str | None = None
+
+    def check(self):
+        """Raise ``ValueError`` naming the first bad option."""
+        from automil import evaluation
+
+        positive = {"--n-trials": self.n_trials, "--timeout": self.timeout, "--fit-timeout": self.fit_timeout,
+                    "--repeats": self.repeats, "--jobs": self.jobs, "--fit-memory": self.fit_memory}
+        for name, value in positive.items():
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if self.n_trials is None and self.timeout is None:
+            raise ValueError("give --n-trials or --timeout (or both): without either tuning never ends")
+        if self.folds < 2:
+            raise ValueError(f"--folds must be at least 2, got {self.folds}")
+        if self.protocol == "nested" and self.folds < 3:
+            raise ValueError("--protocol nested needs --folds 3 or more (each outer split is tuned with "
+                             "the other folds)")
+        for name, value, allowed in (("--metric", self.metric, evaluation.METRICS),
+                                     ("--protocol", self.protocol, tuple(evaluation.PROTOCOLS)),
+                                     ("--sampler", self.sampler, SAMPLERS)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def study_name(dataset: str, learner: str, split: int | None = None) -> str:
+    """``DATASET/LEARNER``, or ``DATASET/LEARNER/outer-i`` for the tuning of nested outer split ``i``."""
+    return f"{dataset}/{learner}" if split is None else f"{dataset}/{learner}/outer-{split}"
+
+
+def open_storage(storage: str):
+    """An Optuna storage from ``journal:PATH`` (a journal file, safe for local processes), a bare path
+    (the same), or an RDB URL (``sqlite:///...`` for one process, ``postgresql://...`` across machines)."""
+    import optuna
+    from optuna.storages import JournalStorage
+
+    if "://" in storage:
+        return optuna.storages.RDBStorage(storage)
+    path = os.path.abspath(os.path.expanduser(storage.removeprefix("journal:")))
+    directory = os.path.dirname(path)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot create the study directory {directory}: {error.strerror}") from None
+    if not os.access(directory, os.W_OK):
+        raise ValueError(f"the study directory {directory} is not writable")
+    return JournalStorage(_journal_backend(path))
+
+
+# Journal operations after which the file is synced to disk: a study or a trial changed state (Optuna's
+# JournalOperation codes: create/delete study, study attributes, trial state and values, discard).
+_DURABLE_OPERATIONS = frozenset({0, 1, 2, 3, 6, 10})
+
+
+def _journal_backend(path: str):
+    """Optuna's journal file, with a lock and a sync policy made for many small writes.
+
+    - The lock is ``fcntl.flock`` on ``PATH.automil.lock``: blocking, and released by the kernel when a
+      holder is killed. Optuna's default symlink lock polls with back-off up to 1 s under contention and
+      waits 30 s after a killed holder.
+    - ``fsync`` only when a study or trial changes state, not after every attribute and report: a killed
+      process loses nothing (its writes are in the OS cache); an OS crash can lose attributes of running
+      trials, never a finished trial (the sync of its final state flushes all earlier writes).
+
+    Only automil processes may write such a file concurrently (plain Optuna writers use another lock);
+    readers such as optuna-dashboard are fine. Without ``fcntl`` (Windows) Optuna's backend is used.
+    """
+    from optuna.storages.journal import JournalFileBackend
+
+    try:
+        import fcntl
+    except ImportError:
+        return JournalFileBackend(path)
+
+    class LockedJournalFile(JournalFileBackend):
+        def append_logs(self, logs):
+            text = "".join(json.dumps(log, separators=(",", ":")) + "\n" for log in logs).encode()
+            durable = any(log.get("op_code") in _DURABLE_OPERATIONS for log in logs)
+            with open(path + ".automil.lock", "ab") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when we are killed
+                with open(path, "ab") as journal:
+                    journal.write(text)
+                    journal.flush()
+                    if durable:
+                        os.fsync(journal.fileno())
+
+    return LockedJournalFile(path)
+
+
+def read_study_file(path, overrides: dict | None = None) -> list[tuple[str, list | None, TuneOptions]]:
+    """The studies a TOML file declares: ``(dataset, learners, options)`` for every dataset.
+
+    ``[options]`` holds defaults for every ``[[study]]``; a study names ``datasets`` (or one
+    ``dataset``), optionally ``learners``, and may override any option. ``overrides`` (the command line)
+    win over the file. Unknown keys are errors naming the file and the key.
+    """
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as error:
+        raise ValueError(f"cannot read study file {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: not valid TOML: {error}") from None
+    known = {f.name for f in fields(TuneOptions)}
+    for key in set(data) - {"options", "study", "description"}:
+        raise ValueError(f"{path}: unknown top-level key {key!r} (expected [options] and [[study]])")
+    base = data.get("options", {})
+    if set(base) - known:
+        raise ValueError(f"{path}: unknown option {sorted(set(base) - known)[0]!r} in [options]; known: "
+                         f"{', '.join(sorted(known))}")
+    studies = data.get("study") or []
+    if not studies:
+        raise ValueError(f"{path}: no [[study]] tables: nothing to run")
+    runs = []
+    for number, study in enumerate(studies, 1):
+        study = dict(study)
+        datasets = study.pop("datasets", None) or [study.pop("dataset", None)]
+        study.pop("dataset", None)
+        learners = study.pop("learners", None) or None
+        if None in datasets:
+            raise ValueError(f"{path}: study {number} names no dataset (add dataset = \"NAME\")")
+        unknown = set(study) - known - {"name"}
+        if unknown:
+            raise ValueError(f"{path}: study {number}: unknown key {sorted(unknown)[0]!r}")
+        study.pop("name", None)
+        options = replace(TuneOptions(), **{**base, **study, **(overrides or {})})
+        options.check()
+        runs += [(dataset, learners, options) for dataset in datasets]
+    return runs
+
+
+# ---- the studies of one run ----------------------------------------------------------------------------
+@dataclass
+class _Unit:
+    """One study to tune: a learner on all bags (``split=None``) or on one outer split's training bags."""
+
+    learner: str
+    split: int | None
+    deadline: float | None = None
+
+
+@dataclass
+class _Plan:
+    """Everything a tuning process needs; picklable so that ``--jobs`` processes get the same plan."""
+
+    dataset: str
+    learners: list[str]
+    options: TuneOptions
+    assignment: np.ndarray
+    start: float  # time.time() when the run began
+    units: list[_Unit] = field(default_factory=list)
+
+    @property
+    def tuning_deadline(self) -> float | None:
+        t = self.options.timeout
+        return None if t is None else self.start + TUNING_SHARE * t
+
+    @property
+    def final_deadline(self) -> float | None:
+        t = self.options.timeout
+        return None if t is None else self.start + t
+
+
+def tune(dataset: str, learners=None, options: TuneOptions | None = None, progress=None) -> list[dict]:
+    """Tune ``learners`` (default: every registered learner that fits the data) on ``dataset``.
+
+    Returns the leaderboard: one result row (a dict, keys in ``docs/tune.md``) per learner, best first.
+    ``progress`` receives status lines (``Progress`` prints them to a terminal).
+    """
+    import optuna
+
+    from automil import plugins
+    from automil.data import load_bags
+
+    options = options or TuneOptions()
+    options.check()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    progress = progress or (lambda *a, **k: None)
+    start = time.time()
+    bags = load_bags(dataset)
+    if bags.y is None:
+        raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
+    specs, skipped = _choose_learners(bags, learners)
+    storage = open_storage(options.storage)
+    assignment = _prepare_studies(storage, dataset, bags, specs, options)
+    plan = _Plan(dataset, [s.name for s in specs], options, assignment, start)
+    plan.units = _schedule(plan)
+    tracker = _tracker(options, progress)
+    progress(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
+             f"protocol {options.protocol}; studies in {options.storage})")
+    helpers = [_start_helper(plan, bags, index) for index in range(1, options.jobs)]
+    worker = _fit_worker(options)
+    try:
+        _tune_units(plan, bags, storage, worker, tracker, progress, index=0)
+        for helper in helpers:
+            helper.join()
+        rows = _final_evaluation(plan, bags, storage, worker, tracker, progress)
+    except BaseException:
+        for helper in helpers:
+            _interrupt(helper)
+        raise
+    finally:
+        worker.close()
+    rows += [_skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
+    return sorted(rows, key=_rank)
+
+
+def _choose_learners(bags, names):
+    from automil import plugins
+
+    if names:
+        specs = [plugins.get_learner(name) for name in dict.fromkeys(names)]
+    else:
+        specs = sorted(plugins.learners().values(), key=lambda s: s.name.lower())
+        if not specs:
+            raise ValueError("no learners are registered (see `automil learners`)")
+    usable, skipped = [], []
+    n_classes = len(bags.classes)
+    for spec in specs:
+        if n_classes > 2 and not spec.multiclass:
+            skipped.append((spec, f"binary only; {bags.source or 'the dataset'} has {n_classes} classes"))
+        elif bags.is_sparse and not spec.sparse:
+            skipped.append((spec, "does not accept sparse instances"))
+        else:
+            usable.append(spec)
+    if names and skipped:
+        spec, reason = skipped[0]
+        raise ValueError(f"learner {spec.name!r} cannot run on this dataset: {reason}")
+    return usable, skipped
+
+
+def _labels_digest(bags) -> str:
+    import hashlib
+
+    return hashlib.sha256(np.asarray(bags.y).astype(str).astype(np.bytes_).tobytes()).hexdigest()[:16]
+
+
+def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
+    """Create or load every study of the run; the fold assignment is stored once and reused.
+
+    The assignment of the first study that has one wins; a study made with other folds, another seed or
+    another metric is an error (its scores could not be compared), never silently overwritten.
+    """
+    from automil import evaluation
+
+    import optuna
+
+    fresh = evaluation.bag_folds(bags.y, options.folds, options.seed)
+    folds = {"n_splits": options.folds, "seed": options.seed}
+    labels = _labels_digest(bags)
+    assignment = None
+    studies = []
+    for spec in specs:
+        splits = [None] + (list(range(options.folds)) if options.protocol == "nested" else [])
+        for split in splits:
+            name = study_name(dataset, spec.name, split)
+            study = optuna.create_study(storage=storage, study_name=name, direction="maximize",
+                                        load_if_exists=True)
+            attrs = study.user_attrs
+            if "fold_assignment" in attrs:
+                stored = {k: attrs["folds"][k] for k in ("n_splits", "seed")}
+                if stored != folds or attrs.get("metric") != options.metric:
+                    raise ValueError(
+                        f"study {name!r} in {options.storage} was made with {stored['n_splits']} folds, seed "
+                        f"{stored['seed']} and metric {attrs.get('metric')}; this run asks for {options.folds}"
+                        f" folds, seed {options.seed} and metric {options.metric}. Use the same options "
+                        "to continue it, or another --storage for a new study")
+                if attrs.get("labels_digest") != labels:
+                    raise ValueError(f"study {name!r} was made on different bag labels than {dataset!r} has "
+                                     "now (the data changed); use another --storage for a new study")
+                if assignment is None:
+                    assignment = np.asarray(attrs["fold_assignment"], dtype=np.int64)
+            studies.append((study, spec, split))
+    if assignment is None:
+        assignment = fresh
+    record = {"dataset": dataset, "metric": options.metric, "seed": options.seed,
+              "folds": {**folds, "digest": evaluation.fold_digest(assignment)},
+              "fold_assignment": assignment.tolist(), "labels_digest": labels}
+    for study, spec, split in studies:
+        attrs = study.user_attrs
+        for key, value in {**record, "learner": spec.name, "plugin": spec.plugin, "split": split}.items():
+            if attrs.get(key) != value:
+                study.set_user_attr(key, value)
+        if attrs.get("protocol") != options.protocol and split is None:
+            study.set_user_attr("protocol", options.protocol)
+        if split is not None and attrs.get("protocol") != "nested":
+            study.set_user_attr("protocol", "nested")
+        _fail_stale_trials(study)
+    return assignment
+
+
+def _schedule(plan: _Plan) -> list[_Unit]:
+    """The studies in tuning order, each with the time by which it must stop starting trials.
+
+    Deadlines roll: study ``u`` of ``U`` stops at ``start + tuning_budget * (u + 1) / U``, so time a fast
+    learner leaves unused goes to the studies after it, and every study gets at least its share.
+    """
+    splits = list(range(plan.options.folds)) if plan.options.protocol == "nested" else []
+    units = [_Unit(learner, split) for learner in plan.learners for split in [*splits, None]]
+    if plan.tuning_deadline is not None:
+        budget = plan.tuning_deadline - plan.start
+        for u, unit in enumerate(units):
+            unit.deadline = plan.start + budget * (u + 1) / len(units)
+    return units
+
+
+# ---- trials ------------------------------------------------------------------------------------------
+def _counts_toward_budget(trial) -> bool:
+    """Every trial counts except those a killed or interrupted process left unfinished."""
+    from optuna.trial import TrialState
+
+    if trial.state == TrialState.RUNNING:
+        return not _abandoned(trial)
+    return not (trial.user_attrs.get("stale") or trial.user_attrs.get("interrupted"))
+
+
+def _abandoned(trial) -> bool:
+    """A RUNNING trial whose process is gone (same host: by pid; other hosts: by an old heartbeat)."""
+    identity = trial.user_attrs.get("worker")
+    if identity is None:  # created by ask() but killed before the first attribute was written
+        return (time.time() - trial.datetime_start.timestamp()) > STALE_AFTER_SECONDS
+    alive = process_alive(identity)
+    if alive is None:
+        return time.time() - trial.user_attrs.get("heartbeat", 0.0) > STALE_AFTER_SECONDS
+    return not alive
+
+
+def _fail_stale_trials(study):
+    """Fail the RUNNING trials of processes that died (a journal storage has no heartbeat of its own)."""
+    from optuna.trial import TrialState
+
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if _abandoned(trial):
+            storage = study._storage  # Optuna has no public way to annotate another process's trial
+            storage.set_trial_user_attr(trial._trial_id, "stale", True)
+            storage.set_trial_user_attr(trial._trial_id, "error", "its process died before it finished")
+            study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+
+
+def _sampler(plan: _Plan, name: str, index: int, n_existing: int):
+    import optuna
+
+    # Seeded by the run's seed and by what is already in the study, so a resumed or parallel process
+    # does not replay the random start-up proposals of another one.
+    seed = int(np.random.SeedSequence([plan.options.seed, index, n_existing, zlib.crc32(name.encode())])
+               .generate_state(1)[0])
+    if plan.options.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
+
+
+def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: int):
+    """Tune every study of the plan in order until its trial count or deadline is reached."""
+    from automil import evaluation
+
+    import optuna
+
+    from automil import plugins
+
+    n_classes = len(bags.classes)
+    worker.set_data(bags)
+    for unit in plan.units:
+        spec = plugins.get_learner(unit.learner)
+        name = study_name(plan.dataset, unit.learner, unit.split)
+        study = optuna.load_study(study_name=name, storage=storage)
+        parent = _track(tracker, progress, "study_run", study_name(plan.dataset, unit.learner), plan.dataset,
+                        spec, {"automil.protocol": plan.options.protocol}) if unit.split is None else None
+        splits = evaluation.fold_splits(plan.assignment, exclude=unit.split)
+        study.sampler = _sampler(plan, name, index, len(study.get_trials(deepcopy=False)))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
+        _fail_stale_trials(study)
+        while True:
+            trials = study.get_trials(deepcopy=False)
+            done = sum(_counts_toward_budget(t) for t in trials)
+            if plan.options.n_trials is not None and done >= plan.options.n_trials:
+                break
+            if unit.deadline is not None and time.time() >= unit.deadline:
+                break
+            frozen = _run_trial(study, spec, plan, bags, splits, n_classes, worker)
+            if parent is not None:
+                _track(tracker, progress, "log_trial", parent, frozen, name)
+            progress.trial(unit, study, plan) if hasattr(progress, "trial") else None
+
+
+def _run_trial(study, spec, plan: _Plan, bags, splits, n_classes, worker):
+    """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome."""
+    from automil import evaluation
+
+    import optuna
+    from optuna.trial import TrialState
+
+    trial = study.ask()
+    attrs = {"worker": process_identity(), "heartbeat": time.time(), "n_features": bags.n_features,
+             "n_classes": n_classes, "learner": spec.name, "plugin": spec.plugin, "dataset": plan.dataset,
+             "seed": plan.options.seed}
+    for key, value in attrs.items():
+        trial.set_user_attr(key, value)
+    record = {"fold_accuracy": [], "fold_balanced_accuracy": [], "fit_seconds": [], "predict_seconds": [],
+              "timed_out": False, "one_class": False}
+    state, value, limit = TrialState.COMPLETE, None, plan.options.fit_timeout
+    try:
+        try:
+            params = spec.search_space(trial)
+            trial.set_user_attr("estimator_params", _jsonable(params, spec))
+        except optuna.TrialPruned:
+            raise
+        except Exception as error:  # noqa: BLE001 - a plugin's search space is third-party code
+            raise FitError(type(error).__name__, f"search_space of learner {spec.name!r} (plugin "
+                                                 f"{spec.plugin!r}) failed: {error}") from error
+        for fold, (train, test) in enumerate(splits):
+            step = int(plan.assignment[test[0]])  # the fold's identity, stable across trials
+            limit = _fit_timeout(plan)
+            out = worker.call(evaluation.fit_predict, spec.name, params, train, test, plan.options.seed,
+                              timeout=limit, heartbeat=lambda: trial.set_user_attr("heartbeat", time.time()))
+            scores = evaluation.fold_scores(bags.y[test], out["y_pred"])
+            record["fold_accuracy"].append(scores["accuracy"])
+            record["fold_balanced_accuracy"].append(scores["balanced_accuracy"])
+            record["fit_seconds"].append(out["fit_seconds"])
+            record["predict_seconds"].append(out["predict_seconds"])
+            trial.report(scores[plan.options.metric], step=step)
+            if scores["one_class"]:
+                record["one_class"] = True
+                record["error"] = f"predicted one class for every bag of fold {step}"
+                raise optuna.TrialPruned(record["error"])
+            if fold < len(splits) - 1 and trial.should_prune():
+                raise optuna.TrialPruned()
+        value = float(np.mean(record[f"fold_{plan.options.metric}"]))
+    except optuna.TrialPruned:
+        state = TrialState.PRUNED
+    except FitTimeout as error:
+        state = TrialState.FAIL
+        if limit < plan.options.fit_timeout:  # cut by the run's budget: not the learner's fault
+            record.update(interrupted=True, error="stopped at the end of the --timeout budget")
+        else:
+            record.update(timed_out=True, error=f"{error} (--fit-timeout {limit:g} s)")
+    except FitMemoryExceeded as error:
+        state = TrialState.FAIL
+        record.update(out_of_memory=True, error=str(error))
+    except (FitError, WorkerDied) as error:
+        state = TrialState.FAIL
+        record["error"] = str(error)
+    except BaseException:  # Ctrl-C or SIGTERM: the trial is not finished, so it does not count
+        worker.kill()
+        _finish(study, trial, {**record, "interrupted": True, "error": "interrupted"}, TrialState.FAIL, None)
+        raise
+    return _finish(study, trial, record, state, value)
+
+
+def _finish(study, trial, record, state, value):
+    from automil import evaluation
+
+    for metric in ("accuracy", "balanced_accuracy"):
+        mean, std = evaluation.mean_std(record[f"fold_{metric}"])
+        record[metric], record[f"{metric}_std"] = mean, std
+    for key, item in record.items():
+        trial.set_user_attr(key, item)
+    return study.tell(trial, value if state.name == "COMPLETE" else None, state=state)
+
+
+def _fit_timeout(plan: _Plan) -> float:
+    """``--fit-timeout``, cut to what is left of the tuning budget (a fit never outlives the run)."""
+    limit = plan.options.fit_timeout
+    if plan.tuning_deadline is not None:
+        limit = min(limit, max(plan.tuning_deadline - time.time(), 0.01))
+    return limit
+
+
+def _jsonable(params: dict, spec) -> dict:
+    """The estimator parameters as JSON (stored with the trial, used to refit the best trial)."""
+    try:
+        return json.loads(json.dumps(params, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"search_space of learner {spec.name!r} (plugin {spec.plugin!r}) returned "
+                         f"parameters that cannot be stored: {error}") from error
+
+
+# ---- worker processes --------------------------------------------------------------------------------
+def _fit_worker(options: TuneOptions) -> FitWorker:
+    from automil import evaluation
+
+    threads = max(1, (os.cpu_count() or 1) // options.jobs)
+    return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=evaluation.load_learners)
+
+
+def _start_helper(plan: _Plan, bags, index: int):
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(
+        target=_helper_main, args=(plan, bags, index, os.getpid()), name=f"automil-tune-{index}")
+    process.start()
+    return process
+
+
+def _helper_main(plan: _Plan, bags, index: int, parent_pid: int):
+    """A ``--jobs`` tuning process: the same plan as the main process, on the same storage."""
+    import optuna
+
+    from automil.isolation import _die_with_parent
+
+    _die_with_parent()
+    if os.getppid() != parent_pid:
+        return
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    worker = _fit_worker(plan.options)
+    try:
+        _tune_units(plan, bags, open_storage(plan.options.storage), worker,
+                    _tracker(plan.options, lambda *a: None), lambda *a, **k: None, index)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        worker.close()
+
+
+def _interrupt(process):
+    import signal
+
+    if process.is_alive():
+        os.kill(process.pid, signal.SIGINT)
+        process.join(5.0)
+    if process.is_alive():
+        process.kill()
+        process.join()
+
+
+# ---- tracking ----------------------------------------------------------------------------------------
+def _tracker(options: TuneOptions, progress):
+    if not options.track:
+        return None
+    try:
+        from automil.tracking import Tracker
+
+        return Tracker(options.tracking_uri)
+    except Exception as error:  # noqa: BLE001 - tuning goes on without tracking
+        progress(f"warning: MLflow tracking is off: {error}")
+        return None
+
+
+def _track(tracker, progress, method, *args):
+    """Call the tracker; a failure is reported once and tuning goes on (a rerun logs what is missing)."""
+    if tracker is None:
+        return None
+    try:
+        return getattr(tracker, method)(*args)
+    except NotImplementedError:
+        return None
+    except Exception as error:  # noqa: BLE001
+        progress(f"warning: MLflow {method} failed ({type(error).__name__}: {error}); tuning goes on and a "
+                 "rerun logs what is missing")
+        return None
+
+
+# ---- the final evaluation ----------------------------------------------------------------------------
+def _best(study):
+    from optuna.trial import TrialState
+
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    return max(complete, key=lambda t: (t.value, -t.number)) if complete else None
+
+
+def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> list[dict]:
+    """Nested refits and repeated CV of every learner's best parameters, run on ``--jobs`` workers.
+
+    A learner whose stored result matches its studies (same best trials, trial count, repeats and
+    protocol) is not evaluated again.
+    """
+    from automil import evaluation
+
+    import optuna
+
+    from automil import plugins
+
+    options = plan.options
+    workers = [worker] + [_fit_worker(options) for _ in range(options.jobs - 1)]
+    for w in workers:
+        w.set_data(bags)
+    rows, jobs = {}, {}
+    for learner in plan.learners:
+        spec = plugins.get_learner(learner)
+        main = optuna.load_study(study_name=study_name(plan.dataset, learner), storage=storage)
+        subs = [optuna.load_study(study_name=study_name(plan.dataset, learner, i), storage=storage)
+                for i in range(options.folds)] if options.protocol == "nested" else []
+        best, outer_best = _best(main), [_best(s) for s in subs]
+        key = {"trials": [len(main.get_trials(deepcopy=False))] + [len(s.get_trials(deepcopy=False)) for s in subs],
+               "best": [None if t is None else t.number for t in [best, *outer_best]],
+               "repeats": options.repeats, "protocol": options.protocol}
+        stored = main.user_attrs.get("result")
+        if stored is not None and main.user_attrs.get("result_key") == key:
+            rows[learner] = stored
+            progress.learner_done(stored) if hasattr(progress, "learner_done") else None
+            continue
+        jobs[learner] = {"spec": spec, "main": main, "best": best, "outer_best": outer_best, "key": key,
+                         "nested": [None] * len(subs), "repeated": {}, "fit_seconds": [], "errors": [],
+                         "model": None}
+    tasks, owners = [], []
+    seeds = evaluation.repeat_seeds(options.seed, options.repeats)
+    for learner, job in jobs.items():
+        for i, trial in enumerate(job["outer_best"]):
+            if trial is not None:
+                train, test = evaluation.fold_splits(plan.assignment)[i]
+                tasks.append((evaluation.fit_predict, learner, trial.user_attrs["estimator_params"], train, test,
+                              options.seed))
+                owners.append((learner, "nested", (i, test)))
+        if job["best"] is not None and tracker is not None:
+            tasks.append((evaluation.fit_predict, learner, job["best"].user_attrs["estimator_params"],
+                          np.arange(bags.n_bags), None, options.seed, True))
+            owners.append((learner, "model", None))
+    for r, seed in enumerate(seeds):
+        if r > 0 and plan.final_deadline is not None and time.time() >= plan.final_deadline:
+            break
+        for learner, job in jobs.items():
+            if job["best"] is None:
+                continue
+            folds = evaluation.bag_folds(bags.y, options.folds, seed)
+            for train, test in evaluation.fold_splits(folds):
+                tasks.append((evaluation.fit_predict, learner, job["best"].user_attrs["estimator_params"], train,
+                              test, options.seed))
+                owners.append((learner, "repeat", (r, test)))
+        for index, out in run_tasks(workers, tasks, timeout=options.fit_timeout):
+            learner, kind, where = owners[index]
+            _collect(jobs[learner], kind, where, out, bags)
+        tasks, owners = [], []
+    for w in workers[1:]:
+        w.close()
+    for learner, job in jobs.items():
+        row = _result_row(plan, job)
+        job["main"].set_user_attr("result", row)
+        job["main"].set_user_attr("result_key", job["key"])
+        rows[learner] = row
+        parent = _track(tracker, progress, "study_run", study_name(plan.dataset, learner), plan.dataset,
+                        job["spec"], {"automil.protocol": options.protocol})
+        if parent is not None:
+            for trial in job["main"].get_trials(deepcopy=False):
+                if trial.state.is_finished():
+                    _track(tracker, progress, "log_trial", parent, trial, study_name(plan.dataset, learner))
+            _track(tracker, progress, "log_result", parent, row, job["model"], bags, job["main"])
+        progress.learner_done(row) if hasattr(progress, "learner_done") else None
+    return [rows[learner] for learner in plan.learners]
+
+
+def _collect(job, kind, where, out, bags):
+    """File one finished final-evaluation task (or its exception) under its learner."""
+    from automil import evaluation
+
+    if isinstance(out, Exception):
+        job["errors"].append(f"{kind} fit: {out}")
+        job["timed_out"] = job.get("timed_out", False) or isinstance(out, FitTimeout)
+    elif kind == "model":
+        job["model"] = out["model"]
+    else:
+        index, test = where
+        scores = evaluation.fold_scores(bags.y[test], out["y_pred"])
+        if kind == "nested":
+            job["nested"][index] = scores
+        else:
+            job["repeated"].setdefault(index, []).append(scores)
+            job["fit_seconds"].append(out["fit_seconds"])
+
+
+def _trial_counts(study) -> dict:
+    from optuna.trial import TrialState
+
+    finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished() and _counts_toward_budget(t)]
+    timed_out = sum(bool(t.user_attrs.get("timed_out")) for t in finished)
+    return {"trials": len(finished),
+            "trials_complete": sum(t.state == TrialState.COMPLETE for t in finished),
+            "trials_pruned": sum(t.state == TrialState.PRUNED for t in finished),
+            "trials_failed": sum(t.state == TrialState.FAIL for t in finished) - timed_out,
+            "trials_timed_out": timed_out}, finished
+
+
+def _result_row(plan: _Plan, job) -> dict:
+    """The leaderboard row of one learner (keys documented in docs/tune.md)."""
+    from automil import evaluation
+
+    options, spec, best = plan.options, job["spec"], job["best"]
+    counts, finished = _trial_counts(job["main"])
+    row = {"dataset": plan.dataset, "learner": spec.name, "plugin": spec.plugin,
+           "study": study_name(plan.dataset, spec.name), "protocol": options.protocol, "metric": options.metric,
+           "seed": options.seed, "folds": options.folds, **counts,
+           "tuning_score": None if best is None else best.value,
+           "best_trial": None if best is None else best.number,
+           "best_params": None if best is None else best.user_attrs["estimator_params"]}
+    for prefix in ("nested_", "repeated_", ""):
+        for metric in ("accuracy", "balanced_accuracy"):
+            row[f"{prefix}{metric}"] = row[f"{prefix}{metric}_std"] = None
+    nested = job["nested"]
+    if options.protocol == "nested" and nested and all(s is not None for s in nested):
+        for metric in ("accuracy", "balanced_accuracy"):
+            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = evaluation.mean_std(s[metric] for s in nested)
+    repeats = [scores for scores in job["repeated"].values() if len(scores) == options.folds]
+    row["repeats"] = len(repeats)
+    for metric in ("accuracy", "balanced_accuracy"):
+        # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
+        row[f"repeated_{metric}"], row[f"repeated_{metric}_std"] = evaluation.mean_std(
+            np.mean([s[metric] for s in scores]) for scores in repeats)
+    row["headline"] = "nested" if options.protocol == "nested" else "tuned (optimistic)"
+    source = "nested_" if options.protocol == "nested" else "repeated_"
+    for metric in ("accuracy", "balanced_accuracy"):
+        row[metric], row[f"{metric}_std"] = row[f"{source}{metric}"], row[f"{source}{metric}_std"]
+    fit_seconds = job["fit_seconds"] or [s for t in finished for s in t.user_attrs.get("fit_seconds", [])]
+    row["fit_seconds"] = float(np.mean(fit_seconds)) if fit_seconds else None
+    row["one_class"] = any(s is not None and s["one_class"] for s in nested) or any(
+        s["one_class"] for scores in repeats for s in scores)
+    errors = job["errors"] + [t.user_attrs["error"] for t in finished
+                              if t.state.name == "FAIL" and not t.user_attrs.get("timed_out")]
+    row["error"] = errors[0] if errors else None
+    if best is None:
+        row["status"] = "T/O" if counts["trials"] and counts["trials_timed_out"] == counts["trials"] else (
+            "failed" if counts["trials"] else "no trials")
+    else:
+        row["status"] = "ok" if row["accuracy"] is not None and not job["errors"] else "partial"
+    return row
+
+
+def _skipped_row(dataset, spec, reason, options) -> dict:
+    return {"dataset": dataset, "learner": spec.name, "plugin": spec.plugin, "status": "skipped",
+            "error": reason, "protocol": options.protocol, "metric": options.metric, "trials": 0}
+
+
+def _rank(row):
+    """Best headline balanced accuracy first; rows without a figure last, by name."""
+    value = row.get(row.get("metric") or "balanced_accuracy")
+    return (value is None, -(value or 0.0), row["learner"])
+
+
+# ---- progress ----------------------------------------------------------------------------------------
+class Progress:
+    """Status lines on a terminal: one rewritten line per trial, one kept line per finished learner."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.start = time.time()
+
+    def __call__(self, line: str):
+        self._clear()
+        print(f"automil: {line}", file=self.stream, flush=True)
+
+    def trial(self, unit: _Unit, study, plan: _Plan):
+        if not self.live:
+            return
+        counts, _ = _trial_counts(study)
+        best = _best(study)
+        where = "all folds" if unit.split is None else f"outer split {unit.split + 1}/{plan.options.folds}"
+        total = "" if plan.options.n_trials is None else f"/{plan.options.n_trials}"
+        score = "-" if best is None else f"{best.value:.3f}"
+        text = (f"  {unit.learner} ({where}): trial {counts['trials']}{total}, best {plan.options.metric} "
+                f"{score}, {counts['trials_timed_out']} T/O, {_clock(time.time() - self.start)}")
+        self.stream.write("\r\033[K" + text[:150])
+        self.stream.flush()
+
+    def learner_done(self, row: dict):
+        self._clear()
+        figure = "-" if row.get("balanced_accuracy") is None else f"{row['balanced_accuracy']:.3f}"
+        print(f"  {row['learner']}: {row['status']}, {row['trials']} trials ({row['trials_timed_out']} T/O), "
+              f"{row['headline']} BACC {figure} [{_clock(time.time() - self.start)}]", file=self.stream,
+              flush=True)
+
+    def _clear(self):
+        if self.live:
+            self.stream.write("\r\033[K")
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"

@@ -32,15 +32,14 @@ def sleepy_space(trial):
 
 def recorder_space(trial):
     # The study and trial number travel with the parameters so each record says which tuning made it.
-    return {"shrink": trial.suggest_float("shrink", 0.0, 1.0),
-            "tag": trial.suggest_categorical("tag", [f"{trial.study.study_name}#{trial.number}"])}
+    return {"shrink": trial.suggest_float("shrink", 0.0, 1.0), "tag": f"{trial.study.study_name}#{trial.number}"}
 
 
 def _record(kind: str, payload: dict):
     directory = Path(os.environ["AUTOMIL_TEST_RECORDS"])
     directory.mkdir(parents=True, exist_ok=True)
-    name = f"{kind}-{os.getpid()}-{time.monotonic_ns()}.json"
-    (directory / name).write_text(json.dumps(payload))
+    payload = {**payload, "time": time.monotonic_ns()}
+    (directory / f"{kind}-{os.getpid()}-{payload['time']}.json").write_text(json.dumps(payload))
 
 
 class Centroid(automil.BagClassifier):

@@ -1,0 +1,212 @@
+"""`automil tune` end to end: real studies in a temporary journal, real CLI processes, the test plugin."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from driver_support import plugin_env, plugin_site
+
+FAST = ["--no-track", "--repeats", "1", "--timeout", "none"]
+
+
+def automil(tmp_path, *args, wait=True, records=None):
+    """Run the real CLI in ``tmp_path`` with only the test plugin loaded."""
+    env = plugin_env(plugin_site(), records or tmp_path / "records")
+    command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
+               "--storage", f"journal:{tmp_path / 'studies.journal'}", *args]
+    if not wait:
+        return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def load(tmp_path, name):
+    storage = optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies.journal")))
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def records(directory: Path, kind: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(directory.glob(f"{kind}-*.json"))]
+
+
+def pid_gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory):
+    """One run of a sleeping, a crashing and a working learner under a 2 s fit time-out."""
+    tmp_path = tmp_path_factory.mktemp("mixed")
+    done = automil(tmp_path, "--learner", "sleepy", "--learner", "crashy", "--learner", "centroid",
+                   "--fit-timeout", "2", "--n-trials", "2", "--protocol", "tuned", "--json", "out.json", *FAST)
+    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
+    return tmp_path, rows, done
+
+
+def test_fit_past_the_fit_timeout_is_killed_and_reported_TO_while_the_others_finish(mixed_run):
+    tmp_path, rows, done = mixed_run
+    assert rows["sleepy"]["status"] == "T/O"
+    assert rows["sleepy"]["trials_timed_out"] == rows["sleepy"]["trials"] == 2
+    pids = [r["pid"] for r in records(tmp_path / "records", "sleepy")]
+    assert len(pids) == 2 and all(pid_gone(pid) for pid in pids)
+    trials = load(tmp_path, "test-bags/sleepy").trials
+    assert [t.state for t in trials] == [TrialState.FAIL] * 2
+    assert all(t.user_attrs["timed_out"] for t in trials)
+    assert rows["centroid"]["status"] == "ok" and rows["centroid"]["trials_complete"] == 2
+    assert any(line.split()[:2] == ["sleepy", "T/O"] for line in done.stdout.splitlines())
+
+
+def test_crashing_learner_is_recorded_as_failed_with_its_error_and_the_study_goes_on(mixed_run):
+    tmp_path, rows, _ = mixed_run
+    assert rows["crashy"]["status"] == "failed"
+    assert "crashy always fails in fit" in rows["crashy"]["error"]
+    trials = load(tmp_path, "test-bags/crashy").trials
+    assert len(trials) == 2
+    for trial in trials:
+        assert trial.state == TrialState.FAIL and not trial.user_attrs["timed_out"]
+        assert "RuntimeError: crashy always fails in fit" in trial.user_attrs["error"]
+
+
+def test_trial_record_holds_the_attributes_tracking_reads(mixed_run):
+    tmp_path, _, _ = mixed_run
+    study = load(tmp_path, "test-bags/centroid")
+    assert study.user_attrs["dataset"] == "test-bags" and study.user_attrs["learner"] == "centroid"
+    assert study.user_attrs["folds"]["n_splits"] == 6 and len(study.user_attrs["fold_assignment"]) == 48
+    trial = study.trials[0]
+    for key in ("n_features", "n_classes", "fold_accuracy", "fold_balanced_accuracy", "accuracy",
+                "balanced_accuracy", "accuracy_std", "balanced_accuracy_std", "fit_seconds", "predict_seconds",
+                "timed_out", "one_class", "learner", "plugin", "dataset", "seed"):
+        assert key in trial.user_attrs, key
+    assert len(trial.user_attrs["fold_accuracy"]) == 6
+    assert trial.value == pytest.approx(sum(trial.user_attrs["fold_balanced_accuracy"]) / 6)
+    assert trial.intermediate_values == dict(enumerate(trial.user_attrs["fold_balanced_accuracy"]))
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+def test_sigkill_mid_run_then_rerun_loses_no_completed_trial_and_duplicates_none(tmp_path):
+    args = ["--learner", "recorder", "--n-trials", "20", "--protocol", "tuned", *FAST]
+    process = automil(tmp_path, *args, wait=False)
+    journal = tmp_path / "studies.journal"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # kill once a few trials are complete and one is running
+        if journal.exists() and journal.read_text().count('"state":1') >= 3:
+            break
+        time.sleep(0.05)
+    workers = _children(process.pid)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    before = load(tmp_path, "test-bags/recorder").trials
+    complete = {t.number: (t.params, t.value) for t in before if t.state == TrialState.COMPLETE}
+    assert 3 <= len(complete) < 20
+    assert workers and all(_wait_gone(pid) for pid in workers)
+
+    automil(tmp_path, *args)
+    after = load(tmp_path, "test-bags/recorder").trials
+    assert {t.number: (t.params, t.value) for t in after if t.number in complete} == complete
+    counted = [t for t in after if not t.user_attrs.get("stale")]
+    assert len(counted) == 20
+    assert all(t.state == TrialState.COMPLETE for t in counted)
+    stale = [t for t in after if t.user_attrs.get("stale")]
+    assert all(t.state == TrialState.FAIL for t in stale) and len(stale) <= 1
+    # Every fit the learner saw belongs to exactly one stored trial: no trial ran twice.
+    tags = {r["tag"] for r in records(tmp_path / "records", "fit")}
+    assert {int(tag.split("#")[1]) for tag in tags} == {t.number for t in after}
+
+
+def _wait_gone(pid, wait=10.0):
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if pid_gone(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_two_processes_on_one_storage_record_every_trial_once(tmp_path):
+    args = ["--learner", "recorder", "--n-trials", "10", "--protocol", "tuned", *FAST]
+    first = automil(tmp_path, *args, "--jobs", "2", wait=False)
+    second = automil(tmp_path, *args, wait=False)
+    for process in (first, second):
+        _, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+    trials = load(tmp_path, "test-bags/recorder").trials
+    assert sorted(t.number for t in trials) == list(range(len(trials)))
+    # Each process stops starting trials at 10; the three may start their last one at the same moment.
+    assert 10 <= len(trials) <= 12
+    assert all(t.state == TrialState.COMPLETE for t in trials)
+    assert len({t.user_attrs["worker"] for t in trials}) >= 2
+    fits = records(tmp_path / "records", "fit")
+    tags = [r["tag"] for r in fits]
+    # 6 tuning folds per trial, each fitted exactly once, by whichever process ran the trial.
+    assert sorted(set(tags)) == sorted(f"test-bags/recorder#{t.number}" for t in trials)
+    assert all(tags.count(tag) == 6 + 6 * (tag == _best_tag(trials)) for tag in set(tags))
+
+
+def _best_tag(trials):
+    best = max((t for t in trials if t.state == TrialState.COMPLETE), key=lambda t: (t.value, -t.number))
+    return f"test-bags/recorder#{best.number}"
+
+
+def _order(record):
+    return record["pid"], record["time"]
+
+
+def test_nested_tuning_never_fits_on_or_scores_bags_of_its_outer_test_fold(tmp_path):
+    automil(tmp_path, "--learner", "recorder", "--n-trials", "3", "--folds", "4", "--protocol", "nested",
+            "--json", "out.json", *FAST)
+    main = load(tmp_path, "test-bags/recorder")
+    assignment = main.user_attrs["fold_assignment"]
+    fold_of = {f"bag-{i:03d}": fold for i, fold in enumerate(assignment)}
+    fits, scores = records(tmp_path / "records", "fit"), records(tmp_path / "records", "score")
+    for outer in range(4):
+        prefix = f"test-bags/recorder/outer-{outer}#"
+        mine_fit = [r for r in fits if r["tag"].startswith(prefix)]
+        mine_score = [r for r in scores if r["tag"].startswith(prefix)]
+        assert mine_fit and mine_score
+        # Every fit made for split `outer` (its tuning, and the refit that gives its nested score) trains
+        # without the outer test fold; only that one refit scores it.
+        assert all(outer not in {fold_of[b] for b in r["bags"]} for r in mine_fit)
+        refits = [r for r in mine_score if {fold_of[b] for b in r["bags"]} == {outer}]
+        assert len(refits) == 1
+        tuning_scores = [r for r in mine_score if r is not refits[0]]
+        assert all(outer not in {fold_of[b] for b in r["bags"]} for r in tuning_scores)
+        assert len(tuning_scores) == len(mine_fit) - 1 == 3 * 3  # 3 trials x 3 inner folds
+    # Folds never split a bag: no bag is both fitted on and scored by one fit (each worker fits, then
+    # scores, so records of one pid alternate fit, score).
+    for fit, score in zip(sorted(fits, key=_order), sorted(scores, key=_order)):
+        assert fit["tag"] == score["tag"] and not set(fit["bags"]) & set(score["bags"])
+    row = json.loads((tmp_path / "out.json").read_text())[0]
+    assert row["headline"] == "nested" and row["nested_balanced_accuracy"] is not None
+    assert row["balanced_accuracy"] == row["nested_balanced_accuracy"]
+
+
+def test_rerun_with_other_folds_is_refused_rather_than_regenerating_them(mixed_run):
+    tmp_path, _, _ = mixed_run
+    env = plugin_env(plugin_site(), tmp_path / "records")
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags", "--learner",
+                           "centroid", "--storage", f"journal:{tmp_path / 'studies.journal'}", "--folds", "4",
+                           *FAST], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1
+    assert "was made with 6 folds" in done.stderr and "4 folds" in done.stderr
