@@ -19,6 +19,9 @@ def register_learners(register):
                                  description="sleeps in fit (and writes its pid first)"))
     register(automil.LearnerSpec(name="crashy", estimator=learners.Crashy,
                                  search_space=learners.centroid_space, description="raises in fit"))
+    register(automil.LearnerSpec(name="misshapen", estimator=learners.Misshapen,
+                                 search_space=learners.centroid_space,
+                                 description="predicts one label more than there are bags"))
     register(automil.LearnerSpec(name="recorder", estimator=learners.Recorder,
                                  search_space=learners.recorder_space,
                                  description="a centroid that records the bags it is fit on and scores"))
