@@ -25,6 +25,8 @@ from automil_svm import margin_solvers
 SOLVERS = ("auto", "cd", "smo")
 # A dense kernel over more training instances than this would not fit next to other work on a laptop.
 MAX_GRAM_BYTES = 4 * 1024**3
+LIBLINEAR_TOL = 1e-4
+LIBLINEAR_MAX_ITER = 1000
 
 
 @dataclass
@@ -122,7 +124,8 @@ class TrainingKernel:
             Z = self.X if R is None else R @ self.X
             if rho is None:
                 # C=1 with sample weights C_i: liblinear's per-example bound is C * weight.
-                svm = LinearSVC(C=1.0, loss="hinge", dual=True, tol=1e-4, max_iter=1000, random_state=0)
+                svm = LinearSVC(C=1.0, loss="hinge", dual=True, tol=LIBLINEAR_TOL, max_iter=LIBLINEAR_MAX_ITER,
+                                random_state=0)
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     svm.fit(Z, t, sample_weight=C)
