@@ -78,21 +78,28 @@ class PdMISVMBase(BagClassifier):
 
     def _fit(self, bags, y):
         self._check_params()
-        # The products have K columns: they stream X once and are bandwidth-bound, so a second BLAS
-        # thread gains little on an idle machine and, measured on a loaded one (parallel trials), made
-        # whole fits 4x slower. One thread per fit; run trials in parallel instead.
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1, user_api="blas"):
-            self._run(bags, y)
-
-    def _run(self, bags, y):
         K = len(self.classes_)
         rng = np.random.default_rng(self.random_state)
         self._draw_model(bags, K, rng)
         st = ADMMState(bags, y, K, rng)
         self._start(st)
-        n = bags.n_instances
+        # The iteration's products have K columns: they stream X and are bandwidth-bound, so a second
+        # BLAS thread gains little on an idle machine, and on a loaded one (parallel trials) it made whole
+        # fits 4x slower (measured). One thread for the loop; the set-up above keeps all of them.
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            mu, stopped = self._iterate(st)
+        if stopped:
+            warnings.warn(f"{type(self).__name__}: {stopped}; keeping the last finite model. Lower rho or "
+                          "maxiter.", RuntimeWarning, stacklevel=3)
+        self._finish(st, mu, finite=stopped is None or stopped.startswith("mu"))
+        self.intercept_ = self._b.copy()
+
+    def _iterate(self, st):
+        """Algorithms.md 2.5 until ``res < tol``, ``maxiter``, or a non-finite value; returns the final mu
+        and why the loop stopped early (``None`` when it did not)."""
+        K, n = st.K, st.X.shape[0]
         denominator = n + K * st.class_sizes  # 2.5 step 2 (2.9.1: instance counts)
         mu, rho, C = float(self.mu0), float(self.rho), float(self.C)
         prepare(st.offsets, st.codes, st.T, st.U, st.Theta, st.Xi, st.G, self._b, mu, self.alpha,
@@ -127,11 +134,7 @@ class PdMISVMBase(BagClassifier):
             mu = mu_next                                                         # step 11
         self.n_iter_ = k + 1
         self.residual_history_, self.objective_history_, self.lagrangian_history_ = history[:, :k + 1]
-        if stopped:
-            warnings.warn(f"{type(self).__name__}: {stopped}; keeping the last finite model. Lower rho or "
-                          "maxiter.", RuntimeWarning, stacklevel=3)
-        self._finish(st, mu, finite=stopped is None or stopped.startswith("mu"))
-        self.intercept_ = self._b.copy()
+        return mu, stopped
 
     def _instance_scores(self, bags):
         """``W^T x + b`` for every instance of ``bags``, shape ``(n_instances, K)``."""

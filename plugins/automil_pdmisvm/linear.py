@@ -63,7 +63,8 @@ class _LinearPdMISVM(PdMISVMBase):
         np.matmul(X, self.coef_, out=st.G)
         # The b-step needs sum_j G_jm and sum_{j in P_m} G_jm; both are linear in W.
         self._xsum = X.sum(axis=0)
-        self._xclass = np.stack([X[st.instance_rows(m)].sum(axis=0) for m in range(st.K)])
+        bag_sums = np.add.reduceat(X, st.offsets[:-1], axis=0)
+        self._xclass = (st.codes[None, :] == np.arange(st.K)[:, None]) @ bag_sums
 
     def _score_sums(self, st):
         return self._xsum @ self.coef_, np.einsum("kd,dk->k", self._xclass, self.coef_)
