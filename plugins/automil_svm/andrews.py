@@ -13,17 +13,24 @@ from automil_svm.ovr import (
     CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, MaxInstanceMixin, OneVsRestBagSVM, bag_max,
     learner_doc,
 )
-from automil_svm.svm_problem import bag_examples, instance_examples
+from automil_svm.svm_problem import instance_examples
 
 _ITERATION_PARAMETERS = """\
     max_iters : int, default=50
-        Cap on the number of SVM solves; the SVM of the last solve is kept."""
+        Cap on the number of SVM solves; the SVM of the last solve is kept.
+    restarts : int, default=0
+        Extra runs from random starting points; the run with the smallest primal objective
+        ``1/2 ||w||^2 + sum_i C_i xi_i`` of its last SVM is kept.
+    random_state : int or None, default=None
+        Seeds the random starting points of the restarts."""
 
 _ITERATION_ATTRIBUTES = """\
     n_iter_ : ndarray of shape (n_models,)
-        SVM solves made for each one-vs-rest problem.
+        SVM solves made by the kept run of each one-vs-rest problem.
     converged_ : ndarray of bool of shape (n_models,)
-        Whether each problem reached its fixed point before ``max_iters``."""
+        Whether that run reached its fixed point before ``max_iters``.
+    objective_ : ndarray of shape (n_models,)
+        The primal objective of that run's last SVM."""
 
 _REFERENCE = """\
     S. Andrews, I. Tsochantaridis and T. Hofmann, "Support vector machines for multiple-instance
@@ -31,31 +38,40 @@ _REFERENCE = """\
 
 
 class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
-    """The shared parameter and fitted attributes of the two heuristics; ``_iterate`` runs one."""
+    """The shared parameters, restarts and fitted attributes of the two heuristics; ``_iterate`` runs one
+    from a starting point (``rng=None``: the deterministic start of the paper)."""
 
     def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, scale_C=False, solver="auto",
-                 class_weight=None, max_iters=50):
+                 class_weight=None, max_iters=50, restarts=0, random_state=None):
         super().__init__(kernel, C, gamma, degree, scale_C, solver, class_weight)
         self.max_iters = max_iters
+        self.restarts = restarts
+        self.random_state = random_state
 
     def _check_params(self, bags):
-        if not isinstance(self.max_iters, numbers.Integral) or self.max_iters < 1:
-            raise ValueError(f"{type(self).__name__}: max_iters must be a positive integer, "
-                             f"got {self.max_iters!r}")
+        for name, low in (("max_iters", 1), ("restarts", 0)):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or value < low:
+                raise ValueError(f"{type(self).__name__}: {name} must be an integer >= {low}, got {value!r}")
 
     def _fit(self, bags, y):
         self._runs = []
+        self._rng = np.random.default_rng(self.random_state)
         super()._fit(bags, y)
 
     def _fit_binary(self, bags, t, space):
-        model, n_iter, converged = self._iterate(bags, t, space)
-        self._runs.append((n_iter, converged))
-        return model
+        runs = [self._iterate(bags, t, space, None)]
+        runs += [self._iterate(bags, t, space, self._rng) for _ in range(self.restarts)]
+        solution, n_iter, converged, objective = min(runs, key=lambda run: run[3])
+        self._runs.append((n_iter, converged, objective))
+        return space.scorer(solution)
 
     def _after_fit(self):
-        self.n_iter_ = np.array([n for n, _ in self._runs], dtype=np.int64)
-        self.converged_ = np.array([c for _, c in self._runs], dtype=bool)
-        del self._runs
+        n_iter, converged, objective = zip(*self._runs)
+        self.n_iter_ = np.array(n_iter, dtype=np.int64)
+        self.converged_ = np.array(converged, dtype=bool)
+        self.objective_ = np.array(objective)
+        del self._runs, self._rng
 
 
 def relabel_positive_bags(scores, positive, offsets):
@@ -84,19 +100,21 @@ class MiSVM(_AndrewsSVM):
         parameters=(COMMON_PARAMETERS, SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER, _ITERATION_PARAMETERS),
         attributes=(_ITERATION_ATTRIBUTES,), references=_REFERENCE)
 
-    def _iterate(self, bags, t, space):
+    def _iterate(self, bags, t, space, rng):
         index = bags.bag_index
         positive = t > 0
         C = self._example_C(self._bag_weights(t)[index], bags.n_instances)
         labels = t[index]  # step 1: instances of positive bags start positive
+        if rng is not None:  # a restart: random labels in positive bags
+            labels = np.where(positive[index] & (rng.random(len(labels)) < 0.5), -1.0, labels)
         for n_iter in range(1, self.max_iters + 1):
             solution = space.solve(None, labels, C)  # step 2
             new = relabel_positive_bags(space.scores(solution), positive, bags.offsets)  # step 3
             changed = np.count_nonzero(new != labels)
-            labels = new
+            solved_labels, labels = labels, new
             if changed == 0:  # step 4
-                return space.scorer(solution), n_iter, True
-        return space.scorer(solution), self.max_iters, False
+                break
+        return solution, n_iter, changed == 0, space.objective(solution, None, solved_labels, C)
 
 
 class MISVM(_AndrewsSVM):
@@ -115,7 +133,7 @@ class MISVM(_AndrewsSVM):
         parameters=(COMMON_PARAMETERS, SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER, _ITERATION_PARAMETERS),
         attributes=(_ITERATION_ATTRIBUTES,), references=_REFERENCE)
 
-    def _iterate(self, bags, t, space):
+    def _iterate(self, bags, t, space, rng):
         negative_rows = bags.instance_rows(np.flatnonzero(t < 0))
         positive_bags = np.flatnonzero(t > 0)
         positive_rows = bags.instance_rows(positive_bags)
@@ -125,18 +143,23 @@ class MISVM(_AndrewsSVM):
         weights = self._bag_weights(t)
         C = self._example_C(np.concatenate((weights[bags.bag_index[negative_rows]], weights[positive_bags])),
                             n_neg + n_pos)
-        # Step 1: a positive bag is first represented by the mean of its instances.
-        R = sp.vstack((instance_examples(negative_rows, bags.n_instances),
-                       bag_examples(bags, positive_bags, 1.0 / sizes)), format="csr")
         local_offsets = np.concatenate(([0], np.cumsum(sizes)))
+        # Step 1: a positive bag is first represented by the mean of its instances (a restart: by a random
+        # convex combination of them, weights U(0, 1) normalized).
+        mix = np.ones(len(positive_rows)) if rng is None else rng.random(len(positive_rows))
+        mix /= np.repeat(np.add.reduceat(mix, local_offsets[:-1]), sizes)
+        R = sp.vstack((instance_examples(negative_rows, bags.n_instances),
+                       sp.csr_matrix((mix, positive_rows, local_offsets), shape=(n_pos, bags.n_instances))),
+                      format="csr")
         selectors = None
         for n_iter in range(1, self.max_iters + 1):
-            solution = space.solve(R, targets, C)  # step 2
+            solved = R
+            solution = space.solve(solved, targets, C)  # step 2
             scores = space.scores(solution)[positive_rows]
             witnesses = positive_rows[local_offsets[:-1] + bag_max(scores, local_offsets)[1]]  # step 3
-            if selectors is not None and np.array_equal(witnesses, selectors):  # step 4
-                return space.scorer(solution), n_iter, True
+            converged = selectors is not None and np.array_equal(witnesses, selectors)  # step 4
+            if converged:
+                break
             selectors = witnesses
             R = instance_examples(np.concatenate((negative_rows, witnesses)), bags.n_instances)
-        return space.scorer(solution), self.max_iters, False
-
+        return solution, n_iter, converged, space.objective(solution, solved, targets, C)

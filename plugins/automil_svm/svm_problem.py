@@ -153,6 +153,17 @@ class TrainingKernel:
             return np.asarray(self.X @ solution.w).ravel() + solution.b
         return self.gram @ solution.beta + solution.b
 
+    def objective(self, solution: Solution, R, t, C) -> float:
+        """The primal objective ``1/2 ||w||^2 + sum_i C_i max(0, 1 - t_i f(z_i))`` of a solution over the
+        examples ``R`` (None: the instances) with targets ``t``."""
+        raw = self.scores(solution) - solution.b
+        f = (raw if R is None else np.asarray(R @ raw).ravel()) + solution.b
+        if solution.w is not None:
+            norm = solution.w @ solution.w
+        else:
+            norm = solution.beta @ self.gram @ solution.beta
+        return 0.5 * float(norm) + float(np.asarray(C) @ np.maximum(0.0, 1.0 - np.asarray(t) * f))
+
     def scorer(self, solution: Solution) -> InstanceScorer:
         """The fitted function, keeping only the support instances."""
         if solution.w is not None:

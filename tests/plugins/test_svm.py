@@ -226,6 +226,28 @@ def test_iteration_cap_stops_MI_svm_and_reports_it():
     assert free.converged_.all() and (free.n_iter_ >= 2).all()
 
 
+@pytest.mark.parametrize("learner", [MiSVM, MISVM])
+def test_restarts_keep_the_run_with_the_smallest_objective_and_are_seeded(learner):
+    bags = witness_bags(20, seed=7)
+    single = learner().fit(bags)
+    restarted = learner(restarts=4, random_state=0).fit(bags)
+    assert (restarted.objective_ <= single.objective_).all()
+    again = learner(restarts=4, random_state=0).fit(bags)
+    np.testing.assert_array_equal(again.decision_function(bags), restarted.decision_function(bags))
+
+
+def test_objective_is_the_primal_of_the_last_svm(singletons):
+    X, y, bags = singletons
+    model = MiSVM(kernel="rbf", solver="smo").fit(bags)  # singletons: one solve of the plain SVM
+    reference = SVC(kernel="rbf", gamma=0.25).fit(X, y)
+    t = np.where(y == 1, 1.0, -1.0)
+    K = np.exp(-0.25 * ((X[:, None] - X[None]) ** 2).sum(-1))
+    a = np.zeros(len(X))
+    a[reference.support_] = reference.dual_coef_[0]
+    primal = 0.5 * a @ K @ a + np.maximum(0.0, 1.0 - t * reference.decision_function(X)).sum()
+    assert model.objective_[0] == pytest.approx(primal, rel=1e-6)
+
+
 @pytest.mark.parametrize(("learner", "params", "message"), [
     (SIL, {"kernel": "sigmoid"}, "kernel must be one of"),
     (SIL, {"C": -1.0}, "C must be a positive number"),
@@ -233,6 +255,7 @@ def test_iteration_cap_stops_MI_svm_and_reports_it():
     (SIL, {"gamma": "scale"}, "gamma must be"),
     (SIL, {"class_weight": {0: 1}}, "class_weight"),
     (MiSVM, {"max_iters": 0}, "max_iters"),
+    (MISVM, {"restarts": -1}, "restarts"),
     (NSK, {"normalization": "max"}, "normalization"),
     (SMIL, {"bag_score": "median"}, "bag_score"),
     (SBMIL, {"eta": 1.5}, "eta"),
