@@ -1,0 +1,34 @@
+"""The MLflow tracking server stopped in the middle of a run and started again."""
+
+import time
+
+import pytest
+
+from faults import harness
+from faults.harness import MlflowServer, Tune
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def test_mlflow_server_stopped_mid_run_and_restarted_loses_no_trial_and_logs_none_twice(tmp_path, site, journal):
+    server = MlflowServer(f"sqlite:///{tmp_path / 'mlflow.db'}", tmp_path / "server").start()
+    try:
+        tune = Tune(tmp_path / "run", site, journal, learners=("napper",), n_trials=6, tracking_uri=server.url)
+        tune.start()
+        harness.wait_for(lambda: harness.trial_runs(server.url), 120, "the first trial in MLflow")
+        server.stop()
+        # While the server is down the MLflow client retries its calls with back-off (about 4 minutes
+        # by default), so the run waits for the server rather than losing the trial's run.
+        time.sleep(2)
+        server.start()
+        result = tune.wait(240)
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr
+        rerun = tune.run(240)  # logs whatever the outage kept out of MLflow
+        assert rerun.returncode == 0, rerun.stderr
+        trials = tune.trials("napper")
+        harness.assert_study_complete(trials, 6)
+        logged = harness.assert_tracked_once(server.url, {f"{harness.DATASET}/napper": trials})
+        harness.report("MLflow server stopped and restarted", {**harness.figures(trials), "in MLflow": logged})
+    finally:
+        server.stop()

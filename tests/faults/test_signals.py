@@ -1,0 +1,71 @@
+"""Signals during a tuning run: a worker or the driver killed, SIGTERM, Ctrl-C. After each, a rerun of the
+same command completes the study with every earlier trial kept and none recorded twice."""
+
+import os
+import signal
+
+import pytest
+
+from faults import harness
+from faults.harness import Tune
+
+pytestmark = pytest.mark.timeout(180)
+N_TRIALS = 4
+
+
+def test_sigkill_of_the_fit_worker_fails_that_trial_and_the_run_goes_on(tmp_path, site, journal):
+    tune = Tune(tmp_path, site, journal, learners=("napper",), n_trials=N_TRIALS)
+    tune.start()
+    pid = tune.wait_for_fit(3)  # the second trial's first fold (2 folds per trial)
+    os.kill(pid, signal.SIGKILL)
+    result = tune.wait()
+    assert result.returncode == 0, result.stderr
+    trials = tune.trials("napper")
+    killed = [t for t in trials if t.state.name == "FAIL"]
+    assert len(killed) == 1 and "SIGKILL" in killed[0].user_attrs["error"], [t.user_attrs for t in killed]
+    harness.assert_study_complete(trials, N_TRIALS)
+    assert "napper" in result.stdout  # the leaderboard still comes out
+    harness.report("SIGKILL of the fit worker", harness.figures(trials))
+
+
+def test_sigkill_of_the_driver_kills_its_worker_and_a_rerun_completes_the_study(tmp_path, site, journal):
+    tune = Tune(tmp_path, site, journal, learners=("napper",), n_trials=N_TRIALS)
+    tune.start()
+    worker = tune.wait_for_fit(5)  # the third trial is running
+    os.kill(tune.process.pid, signal.SIGKILL)
+    assert tune.wait().returncode == -signal.SIGKILL
+    harness.wait_for(lambda: harness.process_gone(worker), 10, "the orphaned fit worker to die")
+    before = harness.snapshot(tune.trials("napper"))
+    assert len(before) >= 2
+    rerun = tune.run()
+    assert rerun.returncode == 0, rerun.stderr
+    trials = tune.trials("napper")
+    harness.assert_study_complete(trials, N_TRIALS, before)
+    stale = [t for t in trials if t.user_attrs.get("stale")]
+    assert len(stale) == 1, "the trial the killed driver was running is failed on rerun, not left RUNNING"
+    harness.report("SIGKILL of the driver", harness.figures(trials, before))
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                         ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_stops_with_a_message_and_keeps_every_finished_trial(tmp_path, site, journal, signum,
+                                                                              code):
+    tune = Tune(tmp_path, site, journal, learners=("napper",), n_trials=N_TRIALS)
+    tune.start()
+    worker = tune.wait_for_fit(5)
+    # A terminal's Ctrl-C goes to the whole foreground process group; `kill` and service managers send
+    # SIGTERM to the process group too.
+    os.killpg(tune.process.pid, signum)
+    result = tune.wait(60)
+    assert result.returncode in (code, 130), (result.returncode, result.stderr)
+    assert "interrupted" in result.stderr.lower() or "terminated" in result.stderr.lower(), result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    harness.wait_for(lambda: harness.process_gone(worker), 10, "the fit worker to end")
+    trials = tune.trials("napper")
+    assert not [t.number for t in trials if t.state.name == "RUNNING"], "the running trial is closed on exit"
+    before = harness.snapshot(trials)
+    rerun = tune.run()
+    assert rerun.returncode == 0, rerun.stderr
+    trials = tune.trials("napper")
+    harness.assert_study_complete(trials, N_TRIALS, before)
+    harness.report(f"{signal.Signals(signum).name} of the driver", harness.figures(trials, before))
