@@ -1,1 +1,33 @@
-"""automil built-in plugin: forests (being written)."""
+"""automil built-in plugin: the tree learners ID3-MI, MIRF, BLRT and MIDF (algorithms.md 10-13).
+
+Only the hook lives here; the numba tree builders and estimators load when the learners are asked for.
+"""
+
+import automil
+
+# Untuned evaluations are reproducible: a fixed seed unless the caller gives one.
+SEEDED = {"random_state": 0}
+
+
+@automil.hookimpl
+def register_learners(register):
+    from automil import LearnerSpec
+    from automil_forests import spaces
+    from automil_forests.blrt import BLRTClassifier
+    from automil_forests.midf import MIDFClassifier
+    from automil_forests.mirf import MIRFClassifier
+
+    # A single ID3-MI tree (automil_forests.mirf.ID3MIClassifier) is not registered: grown to purity it
+    # isolates the noise instances of positive bags in pure positive leaves, and one tree has no
+    # out-of-bag bags to set its threshold, so it fails the contract's witness-bag accuracy.
+    # standard_mil: MIRF scores a bag by the maximum over its instances (10.4), so adding instances never
+    # lowers its positive score; BLRT routes by instance fractions and MIDF stacks BLRT, so neither
+    # follows the standard MIL assumption.
+    register(LearnerSpec("mirf", MIRFClassifier, spaces.mirf_space,
+                         "MIRF: random forest of ID3-MI trees on bootstrap samples of bags",
+                         standard_mil=True, defaults=SEEDED))
+    register(LearnerSpec("blrt", BLRTClassifier, spaces.blrt_space,
+                         "BLRT: bag-level randomized trees (Komarek & Somol)", defaults=SEEDED))
+    register(LearnerSpec("midf", MIDFClassifier, spaces.midf_space,
+                         "MIDF: cascade of MIRF and BLRT forests (multiple-instance deep forest)",
+                         defaults=SEEDED))

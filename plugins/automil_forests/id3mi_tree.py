@@ -1,0 +1,332 @@
+"""The ID3-MI tree (algorithms.md 10) in numba: grown on flat node arrays, bags counted in the split criterion.
+
+A tree is the tuple ``(feature, threshold, left, right, value)``: node ``j`` sends an instance left when
+``x[feature[j]] <= threshold[j]``; a leaf has ``left[j] == -1``; ``value[j]`` is the class distribution of
+the bags present at node ``j`` (every node has one, leaves use it).
+"""
+
+import numpy as np
+from numba import njit
+
+# Gains within this distance count as equal, so ties go to the first feature and the smallest threshold
+# (10.3) even when rounding makes equal gains differ in the last bits.
+GAIN_TIE = 1e-12
+
+
+@njit(cache=True, nogil=True)
+def entropy(counts, total):
+    """``Info_multi`` of 10.2 (log base 2) for class counts of bags; 0 for an empty node."""
+    h = 0.0
+    if total == 0:
+        return h
+    for k in range(counts.shape[0]):
+        if counts[k] > 0:
+            p = counts[k] / total
+            h -= p * np.log2(p)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def draw_features(perm, n_draw, n_features):
+    """The first ``n_draw`` entries of ``perm`` become a uniform draw without replacement (partial
+    Fisher-Yates). With every feature wanted, the order stays the natural one (no randomness used)."""
+    if n_draw >= n_features:
+        return
+    for j in range(n_draw):
+        r = np.random.randint(j, n_features)
+        perm[j], perm[r] = perm[r], perm[j]
+
+
+@njit(cache=True, nogil=True)
+def sort_pairs(vals, idx, stack):
+    """Sort ``vals`` ascending in place and permute ``idx`` alongside: a three-way quicksort (many equal
+    values: duplicated bags, integer features) with insertion sort on short runs; ``stack`` holds at
+    least 2 * 64 ints (the smaller part is sorted first, so depth stays below log2 n)."""
+    lo, hi, top = 0, vals.shape[0], 0
+    while True:
+        while hi - lo > 16:
+            a, b, c = vals[lo], vals[(lo + hi) // 2], vals[hi - 1]
+            pivot = max(min(a, b), min(max(a, b), c))
+            lt, i, gt = lo, lo, hi - 1
+            while i <= gt:
+                if vals[i] < pivot:
+                    vals[lt], vals[i] = vals[i], vals[lt]
+                    idx[lt], idx[i] = idx[i], idx[lt]
+                    lt += 1
+                    i += 1
+                elif vals[i] > pivot:
+                    vals[gt], vals[i] = vals[i], vals[gt]
+                    idx[gt], idx[i] = idx[i], idx[gt]
+                    gt -= 1
+                else:
+                    i += 1
+            if lt - lo < hi - gt - 1:
+                stack[top], stack[top + 1] = gt + 1, hi
+                hi = lt
+            else:
+                stack[top], stack[top + 1] = lo, lt
+                lo = gt + 1
+            top += 2
+        for i in range(lo + 1, hi):
+            v, k = vals[i], idx[i]
+            j = i - 1
+            while j >= lo and vals[j] > v:
+                vals[j + 1] = vals[j]
+                idx[j + 1] = idx[j]
+                j -= 1
+            vals[j + 1] = v
+            idx[j + 1] = k
+        if top == 0:
+            return
+        top -= 2
+        lo, hi = stack[top], stack[top + 1]
+
+
+@njit(cache=True, nogil=True)
+def weighted_info(counts, nlogn):
+    """``c(child) * Info_multi(child)`` from the table ``nlogn[c] = c log2 c``: no logarithm per
+    candidate threshold."""
+    total = 0
+    s = 0.0
+    for k in range(counts.shape[0]):
+        total += counts[k]
+        s += nlogn[counts[k]]
+    return nlogn[total] - s
+
+
+@njit(cache=True, nogil=True)
+def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n_bags, max_features,
+                    max_depth, min_samples_split, normalized, seed):
+    """Grow one ID3-MI tree (10.3, 10.4).
+
+    Parameters
+    ----------
+    XT : ndarray of shape (n_features, n_instances)
+        The instances feature-major (``X.T`` contiguous), so a node reads one feature from one row.
+    order : int64 array of shape (n_features, n_instances)
+        Every feature's instances in ascending order (``argsort`` of each row of ``XT``), shared by the
+        trees of a forest: a large node reads its sorted values from it instead of sorting.
+    constant : bool array of shape (n_features,)
+        Features constant over all instances (skipped without reading them).
+    rows : int64 array of shape (n_train,)
+        The training instances, as columns of ``XT`` (a bootstrap repeats a bag's rows).
+    inst_bag : int64 array of shape (n_train,)
+        The bag of each training instance, ``0..n_bags-1`` (a bag drawn twice is two bags).
+    bag_class : int64 array of shape (n_bags,)
+    max_features : int
+        Features searched per node; ``>= n_features`` searches all in their natural order.
+    max_depth : int
+        ``-1`` for unlimited.
+    seed : int
+        Seeds this thread's numba generator (feature draws only).
+    """
+    np.random.seed(seed)
+    n_train = rows.shape[0]
+    n_features = XT.shape[0]
+    capacity = 2 * n_train - 1
+    feature = np.full(capacity, -1, dtype=np.int64)
+    threshold = np.zeros(capacity)
+    left = np.full(capacity, -1, dtype=np.int64)
+    right = np.full(capacity, -1, dtype=np.int64)
+    value = np.zeros((capacity, n_classes))
+
+    nlogn = np.zeros(n_bags + 1)
+    for c in range(2, n_bags + 1):
+        nlogn[c] = c * np.log2(c)
+    samples = np.arange(n_train)
+    n_rows = XT.shape[1]
+    sample_node = np.zeros(n_train, dtype=np.int64)  # the node holding each training instance
+    row_start = np.zeros(n_rows + 1, dtype=np.int64)  # the training instances of each row of XT
+    for s in range(n_train):
+        row_start[rows[s] + 1] += 1
+    for row in range(n_rows):
+        row_start[row + 1] += row_start[row]
+    row_samples = np.empty(n_train, dtype=np.int64)
+    cursor = row_start[:-1].copy()
+    for s in range(n_train):
+        row_samples[cursor[rows[s]]] = s
+        cursor[rows[s]] += 1
+    perm = np.arange(n_features)
+    vals = np.empty(n_train)
+    sort_stack = np.empty(128, dtype=np.int64)
+    node_count = np.zeros(n_bags, dtype=np.int64)  # instances of each bag at the node
+    left_count = np.zeros(n_bags, dtype=np.int64)
+    right_count = np.zeros(n_bags, dtype=np.int64)
+    c_node = np.zeros(n_classes, dtype=np.int64)  # c_k(S): bags of class k present
+    c_left = np.zeros(n_classes, dtype=np.int64)
+    c_right = np.zeros(n_classes, dtype=np.int64)
+
+    stack = np.empty((capacity, 4), dtype=np.int64)  # start, end, depth, node
+    stack[0] = (0, n_train, 0, 0)
+    top = 1
+    n_nodes = 1
+    while top > 0:
+        top -= 1
+        start, end, depth, node = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
+        n_v = end - start
+
+        # 10.2: class counts of the bags present at the node
+        for i in range(start, end):
+            node_count[inst_bag[samples[i]]] = 0
+        c_node[:] = 0
+        for i in range(start, end):
+            b = inst_bag[samples[i]]
+            if node_count[b] == 0:
+                c_node[bag_class[b]] += 1
+            node_count[b] += 1
+        c = c_node.sum()
+        n_present_classes = 0
+        for k in range(n_classes):
+            value[node, k] = c_node[k] / c
+            if c_node[k] > 0:
+                n_present_classes += 1
+        if n_present_classes <= 1 or depth == max_depth or c < min_samples_split:
+            continue  # 10.4: pure, deep enough or too few bags
+
+        # 10.3: one sorted sweep per candidate feature
+        info_c = weighted_info(c_node, nlogn)  # c * Info_multi(S)
+        # nodes that hold most instances (the long chains that zero-gain splits grow) filter the
+        # presorted order; small ones sort (10.5)
+        scan = 2.0 * n_v * np.log2(n_v) > n_rows + n_train
+        draw_features(perm, max_features, n_features)
+        node_samples = samples[start:end]
+        node_vals = vals[:n_v]
+        best_gain = -np.inf
+        best_feature = -1
+        best_threshold = 0.0
+        for j in range(min(max_features, n_features)):
+            f = perm[j]
+            if constant[f]:
+                continue  # constant over all instances, so at this node too
+            if scan:  # filter the presorted order: O(n) instead of O(n_v log n_v)
+                i = 0
+                for q in range(n_rows):
+                    row = order[f, q]
+                    for p in range(row_start[row], row_start[row + 1]):
+                        if sample_node[row_samples[p]] == node:
+                            node_samples[i] = row_samples[p]
+                            node_vals[i] = XT[f, row]
+                            i += 1
+            else:
+                for i in range(n_v):
+                    node_vals[i] = XT[f, rows[node_samples[i]]]
+                sort_pairs(node_vals, node_samples, sort_stack)
+            if node_vals[0] == node_vals[n_v - 1]:
+                continue  # constant at this node: no threshold
+            for i in range(n_v):
+                b = inst_bag[node_samples[i]]
+                left_count[b] = 0
+                right_count[b] = node_count[b]
+            c_left[:] = 0
+            c_right[:] = c_node
+            changed = True  # bag counts moved since the last threshold evaluated
+            for i in range(n_v - 1):
+                b = inst_bag[node_samples[i]]
+                k = bag_class[b]
+                left_count[b] += 1
+                if left_count[b] == 1:
+                    c_left[k] += 1
+                    changed = True
+                right_count[b] -= 1
+                if right_count[b] == 0:
+                    c_right[k] -= 1
+                    changed = True
+                lo, hi = node_vals[i], node_vals[i + 1]
+                # unchanged counts give the same gain, which cannot beat the best (ties keep the first)
+                if changed and lo < hi:
+                    changed = False
+                    # Gain_multi = Info(S) - sum_child c(child)/c(S) Info(child), scaled by c(S)
+                    n_left, n_right = c_left.sum(), c_right.sum()
+                    weight = c if not normalized else n_left + n_right
+                    gain = info_c / c - (weighted_info(c_left, nlogn) + weighted_info(c_right, nlogn)) / weight
+                    if gain > best_gain + GAIN_TIE:
+                        best_gain = gain
+                        best_feature = f
+                        best_threshold = 0.5 * (lo + hi)
+                        if best_threshold >= hi:  # lo and hi adjacent floats
+                            best_threshold = lo
+        if best_feature < 0:
+            continue  # 11: every candidate feature constant here
+
+        # split even at a gain <= 0 (10.3): partition the node's instances, left = x_f <= theta
+        i, r = start, end - 1
+        while i <= r:
+            if XT[best_feature, rows[samples[i]]] <= best_threshold:
+                i += 1
+            else:
+                samples[i], samples[r] = samples[r], samples[i]
+                r -= 1
+        for p in range(start, end):
+            sample_node[samples[p]] = n_nodes if p < i else n_nodes + 1
+        feature[node] = best_feature
+        threshold[node] = best_threshold
+        left[node] = n_nodes
+        right[node] = n_nodes + 1
+        stack[top] = (i, end, depth + 1, n_nodes + 1)
+        stack[top + 1] = (start, i, depth + 1, n_nodes)
+        top += 2
+        n_nodes += 2
+    return (feature[:n_nodes].copy(), threshold[:n_nodes].copy(), left[:n_nodes].copy(),
+            right[:n_nodes].copy(), value[:n_nodes].copy())
+
+
+@njit(cache=True, nogil=True)
+def leaf_of(X, row, feature, threshold, left, right, node):
+    """The leaf that instance ``X[row]`` reaches from ``node``."""
+    while left[node] >= 0:
+        if X[row, feature[node]] <= threshold[node]:
+            node = left[node]
+        else:
+            node = right[node]
+    return node
+
+
+@njit(cache=True, nogil=True)
+def id3mi_bag_proba(X, offsets, feature, threshold, left, right, value, roots, skip):
+    """Forest class vectors of bags by the multi-instance rule of 10.4 applied to the forest's
+    instance scores (the mean over trees of the leaf distributions, as for the witness in 11).
+
+    Binary: ``P(pos | B) = max_x p_pos(x)``; K > 2: ``s_k = max_x p_k(x)``, normalized. With one tree
+    this is exactly 10.4. ``skip`` (shape (n_trees, n_bags), or empty) leaves out tree t for bag i where
+    ``skip[t, i]``: out-of-bag scores of training bags; a bag no tree scores gets NaN.
+    """
+    n_bags = offsets.shape[0] - 1
+    n_classes = value.shape[1]
+    n_trees = roots.shape[0]
+    out = np.zeros((n_bags, n_classes))
+    s = np.empty(n_classes)
+    p = np.empty(n_classes)
+    for i in range(n_bags):
+        s[:] = 0.0
+        used = 0
+        for row in range(offsets[i], offsets[i + 1]):
+            p[:] = 0.0
+            used = 0
+            for t in range(n_trees):
+                if skip.shape[0] > 0 and skip[t, i]:
+                    continue
+                used += 1
+                p += value[leaf_of(X, row, feature, threshold, left, right, roots[t])]
+            for k in range(n_classes):
+                s[k] = max(s[k], p[k] / max(used, 1))
+        if used == 0:
+            out[i] = np.nan
+        elif n_classes == 2:
+            out[i, 0] = 1.0 - s[1]
+            out[i, 1] = s[1]
+        else:
+            out[i] = s / s.sum()
+    return out
+
+
+@njit(cache=True, nogil=True)
+def id3mi_instance_proba(X, feature, threshold, left, right, value, roots):
+    """Each instance as a bag of one (11, witness): the mean over trees of its leaf's distribution."""
+    n = X.shape[0]
+    n_trees = roots.shape[0]
+    out = np.zeros((n, value.shape[1]))
+    for row in range(n):
+        for t in range(n_trees):
+            out[row] += value[leaf_of(X, row, feature, threshold, left, right, roots[t])]
+        out[row] /= n_trees
+    return out

@@ -1,0 +1,202 @@
+"""The ID3-MI tree and MIRF, the random forest of ID3-MI trees (algorithms.md 10 and 11)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from automil_forests.forest import (TreeEnsemble, check_int, map_threads, resolve_max_depth,
+                                    resolve_max_features, resolve_n_jobs, stack_trees, tree_seeds)
+from automil_forests.id3mi_tree import grow_id3mi_tree, id3mi_bag_proba, id3mi_instance_proba
+
+# "node": child weights c(child)/c(S) of algorithms.md 10.2; "children": c(child)/(c(L)+c(R)) (the default,
+# see split_weights in MIRFClassifier)
+SPLIT_WEIGHTS = ("children", "node")
+NO_SKIP = np.zeros((0, 0), dtype=np.bool_)
+
+
+def oob_threshold(scores: np.ndarray, y: np.ndarray) -> float:
+    """The cut on out-of-bag positive scores with the best bag accuracy (``P > t`` is positive); among
+    equally good cuts the median one (the middle of the best range). Bags without an out-of-bag score
+    are ignored."""
+    known = ~np.isnan(scores)
+    scores, y = scores[known], y[known]
+    values = np.unique(scores)
+    cuts = np.concatenate(([values[0] / 2], (values[:-1] + values[1:]) / 2, [(values[-1] + 1) / 2]))
+    accuracy = ((scores[None, :] > cuts[:, None]) == (y[None, :] == 1)).mean(axis=1)
+    best = cuts[accuracy == accuracy.max()]
+    return float(np.clip(best[(len(best) - 1) // 2], 1e-9, 1 - 1e-9))
+
+
+def move_threshold(proba: np.ndarray, t: float) -> np.ndarray:
+    """Map binary class vectors so that the positive score ``t`` becomes 0.5 (piecewise linear and
+    increasing): the arg-max then predicts positive exactly when ``P > t``."""
+    p = proba[:, 1]
+    moved = np.where(p <= t, p / (2 * t), 0.5 + (p - t) / (2 * (1 - t)))
+    return np.column_stack((1 - moved, moved))
+
+
+def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_features, max_depth,
+                      min_samples_split, split_weights, random_state, n_jobs):
+    """Grow ``n_estimators`` ID3-MI trees; returns the stacked forest and each tree's bags (the
+    bootstrap sample of N bags drawn with replacement, or all bags in order), shape (T, N)."""
+    m = resolve_max_features(max_features, bags.n_features)
+    depth = resolve_max_depth(max_depth)
+    min_split = check_int("min_samples_split", min_samples_split, 1)
+    if split_weights not in SPLIT_WEIGHTS:
+        raise ValueError(f"split_weights={split_weights!r} is invalid: use one of {SPLIT_WEIGHTS}")
+    sizes = bags.sizes
+    XT = np.ascontiguousarray(bags.X.T)  # feature-major: a node's sweep reads one contiguous row
+    constant = (XT == XT[:, :1]).all(axis=1)
+    order = np.argsort(XT, axis=1, kind="stable")
+
+    def grow(seeds):
+        rng, draw_seed = seeds
+        sample = rng.integers(0, bags.n_bags, bags.n_bags) if bootstrap else np.arange(bags.n_bags)
+        # 11: a bag drawn twice is two bags; its instances are listed once per draw
+        rows = bags.instance_rows(sample)
+        inst_bag = np.repeat(np.arange(len(sample)), sizes[sample])
+        tree = grow_id3mi_tree(XT, order, constant, rows, inst_bag, y[sample], n_classes, len(sample), m, depth,
+                               min_split, split_weights == "children", draw_seed)
+        return tree, sample
+
+    grown = map_threads(grow, tree_seeds(random_state, n_estimators), n_jobs)
+    return stack_trees([tree for tree, _ in grown]), np.stack([sample for _, sample in grown])
+
+
+class _ID3MIForest(TreeEnsemble):
+    """Prediction and witness of a fitted forest of ID3-MI trees (``forest_``)."""
+
+    def _forest_proba(self, X, offsets):
+        proba = id3mi_bag_proba(X, offsets, *self.forest_, NO_SKIP)
+        return move_threshold(proba, self.threshold_) if len(self.classes_) == 2 else proba
+
+    def _witness(self, bags):
+        """11: the instance with the largest forest-mean singleton score for the predicted class
+        (binary: for the positive class, whose maximum decides the bag)."""
+        instance = id3mi_instance_proba(bags.X, *self.forest_)
+        if len(self.classes_) == 2:
+            column = np.ones(bags.n_bags, dtype=np.int64)
+        else:
+            column = np.argmax(self._predict_proba(bags), axis=1)
+        score = instance[np.arange(bags.n_instances), column[bags.bag_index]]
+        # arg-max inside each bag: sort by (bag, -score) and take each bag's first row
+        order = np.lexsort((-score, bags.bag_index))
+        return order[bags.offsets[:-1]] - bags.offsets[:-1]
+
+
+class ID3MIClassifier(_ID3MIForest):
+    """One ID3-MI decision tree: an instance-level tree whose split criterion counts bags.
+
+    A bag is present at a node when one of its instances reaches it; the entropy and gain use the counts
+    of bags per class (so a split that cuts bags in two is penalized), and a bag's class vector is the
+    maximum over its instances' leaf distributions (the multi-instance rule).
+
+    Parameters
+    ----------
+    max_depth : int or None, default=None
+        Depth limit (root depth 0); ``None`` grows to purity.
+    min_samples_split : int, default=2
+        A node with fewer bags present becomes a leaf.
+    split_weights : {"children", "node"}, default="children"
+        Weights of the children's entropies in the gain: ``c(child) / (c(L) + c(R))``, or
+        ``c(child) / c(S)`` as in algorithms.md 10.2 (see ``MIRFClassifier``).
+
+    Attributes
+    ----------
+    forest_ : tuple of ndarray
+        The tree as flat node arrays ``(feature, threshold, left, right, value, roots)``; ``value`` has
+        shape (n_nodes, n_classes).
+    classes_ : ndarray of shape (n_classes,)
+
+    References
+    ----------
+    Chevaleyre & Zucker, "Solving multiple-instance and multiple-part learning problems with decision
+    trees and rule sets", Canadian AI 2001.
+    """
+
+    def __init__(self, max_depth=None, min_samples_split=2, split_weights="children"):
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.split_weights = split_weights
+
+    def _fit(self, bags, y):
+        self.forest_, _ = grow_id3mi_forest(
+            bags, y, len(self.classes_), n_estimators=1, bootstrap=False, max_features=None,
+            max_depth=self.max_depth, min_samples_split=self.min_samples_split,
+            split_weights=self.split_weights, random_state=0, n_jobs=1)
+        self.threshold_ = 0.5
+
+
+class MIRFClassifier(_ID3MIForest):
+    """Multi-instance random forest: ID3-MI trees on bootstrap samples of bags with random features.
+
+    Parameters
+    ----------
+    n_estimators : int, default=100
+    max_features : {"sqrt", "log2"}, int, float or None, default="sqrt"
+        Features drawn without replacement at each node: ``round(sqrt(d))``, ``round(log2(d))``, a count,
+        a fraction of d, or all (``None``). A node whose drawn features are all constant is a leaf.
+    max_depth : int or None, default=None
+        ``None`` grows every tree to purity.
+    min_samples_split : int, default=2
+    bootstrap : bool, default=True
+        Each tree sees N bags drawn with replacement; otherwise all bags.
+    split_weights : {"children", "node"}, default="children"
+        Weights of the children's entropies in the gain. ``"node"`` is algorithms.md 10.2,
+        ``c(child) / c(S)``: the weights sum to more than 1 when bags are cut, so the split that isolates
+        the positive bags' witnesses (every bag keeps instances on the other side) loses to zero-gain
+        splits peeling off one instance, and trees never find the witnesses. ``"children"`` divides by
+        ``c(L) + c(R)`` instead, so cutting bags still costs but the witness split wins.
+    threshold : "oob" or float, default="oob"
+        Binary only: a bag is positive when its forest score (mean over trees of the maximum leaf
+        probability, 10.4) exceeds this. ``"oob"`` picks it by out-of-bag bag accuracy: noise
+        instances of positive bags end in pure positive leaves, so 0.5 (algorithms.md's rule) calls
+        almost every bag positive. Probabilities are remapped so that the threshold sits at 0.5.
+    random_state : int, numpy Generator or None, default=None
+        Seeds every tree independently (``SeedSequence.spawn``), so the forest does not depend on n_jobs.
+    n_jobs : int or None, default=None
+        Threads growing trees and predicting (``-1``: every core).
+
+    Attributes
+    ----------
+    forest_ : tuple of ndarray
+        All trees' nodes ``(feature, threshold, left, right, value, roots)``; ``roots[t]`` is tree t's root.
+    estimators_samples_ : ndarray of shape (n_estimators, n_bags)
+        The training bags of each tree (its bootstrap sample).
+    threshold_ : float
+        The binary decision threshold on the forest score (0.5 without bootstrap or for K > 2).
+    classes_ : ndarray of shape (n_classes,)
+
+    References
+    ----------
+    Ren, Hou & Jiang, "Deep forest for multiple instance learning", 2019 (MIRF as their building block).
+    """
+
+    def __init__(self, n_estimators=100, max_features="sqrt", max_depth=None, min_samples_split=2,
+                 bootstrap=True, split_weights="children", threshold="oob", random_state=None, n_jobs=None):
+        self.n_estimators = n_estimators
+        self.max_features = max_features
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.bootstrap = bootstrap
+        self.split_weights = split_weights
+        self.threshold = threshold
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _fit(self, bags, y):
+        self.forest_, self.estimators_samples_ = grow_id3mi_forest(
+            bags, y, len(self.classes_), n_estimators=check_int("n_estimators", self.n_estimators, 1),
+            bootstrap=bool(self.bootstrap), max_features=self.max_features, max_depth=self.max_depth,
+            min_samples_split=self.min_samples_split, split_weights=self.split_weights,
+            random_state=self.random_state, n_jobs=resolve_n_jobs(self.n_jobs))
+        self.threshold_ = 0.5
+        if self.threshold != "oob":
+            if not (isinstance(self.threshold, float | int) and 0 < self.threshold < 1):
+                raise ValueError(f"threshold={self.threshold!r} is invalid: use 'oob' or a number in (0, 1)")
+            self.threshold_ = float(self.threshold)
+        elif len(self.classes_) == 2 and self.bootstrap:
+            in_bag = np.zeros((len(self.estimators_samples_), bags.n_bags), dtype=np.bool_)
+            np.put_along_axis(in_bag, self.estimators_samples_, True, axis=1)
+            oob = id3mi_bag_proba(bags.X, bags.offsets, *self.forest_, in_bag)
+            self.threshold_ = oob_threshold(oob[:, 1], y)

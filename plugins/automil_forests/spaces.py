@@ -1,0 +1,32 @@
+"""Optuna search spaces of the forest learners (algorithms.md 14): small, since the defaults work."""
+
+from __future__ import annotations
+
+
+def _max_features(trial):
+    kind = trial.suggest_categorical("max_features_kind", ["sqrt", "log2", "fraction"])
+    return trial.suggest_float("max_features_fraction", 0.1, 1.0) if kind == "fraction" else kind
+
+
+def _max_depth(trial, low):
+    limited = trial.suggest_categorical("max_depth_limited", [False, True])
+    return trial.suggest_int("max_depth", low, 30) if limited else None
+
+
+def mirf_space(trial) -> dict:
+    return {"n_estimators": trial.suggest_int("n_estimators", 25, 500, log=True),
+            "max_features": _max_features(trial), "max_depth": _max_depth(trial, 3)}
+
+
+def blrt_space(trial) -> dict:
+    return {"n_estimators": trial.suggest_int("n_estimators", 25, 500, log=True),
+            "max_features": _max_features(trial),
+            "n_rules": trial.suggest_int("n_rules", 1, 64, log=True),
+            "min_samples": trial.suggest_int("min_samples", 1, 10),
+            "max_depth": _max_depth(trial, 1)}
+
+
+def midf_space(trial) -> dict:
+    return {"n_estimators": trial.suggest_int("n_estimators", 25, 200),
+            "max_layers": trial.suggest_int("max_layers", 1, 10),
+            "patience": trial.suggest_categorical("patience", [1, 2, 3])}

@@ -1,0 +1,214 @@
+"""The forest plugin: ID3-MI trees, MIRF, BLRT and MIDF against hand-computed cases (algorithms.md 15.3-15.5)."""
+
+import numpy as np
+import optuna
+import pytest
+
+import automil
+from automil import Bags
+from automil.checks import witness_bags
+from automil_forests.blrt import BLRTClassifier
+from automil_forests.blrt_tree import goes_left, split_loss
+from automil_forests.id3mi_tree import entropy
+from automil_forests.midf import MIDFClassifier
+from automil_forests.mirf import ID3MIClassifier, MIRFClassifier
+
+
+def hand_bags():
+    """15.4.1: one feature; B1 (positive) = {1, 5}, B2 (negative) = {2}, B3 (negative) = {6}."""
+    return Bags.from_list([np.array([[1.0], [5.0]]), np.array([[2.0]]), np.array([[6.0]])], [1, 0, 0])
+
+
+def test_multi_instance_entropy_counts_bags_per_class():
+    # root of 15.4.1: pi = 1 positive bag, nu = 2 negative bags
+    assert entropy(np.array([2, 1]), 3) == pytest.approx(-(2 / 3) * np.log2(2 / 3) - (1 / 3) * np.log2(1 / 3))
+    assert entropy(np.array([2, 1]), 3) == pytest.approx(0.9183, abs=1e-4)
+    assert entropy(np.array([1, 1]), 2) == 1.0
+    assert entropy(np.array([0, 4]), 4) == 0.0
+
+
+@pytest.mark.parametrize("split_weights", ["node", "children"])
+def test_hand_example_tree_splits_where_the_gains_say(split_weights):
+    # Root gains. "node" (10.2, weights c(child)/3): 1.5 -> 0.0, 3.5 -> -0.415, 5.5 -> 0.2516.
+    # "children" (weights c(child)/(c(L)+c(R))): 1.5 -> 0.9183 - 3(0.9183)/4 = 0.2296,
+    # 3.5 -> 0.9183 - (2 + 2)/4 = -0.0817, 5.5 -> 0.9183 - 2/3 = 0.2516. Both split at 5.5.
+    # Left child {1, 5}, {2} (Info 1): 1.5 and 3.5 tie (0.0 / 0.333 under both weightings), the smaller
+    # wins and the split is made at zero gain; then {2, 5} splits at 3.5.
+    tree = ID3MIClassifier(split_weights=split_weights).fit(hand_bags())
+    feature, threshold, left, right, value, roots = tree.forest_
+    assert roots.tolist() == [0]
+    assert threshold[0] == 5.5
+    np.testing.assert_allclose(value[0], [2 / 3, 1 / 3])
+    assert (left[right[0]], value[right[0]].tolist()) == (-1, [1.0, 0.0])  # {6}: pure negative leaf
+    node = left[0]
+    np.testing.assert_allclose(value[node], [0.5, 0.5])
+    assert threshold[node] == 1.5
+    assert value[left[node]].tolist() == [0.0, 1.0]  # {1}: pure positive leaf
+    inner = right[node]
+    assert threshold[inner] == 3.5
+    assert value[left[inner]].tolist() == [1.0, 0.0] and value[right[inner]].tolist() == [0.0, 1.0]
+    assert len(feature) == 7
+    assert tree.predict(hand_bags()).tolist() == [1, 0, 0]
+
+
+def test_bag_score_is_the_maximum_over_instances_of_the_positive_leaf_probability():
+    tree = ID3MIClassifier().fit(hand_bags())
+    # 2 reaches the negative leaf {2}, 5.2 the positive leaf {5}, 7 the negative leaf {6}
+    test = [np.array([[2.0]]), np.array([[2.0], [5.2]]), np.array([[7.0], [2.0]])]
+    np.testing.assert_allclose(tree.predict_proba(test), [[1, 0], [0, 1], [1, 0]])
+    np.testing.assert_array_equal(tree.decision_function(test), tree.predict_proba(test))
+    assert tree.witness(test).tolist() == [0, 1, 0]
+
+
+def test_three_classes_use_normalized_per_class_maxima():
+    # one feature, three singleton-bag classes: leaves are pure, and a bag with instances in the
+    # leaves of classes 0 and 2 scores s = (1, 0, 1), normalized to (0.5, 0, 0.5)
+    bags = Bags.from_list([np.array([[0.0]]), np.array([[1.0]]), np.array([[2.0]])], [0, 1, 2])
+    tree = ID3MIClassifier().fit(bags)
+    np.testing.assert_allclose(tree.predict_proba([np.array([[0.0], [2.0]])]), [[0.5, 0.0, 0.5]])
+
+
+def test_forest_of_one_tree_without_randomness_equals_the_id3mi_tree():
+    bags = witness_bags(15, 3)
+    tree = ID3MIClassifier().fit(bags)
+    forest = MIRFClassifier(n_estimators=1, bootstrap=False, max_features=None, random_state=3).fit(bags)
+    for a, b in zip(tree.forest_, forest.forest_, strict=True):
+        np.testing.assert_array_equal(a, b)
+    test = witness_bags(10, 3, seed=1)
+    np.testing.assert_array_equal(tree.predict_proba(test), forest.predict_proba(test))
+    np.testing.assert_array_equal(tree.witness(test), forest.witness(test))
+
+
+def test_bootstrap_samples_follow_random_state_exactly():
+    bags = witness_bags(20)
+    forest = MIRFClassifier(n_estimators=5, random_state=11).fit(bags)
+    for t, child in enumerate(np.random.SeedSequence(11).spawn(5)):
+        expected = np.random.default_rng(child.spawn(2)[0]).integers(0, bags.n_bags, bags.n_bags)
+        np.testing.assert_array_equal(forest.estimators_samples_[t], expected)
+    other = MIRFClassifier(n_estimators=5, random_state=12).fit(bags)
+    assert not np.array_equal(forest.estimators_samples_, other.estimators_samples_)
+
+
+@pytest.mark.parametrize("kind", [MIRFClassifier, BLRTClassifier])
+def test_forest_depends_on_random_state_but_not_on_n_jobs(kind):
+    bags, test = witness_bags(20), witness_bags(10, seed=1)
+    one = kind(n_estimators=12, max_features=2, random_state=5, n_jobs=1).fit(bags)
+    two = kind(n_estimators=12, max_features=2, random_state=5, n_jobs=2).fit(bags)
+    for a, b in zip(one.forest_, two.forest_, strict=True):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(one.predict_proba(test), two.predict_proba(test))
+    # feature draws (and BLRT's thresholds) follow the seed: another seed grows other trees
+    other = kind(n_estimators=12, max_features=2, random_state=6, n_jobs=2).fit(bags)
+    assert len(other.forest_[0]) != len(one.forest_[0]) or not np.array_equal(other.forest_[0], one.forest_[0])
+
+
+def test_max_features_one_still_searches_a_random_feature_per_node():
+    bags = witness_bags(20)
+    forest = MIRFClassifier(n_estimators=20, max_features=1, random_state=0).fit(bags)
+    used = np.unique(forest.forest_[0][forest.forest_[0] >= 0])
+    assert len(used) == bags.n_features  # every feature gets drawn somewhere
+
+
+def test_mirf_witness_finds_the_planted_instance():
+    train, test = witness_bags(20), witness_bags(20, seed=1)
+    forest = MIRFClassifier(random_state=0).fit(train)
+    positive = np.flatnonzero(test.y == 1)
+    found = forest.witness(test)[positive] + test.offsets[positive]
+    assert np.mean(test.instance_y[found] == 1) >= 0.9
+
+
+def test_blrt_rule_compares_the_fraction_below_v_strictly_with_r():
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])  # 15.3.1: fraction with x <= 1.5 is 0.5
+    assert goes_left(X, 0, 4, 0, 1.5, 0.4)
+    assert not goes_left(X, 0, 4, 0, 1.5, 0.5)
+
+
+def test_blrt_on_a_singleton_bag_is_the_plain_threshold_test():
+    X = np.array([[1.0], [2.0]])
+    for r in (0.0, 0.3, 0.99):
+        assert goes_left(X, 0, 1, 0, 1.5, r) and not goes_left(X, 1, 2, 0, 1.5, r)
+
+
+def test_blrt_loss_is_the_weighted_bag_label_entropy():
+    # 15.3.2 with 2 positive + 2 negative bags (counts are [negative, positive])
+    assert split_loss(np.array([2, 0]), np.array([0, 2])) == 0.0
+    assert split_loss(np.array([2, 2]), np.array([0, 0])) == 1.0
+    assert split_loss(np.array([1, 2]), np.array([1, 0])) == pytest.approx(0.6887, abs=1e-4)
+
+
+def test_blrt_forest_score_is_the_mean_of_the_leaf_values_each_bag_reaches():
+    train, test = witness_bags(20), witness_bags(10, seed=1)
+    forest = BLRTClassifier(n_estimators=7, random_state=0).fit(train)
+    feature, threshold, left, right, value, ratio, roots = forest.forest_
+    expected = np.zeros((test.n_bags, 2))
+    for i, bag in enumerate(test):
+        for root in roots:
+            node = root
+            while left[node] >= 0:
+                fraction = np.mean(bag[:, feature[node]] <= threshold[node])
+                node = left[node] if fraction > ratio[node] else right[node]
+            expected[i] += value[node] / len(roots)
+    np.testing.assert_allclose(forest.predict_proba(test), expected)
+    assert not hasattr(forest, "_witness")  # bag-level: no witness
+
+
+def test_midf_with_one_level_averages_its_four_forests():
+    train, test = witness_bags(12), witness_bags(8, seed=1)
+    model = MIDFClassifier(n_estimators=10, max_layers=1, random_state=0).fit(train)
+    assert model.n_layers_ == 1 and len(model.layers_) == 1 and len(model.layers_[0]) == 4
+    kinds = [type(forest).__name__ for forest in model.layers_[0]]
+    assert kinds == ["MIRFClassifier", "MIRFClassifier", "BLRTClassifier", "BLRTClassifier"]
+    proba = model.predict_proba(test)
+    np.testing.assert_allclose(proba, np.mean([f.predict_proba(test) for f in model.layers_[0]], axis=0))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(model.decision_function(test), proba)
+
+
+def test_midf_keeps_the_best_level_of_cascade_one_and_widens_instances_by_4k():
+    bags = witness_bags(12, 3)
+    model = MIDFClassifier(n_estimators=8, max_layers=4, patience=3, random_state=1).fit(bags)
+    scores = model.layer_scores_
+    assert 1 <= len(scores) <= 4
+    assert model.n_layers_ == int(np.argmax(scores)) + 1 == len(model.layers_)
+    for level, forests in enumerate(model.layers_):
+        width = bags.n_features + (4 * 3 if level else 0)  # d + 4K after the first level
+        assert all(forest.n_features_in_ == width for forest in forests)
+
+
+def test_midf_tries_levels_until_patience_runs_out():
+    bags = witness_bags(12)
+    model = MIDFClassifier(n_estimators=5, max_layers=6, patience=2, random_state=0).fit(bags)
+    scores = model.layer_scores_
+    best = int(np.argmax(scores))
+    assert len(scores) == 6 or len(scores) == best + 1 + 2
+
+
+@pytest.mark.parametrize(("kind", "params", "name"), [
+    (MIRFClassifier, {"max_features": 0}, "max_features"),
+    (MIRFClassifier, {"max_features": "half"}, "max_features"),
+    (MIRFClassifier, {"n_estimators": 0}, "n_estimators"),
+    (MIRFClassifier, {"split_weights": "bags"}, "split_weights"),
+    (MIRFClassifier, {"threshold": 1.5}, "threshold"),
+    (BLRTClassifier, {"n_rules": 0}, "n_rules"),
+    (BLRTClassifier, {"max_depth": 0}, "max_depth"),
+    (BLRTClassifier, {"n_jobs": 0}, "n_jobs"),
+    (MIDFClassifier, {"max_layers": 0}, "max_layers"),
+])
+def test_bad_parameters_raise_naming_the_parameter(kind, params, name):
+    with pytest.raises(ValueError, match=name):
+        kind(**params).fit(witness_bags(5))
+
+
+@pytest.mark.parametrize("name", ["mirf", "blrt", "midf"])
+def test_search_space_builds_learners_that_fit(name):
+    spec = automil.get_learner(name)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(3):
+        trial = study.ask()
+        trial.set_user_attr("n_features", 5)
+        trial.set_user_attr("n_classes", 2)
+        params = spec.search_space(trial)
+        if name == "midf":
+            params = {**params, "n_estimators": 5, "max_layers": 2}
+        model = spec.build(**params).fit(witness_bags(6))
+        assert model.predict(witness_bags(4, seed=1)).shape == (8,)
