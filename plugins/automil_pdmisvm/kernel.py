@@ -129,6 +129,9 @@ class KernelPdMISVMClassifier(PdMISVMBase):
             self._last[2][0] = self._mu
 
     def _restore(self):
+        if not hasattr(self, "_mu"):
+            raise ValueError("KernelPdMISVMClassifier: the first iteration was already non-finite; check "
+                             "C, mu0 and the scale of the instances")
         self._b[:] = self._last[0]
         for saved, z in zip(self._last[1], self._z):
             z[:] = saved

@@ -16,9 +16,12 @@ from numba import njit
 # quadratic penalty terms of L_mu (2.3) without the factor mu/2.
 SQ_E, SQ_Q, SQ_T, SQ_R, SQ_U, HINGE, LOSS_E, PENALTY = range(8)
 N_STATS = 8
+# Reassociation lets LLVM vectorize the sums over classes; no "nnan"/"ninf", so a non-finite iterate still
+# shows in the residual and stops the fit (2.8).
+FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _prepare_row(j, c, T, U, Theta, Xi, G, b, inv_mu, alpha, add_onehot, M, uvec, tsum, usum):
     """Right-hand side pieces of the W-step (2.5 step 1) and the sums of the b-step (step 2) for row j.
 
@@ -60,7 +63,7 @@ def prepare(offsets, codes, T, U, Theta, Xi, G, b, mu, alpha, add_onehot, M, uve
             _prepare_row(j, c, T, U, Theta, Xi, G, b, inv_mu, alpha, add_onehot, M, uvec, tsum, usum)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=FASTMATH)
 def admm_sweep(offsets, codes, Y, C, mu, mu_next, alpha, add_onehot, b, G, XG, s, update_G,
                E, Q, R, T, U, Lambda, Sigma, Omega, Theta, Xi, maxT, maxU, M, uvec, tsum, usum, stats):
     """Steps 3-9 of one iteration (E, Q, R, T, U, residuals, duals) bag by bag, then the next W-step's
@@ -74,9 +77,11 @@ def admm_sweep(offsets, codes, Y, C, mu, mu_next, alpha, add_onehot, b, G, XG, s
     inv_mu = 1.0 / mu
     inv_mu_next = 1.0 / mu_next
     kappa = C / mu
-    stats[:] = 0.0
     tsum[:] = 0.0
     usum[:] = 0.0
+    sq_e = sq_q = sq_t = sq_r = sq_u = hinge_sum = loss_e = penalty = 0.0
+    t_max = np.empty(K)
+    u_max = np.empty(K)
     phi_max = np.empty(K)
     psi_max = np.empty(K)
     score_max = np.empty(K)
@@ -124,12 +129,14 @@ def admm_sweep(offsets, codes, Y, C, mu, mu_next, alpha, add_onehot, b, G, XG, s
         for m in range(K):
             T[j_phi[m], m] = 0.5 * (phi_max[m] + Q[i, m] + Sigma[i, m] * inv_mu)
             U[j_psi[m], m] = 0.5 * (psi_max[m] + R[i, m] + Omega[i, m] * inv_mu)
-            maxT[i, m] = -np.inf
-            maxU[i, m] = -np.inf
             hinge = 1.0 - Y[i, m] * (score_max[m] - score_max[c])
             if hinge > 0.0:
-                stats[HINGE] += hinge
-        # steps 8-9 for the instance blocks, then the next W-step's right-hand side
+                hinge_sum += hinge
+        # steps 8-9 for the instance blocks, then the next W-step's right-hand side; sums go to local
+        # scalars and bag maxima to local rows (stores to the shared arrays would serialize the loop)
+        for m in range(K):
+            t_max[m] = -np.inf
+            u_max[m] = -np.inf
         for j in range(lo, hi):
             gy = G[j, c] + bc
             for m in range(K):
@@ -137,31 +144,35 @@ def admm_sweep(offsets, codes, Y, C, mu, mu_next, alpha, add_onehot, b, G, XG, s
                 t_res = t - (G[j, m] + b[m])
                 theta = Theta[j, m] + mu * t_res
                 Theta[j, m] = theta
-                stats[SQ_T] += t_res * t_res
-                stats[PENALTY] += (t_res + theta * inv_mu) ** 2
-                maxT[i, m] = max(maxT[i, m], t)
+                sq_t += t_res * t_res
+                penalty += (t_res + theta * inv_mu) ** 2
+                t_max[m] = max(t_max[m], t)
                 u = U[j, m]
                 u_res = u - gy
                 xi = Xi[j, m] + mu * u_res
                 Xi[j, m] = xi
-                stats[SQ_U] += u_res * u_res
-                stats[PENALTY] += (u_res + xi * inv_mu) ** 2
-                maxU[i, m] = max(maxU[i, m], u)
+                sq_u += u_res * u_res
+                penalty += (u_res + xi * inv_mu) ** 2
+                u_max[m] = max(u_max[m], u)
             _prepare_row(j, c, T, U, Theta, Xi, G, b, inv_mu_next, alpha, add_onehot, M, uvec, tsum, usum)
         # steps 8-9 for the bag blocks
         for m in range(K):
+            maxT[i, m] = t_max[m]
+            maxU[i, m] = u_max[m]
             e_res = E[i, m] - (Y[i, m] - Q[i, m] + R[i, m])
-            q_res = Q[i, m] - maxT[i, m]
-            r_res = R[i, m] - maxU[i, m]
+            q_res = Q[i, m] - t_max[m]
+            r_res = R[i, m] - u_max[m]
             Lambda[i, m] += mu * e_res
             Sigma[i, m] += mu * q_res
             Omega[i, m] += mu * r_res
-            stats[SQ_E] += e_res * e_res
-            stats[SQ_Q] += q_res * q_res
-            stats[SQ_R] += r_res * r_res
-            stats[PENALTY] += ((e_res + Lambda[i, m] * inv_mu) ** 2 + (q_res + Sigma[i, m] * inv_mu) ** 2
-                               + (r_res + Omega[i, m] * inv_mu) ** 2)
-            stats[LOSS_E] += C * max(Y[i, m] * E[i, m], 0.0)
+            sq_e += e_res * e_res
+            sq_q += q_res * q_res
+            sq_r += r_res * r_res
+            penalty += ((e_res + Lambda[i, m] * inv_mu) ** 2 + (q_res + Sigma[i, m] * inv_mu) ** 2
+                        + (r_res + Omega[i, m] * inv_mu) ** 2)
+            loss_e += C * max(Y[i, m] * E[i, m], 0.0)
+    stats[SQ_E], stats[SQ_Q], stats[SQ_T], stats[SQ_R], stats[SQ_U] = sq_e, sq_q, sq_t, sq_r, sq_u
+    stats[HINGE], stats[LOSS_E], stats[PENALTY] = hinge_sum, loss_e, penalty
 
 
 @njit(cache=True, nogil=True)
