@@ -119,16 +119,13 @@ class MaxInstanceMixin:
     """Bag score ``max_{x in B} f(x)`` of an instance scorer; the witness is the arg-max instance of the
     model of the predicted class (the one model for K = 2)."""
 
-    def _instance_scores(self, model, bags):
-        return model(bags.X)
-
     def _bag_scores(self, model, bags):
-        return bag_max(self._instance_scores(model, bags), bags.offsets)[0]
+        return bag_max(model(bags.X), bags.offsets)[0]
 
     def _witness(self, bags):
         if len(self.classes_) == 2:
-            return bag_max(self._instance_scores(self.models_[0], bags), bags.offsets)[1]
-        per_class = [bag_max(self._instance_scores(model, bags), bags.offsets) for model in self.models_]
+            return bag_max(self.models_[0](bags.X), bags.offsets)[1]
+        per_class = [bag_max(model(bags.X), bags.offsets) for model in self.models_]
         scores = np.column_stack([best for best, _ in per_class])
         where = np.column_stack([pos for _, pos in per_class])
         return where[np.arange(bags.n_bags), np.argmax(scores, axis=1)]
