@@ -225,3 +225,28 @@ def test_search_space_refuses_trials_whose_mu_would_overflow():
     trial = optuna.trial.FixedTrial({**base, "rho": 1.2, "maxiter": 1000})
     trial.set_user_attr("n_features", 16)
     assert kernel_space(trial)["ell"] == pytest.approx(4.0)
+
+
+def test_e_update_is_the_proximal_step_of_the_hinge():
+    """15.2.6 with C/mu = 1: Y=+1: S=-0.5 -> -0.5, 0.5 -> 0, 2 -> 1; Y=-1: S=0.5 -> 0.5, -0.5 -> 0, -3 -> -2.
+    Six singleton bags of class 0 (Y = +1 in column 0) and 1 (Y = -1 in column 0); S is set through R."""
+    from automil_pdmisvm import updates
+
+    codes = np.array([0, 0, 0, 1, 1, 1])
+    S = np.array([-0.5, 0.5, 2.0, 0.5, -0.5, -3.0])
+    N, K = 6, 2  # one instance per bag, so instance and bag blocks have the same shape
+
+    def zeros():
+        return np.zeros((N, K))
+
+    Y = np.where(codes[:, None] == np.arange(K), 1.0, -1.0)
+    E, Q, R = zeros(), zeros(), Y.copy()
+    R[:, 0] = S - Y[:, 0]  # S = Y - Q + R - Lambda/mu with Q = Lambda = 0
+    mu = 2.0
+    C = mu * 1.0  # kappa = C/mu = 1
+    updates.admm_sweep(np.arange(N + 1), codes, Y, C, mu, mu, 0.0, True, np.zeros(K), zeros(),
+                       np.empty((0, 0)), np.zeros(K), False, E, Q, R, zeros(), zeros(),  # E Q R T U
+                       zeros(), zeros(), zeros(), zeros(), zeros(),  # Lambda Sigma Omega Theta Xi
+                       zeros(), zeros(), zeros(), np.empty(N), np.empty(K), np.empty(K),  # maxT maxU M ...
+                       np.empty(updates.N_STATS))
+    np.testing.assert_allclose(E[:, 0], [-0.5, 0.0, 1.0, 0.5, 0.0, -2.0])
