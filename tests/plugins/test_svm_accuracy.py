@@ -62,7 +62,7 @@ def _dataset_table(dataset: str) -> dict:
         for setting, params in SETTINGS.items():
             correct, start = 0, time.perf_counter()
             for train, test in splits:
-                model = Standardized(spec.estimator(**params)).fit(bags.subset(train))
+                model = Standardized(spec.build(**params)).fit(bags.subset(train))
                 correct += int(np.sum(model.predict(bags.subset(test)) == bags.y[test]))
             table[name, setting] = (100.0 * correct / bags.n_bags, time.perf_counter() - start)
     return table
