@@ -121,7 +121,7 @@ def _add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.tuning import DEFAULT_STORAGE, TuneOptions
+    from automil.tuning import DEFAULT_STORAGE, TuneOptions, parse_size
 
     d = TuneOptions() if defaults else None
 
@@ -147,10 +147,11 @@ def _add_tune_options(sub, defaults: bool):
         sub.add_argument("--protocol", choices=("nested", "tuned"), default=d.protocol,
                          help="nested (default): headline scores from folds the tuner never saw; tuned: tune "
                               "and score on the same folds (the papers' protocol, optimistic)")
-        sub.add_argument("--fit-memory", type=_bytes, default=None, metavar="SIZE",
+        sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",
                          help="kill a fit whose process passes this resident memory (e.g. 4G; Linux)")
     sub.add_argument("--jobs", type=int, default=default("jobs"),
-                     help="tuning processes on this machine sharing the storage (default 1)")
+                     help="tuning processes on this machine sharing the storage (default: one per core, "
+                          "at most 4)")
     sub.add_argument("--storage", default=default("storage"),
                      help=f"study storage: journal:PATH (default {DEFAULT_STORAGE}; safe for local "
                           "processes), sqlite:///FILE (one process) or postgresql://... (many machines)")
@@ -166,7 +167,12 @@ def _run_tune(args) -> int:
     from automil.tuning import Progress, TuneOptions, tune
 
     options = TuneOptions(**{name: getattr(args, name) for name in TuneOptions.__dataclass_fields__})
-    rows = tune(args.dataset, args.learner, options, progress=Progress())
+    try:
+        rows = tune(args.dataset, args.learner, options, progress=Progress())
+    except KeyboardInterrupt:
+        print(f"automil: interrupted; every completed trial is kept in {options.storage}: run the same command "
+              "to continue", file=sys.stderr)
+        return 130
     return _print_leaderboard(rows, args.json)
 
 
@@ -231,13 +237,6 @@ def _count_or_none(text):
 
 def _seconds_or_none(text):
     return None if text.lower() == "none" else float(text)
-
-
-def _bytes(text) -> int:
-    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
-    text = text.strip().lower().removesuffix("b").removesuffix("i")
-    factor = units.get(text[-1:], 1)
-    return int(float(text.rstrip("kmgt")) * factor)
 
 
 # ---- automil run ------------------------------------------------------------------------------------

@@ -185,7 +185,11 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
 
     from automil import plugins
 
-    spec = plugins.get_learner(learner)
+    try:
+        spec = plugins.get_learner(learner)
+    except plugins.UnknownNameError as error:
+        failures = "; ".join(f"{name}: {why}" for name, why in plugins.registry("learners").failures.items())
+        raise ValueError(f"{error} (in the worker process{'; plugins that failed to load there: ' + failures if failures else ''})") from None
     estimator = spec.build(**params)
     if seed is not None and "random_state" in estimator.get_params() and "random_state" not in params:
         estimator.set_params(random_state=seed)

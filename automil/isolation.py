@@ -13,6 +13,7 @@ parent decides), and runs with BLAS/OpenMP/numba threads capped so that several 
 
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import signal
@@ -24,7 +25,7 @@ import warnings
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 
-__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "run_tasks",
+__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "OutOfTime", "run_tasks",
            "process_alive", "process_identity"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
@@ -40,6 +41,10 @@ class FitTimeout(Exception):
 
 class FitMemoryExceeded(Exception):
     """The worker's resident memory passed the limit; its process was killed."""
+
+
+class OutOfTime(Exception):
+    """The task was not started, or was stopped, because the caller's overall time budget ran out."""
 
 
 class WorkerDied(Exception):
@@ -67,6 +72,14 @@ class FitWorker:
         child and raises :class:`FitMemoryExceeded`.
     env : dict, optional
         Extra environment variables for the child.
+    preload : callable, optional
+        Run in a new child before its first task (``preload(None)``), e.g. to import the learners, so
+        that start-up never counts against a task's time limit.
+    startup_timeout : float
+        How long a new child may take to start and preload.
+    spare : bool
+        Keep a second child started and preloaded, so that a killed child is replaced at once (the
+        replacement's start-up then overlaps the work instead of delaying the next task).
 
     Notes
     -----
@@ -74,10 +87,16 @@ class FitWorker:
     plugins as the parent). ``fn`` must be importable by name (a module-level function).
     """
 
-    def __init__(self, threads: int | None = None, memory_limit: int | None = None, env: dict | None = None):
+    def __init__(self, threads: int | None = None, memory_limit: int | None = None, env: dict | None = None,
+                 preload: Callable | None = None, startup_timeout: float = 600.0, spare: bool = False):
         self.threads = threads
+        self.spare = spare
+        self._spare = None
         self.memory_limit = memory_limit
         self.env = dict(env or {})
+        self.preload = preload
+        self.startup_timeout = startup_timeout
+        self._starting = False
         self._process: subprocess.Popen | None = None
         self._send: Connection | None = None
         self._recv: Connection | None = None
@@ -93,29 +112,53 @@ class FitWorker:
         return None if self._process is None else self._process.pid
 
     @property
+    def spare_pid(self) -> int | None:
+        """The process id of the spare child (see ``spare``), if one is running."""
+        return None if self._spare is None else self._spare[0].pid
+
+    @property
     def busy(self) -> bool:
         return self._deadline is not None
 
     def start(self):
-        """Start the child now (it is otherwise started by the first task)."""
+        """Start the child now, without waiting for it (it is otherwise started by the first task)."""
         if self._process is not None:
             return
+        self._process, self._send, self._recv = self._spare or self._launch()
+        self._spare = self._launch() if self.spare else None
+        self._data_sent = False
+        self._starting = True
+
+    def _launch(self):
+        """A new child with its pipes, already told to preload."""
         task_read, task_write = os.pipe()
         reply_read, reply_write = os.pipe()
         env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         if self.threads is not None:
             env.update({name: str(self.threads) for name in THREAD_VARIABLES})
         try:
-            self._process = subprocess.Popen(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "automil.isolation", str(task_read), str(reply_write), str(os.getpid())],
                 pass_fds=(task_read, reply_write), env=env, stdin=subprocess.DEVNULL, stdout=2,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         finally:
             os.close(task_read)
             os.close(reply_write)
-        self._send = Connection(task_write, readable=False)
-        self._recv = Connection(reply_read, writable=False)
-        self._data_sent = False
+        send, recv = Connection(task_write, readable=False), Connection(reply_read, writable=False)
+        send.send(("call", self.preload or _ready, ()))
+        return process, send, recv
+
+    def _await_start(self):
+        """Wait until a new child has started and run ``preload``."""
+        if not self._starting:
+            return
+        self._starting = False
+        self._deadline = time.monotonic() + self.startup_timeout
+        try:
+            self.result()
+        except (FitTimeout, FitError, WorkerDied) as error:
+            self.kill()
+            raise WorkerDied(f"the worker process did not start: {error}") from None
 
     def set_data(self, data):
         """The object passed as first argument to every task (sent once per child process)."""
@@ -132,9 +175,17 @@ class FitWorker:
         self._close_pipes()
         self._process = None
         self._deadline = None
+        self._starting = False
 
     def close(self):
-        """Ask the child to exit, then kill it if it does not within a second."""
+        """Ask the child to exit, then kill it if it does not within a second; the spare is killed."""
+        if self._spare is not None:
+            process, send, recv = self._spare
+            process.kill()
+            process.wait()
+            send.close()
+            recv.close()
+            self._spare = None
         if self._process is None:
             return
         try:
@@ -157,8 +208,9 @@ class FitWorker:
         self.close()
 
     def __del__(self):
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
+        for process in (self._process, self._spare and self._spare[0]):
+            if process is not None and process.poll() is None:
+                process.kill()
 
     # ---- tasks ---------------------------------------------------------------------------------------
     def submit(self, fn: Callable, *args, timeout: float | None = None):
@@ -166,17 +218,18 @@ class FitWorker:
         if self.busy:
             raise RuntimeError("this worker is still running a task")
         for attempt in (0, 1):
-            self.start()
             try:
+                self.start()
+                self._await_start()
                 if not self._data_sent:
                     self._send.send(("data", self._data))
                     self._data_sent = True
                 self._send.send(("call", fn, args))
                 break
-            except (BrokenPipeError, OSError):  # the idle child died: replace it once
+            except (BrokenPipeError, OSError, WorkerDied) as error:  # an idle child died: replace it once
                 self.kill()
                 if attempt:
-                    raise WorkerDied("the worker process could not be started") from None
+                    raise WorkerDied(f"the worker process could not be started: {error}") from None
         self._deadline = float("inf") if timeout is None else time.monotonic() + timeout
 
     def result(self, heartbeat: Callable | None = None, heartbeat_every: float = 30.0):
@@ -218,12 +271,12 @@ class FitWorker:
                 return payload
             raise FitError(*payload)
         self.kills += 1
-        if self._over_memory():
-            rss = _resident_bytes(self.pid)
-            self.kill()
+        rss = _resident_bytes(self.pid)
+        self.kill()
+        self.start()  # the replacement starts up while the caller records the outcome
+        if self.memory_limit is not None and rss > self.memory_limit:
             raise FitMemoryExceeded(f"the fit used {rss / 2**20:.0f} MiB, over the limit of "
                                     f"{self.memory_limit / 2**20:.0f} MiB; its process was killed")
-        self.kill()
         raise FitTimeout("the fit ran past its time limit; its process was killed")
 
     def call(self, fn: Callable, *args, timeout: float | None = None, heartbeat=None):
@@ -235,29 +288,44 @@ class FitWorker:
         return self.memory_limit is not None and _resident_bytes(self.pid) > self.memory_limit
 
 
-def run_tasks(workers: list[FitWorker], tasks, timeout: float | None = None):
+def run_tasks(workers: list[FitWorker], tasks, timeout: float | None = None, budget: float | None = None):
     """Run ``(fn, *args)`` tasks on several workers at once; yield ``(index, result or exception)``.
 
     Results come in completion order; a task that times out, fails or kills its worker yields the
-    exception instead of a result, and the other tasks go on.
+    exception instead of a result, and the other tasks go on. ``timeout`` limits each task; ``budget``
+    (seconds from now) all of them: a task still running then is stopped and one not yet started is
+    skipped, both yielding :class:`OutOfTime`.
     """
+    timeout = math.inf if timeout is None else timeout
+    end = math.inf if budget is None else time.monotonic() + budget
     pending = list(enumerate(tasks))[::-1]
-    running: dict[FitWorker, int] = {}
+    running: dict[FitWorker, tuple[int, bool]] = {}
+    for worker in workers[:len(pending)]:
+        worker.start()  # all children start up in parallel
     while pending or running:
         for worker in workers:
             if pending and worker not in running:
                 index, (fn, *args) = pending.pop()
-                worker.submit(fn, *args, timeout=timeout)
-                running[worker] = index
+                left = end - time.monotonic()
+                if left <= 0:
+                    yield index, OutOfTime("not started: the time budget ran out")
+                    continue
+                worker.submit(fn, *args, timeout=min(timeout, left))
+                running[worker] = (index, left < timeout)
+        if not running:
+            continue
         wait_seconds = min(w._deadline for w in running) - time.monotonic()
         if any(w.memory_limit is not None for w in running):
             wait_seconds = min(wait_seconds, MEMORY_POLL_SECONDS)
         wait([w._recv for w in running], timeout=max(0.0, wait_seconds))
         for worker in [w for w in running if w.ready(0)]:
-            index = running.pop(worker)
+            index, cut = running.pop(worker)
             try:
                 yield index, worker.collect()
-            except (FitTimeout, FitMemoryExceeded, FitError, WorkerDied) as error:
+            except FitTimeout:
+                yield index, (OutOfTime("stopped: the time budget ran out") if cut else
+                              FitTimeout(f"the fit ran past its {timeout:g} s limit; its process was killed"))
+            except (FitMemoryExceeded, FitError, WorkerDied) as error:
                 yield index, error
 
 
@@ -328,6 +396,9 @@ def _die_with_parent():
 
 
 # ---- the child -------------------------------------------------------------------------------------
+def _ready(data):
+    """The default preload: nothing beyond starting the interpreter."""
+
 def _serve(tasks: Connection, replies: Connection, parent_pid: int):
     """The worker loop: cache the data, run calls, reply ``("ok", result)`` or ``("error", ...)``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)

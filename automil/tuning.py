@@ -12,6 +12,7 @@ listed in ``docs/tune.md`` ("What a study stores").
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -46,7 +47,7 @@ class TuneOptions:
     repeats: int = 10
     metric: str = "balanced_accuracy"
     seed: int = 0
-    jobs: int = 1
+    jobs: int = field(default_factory=lambda: default_jobs())
     storage: str = DEFAULT_STORAGE
     sampler: str = "tpe"
     protocol: str = "nested"
@@ -77,6 +78,25 @@ class TuneOptions:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
 
 
+def default_jobs() -> int:
+    """Tuning processes by default: one per available core, at most 4 (fits are mostly single-threaded)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``4G``, ``512M``, ``1.5GiB`` or a plain number of bytes."""
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    value = str(text).strip().lower().removesuffix("b").removesuffix("i")
+    try:
+        return int(float(value[:-1]) * units[value[-1]]) if value[-1:] in units else int(float(value))
+    except ValueError:
+        raise ValueError(f"not a memory size: {text!r} (expected e.g. 4G or 512M)") from None
+
+
 def study_name(dataset: str, learner: str, split: int | None = None) -> str:
     """``DATASET/LEARNER``, or ``DATASET/LEARNER/outer-i`` for the tuning of nested outer split ``i``."""
     return f"{dataset}/{learner}" if split is None else f"{dataset}/{learner}/outer-{split}"
@@ -101,9 +121,10 @@ def open_storage(storage: str):
     return JournalStorage(_journal_backend(path))
 
 
-# Journal operations after which the file is synced to disk: a study or a trial changed state (Optuna's
-# JournalOperation codes: create/delete study, study attributes, trial state and values, discard).
-_DURABLE_OPERATIONS = frozenset({0, 1, 2, 3, 6, 10})
+# Journal operations after which the file is synced to disk (Optuna's JournalOperation codes): a trial
+# finished (6), a study or trials were deleted (1, 10). Study attributes are rewritten by the next run if a
+# crash loses them; everything a finished trial wrote before is flushed by the sync of its final state.
+_DURABLE_OPERATIONS = frozenset({1, 6, 10})
 
 
 def _journal_backend(path: str):
@@ -112,7 +133,7 @@ def _journal_backend(path: str):
     - The lock is ``fcntl.flock`` on ``PATH.automil.lock``: blocking, and released by the kernel when a
       holder is killed. Optuna's default symlink lock polls with back-off up to 1 s under contention and
       waits 30 s after a killed holder.
-    - ``fsync`` only when a study or trial changes state, not after every attribute and report: a killed
+    - ``fsync`` only when a trial finishes, not after every attribute and report: a killed
       process loses nothing (its writes are in the OS cache); an OS crash can lose attributes of running
       trials, never a finished trial (the sync of its final state flushes all earlier writes).
 
@@ -179,7 +200,13 @@ def read_study_file(path, overrides: dict | None = None) -> list[tuple[str, list
         if unknown:
             raise ValueError(f"{path}: study {number}: unknown key {sorted(unknown)[0]!r}")
         study.pop("name", None)
-        options = replace(TuneOptions(), **{**base, **study, **(overrides or {})})
+        values = {**base, **study}
+        for key in ("n_trials", "timeout"):
+            if isinstance(values.get(key), str) and values[key].lower() == "none":
+                values[key] = None
+        if isinstance(values.get("fit_memory"), str):
+            values["fit_memory"] = parse_size(values["fit_memory"])
+        options = replace(TuneOptions(), **{**values, **(overrides or {})})
         options.check()
         runs += [(dataset, learners, options) for dataset in datasets]
     return runs
@@ -188,11 +215,16 @@ def read_study_file(path, overrides: dict | None = None) -> list[tuple[str, list
 # ---- the studies of one run ----------------------------------------------------------------------------
 @dataclass
 class _Unit:
-    """One study to tune: a learner on all bags (``split=None``) or on one outer split's training bags."""
+    """One study to tune: a learner on all bags (``split=None``) or on one outer split's training bags.
+
+    ``deadline``: no trial starts after it; ``hard_stop``: a fit still running then is stopped (its
+    trial is not counted). Both are set when a process starts the unit (see ``_tune_units``).
+    """
 
     learner: str
     split: int | None
-    deadline: float | None = None
+    deadline: float = math.inf
+    hard_stop: float = math.inf
 
 
 @dataclass
@@ -212,9 +244,9 @@ class _Plan:
         return None if t is None else self.start + TUNING_SHARE * t
 
     @property
-    def final_deadline(self) -> float | None:
+    def final_deadline(self) -> float:
         t = self.options.timeout
-        return None if t is None else self.start + t
+        return math.inf if t is None else self.start + t
 
 
 def tune(dataset: str, learners=None, options: TuneOptions | None = None, progress=None) -> list[dict]:
@@ -346,18 +378,23 @@ def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
 
 
 def _schedule(plan: _Plan) -> list[_Unit]:
-    """The studies in tuning order, each with the time by which it must stop starting trials.
-
-    Deadlines roll: study ``u`` of ``U`` stops at ``start + tuning_budget * (u + 1) / U``, so time a fast
-    learner leaves unused goes to the studies after it, and every study gets at least its share.
-    """
+    """The studies in tuning order: per learner, the outer splits (nested) and then all bags."""
     splits = list(range(plan.options.folds)) if plan.options.protocol == "nested" else []
-    units = [_Unit(learner, split) for learner in plan.learners for split in [*splits, None]]
-    if plan.tuning_deadline is not None:
-        budget = plan.tuning_deadline - plan.start
-        for u, unit in enumerate(units):
-            unit.deadline = plan.start + budget * (u + 1) / len(units)
-    return units
+    return [_Unit(learner, split) for learner in plan.learners for split in [*splits, None]]
+
+
+def _share_time(plan: _Plan, units: list[_Unit], u: int):
+    """Give study ``u`` an equal share of the tuning time that is left when it starts.
+
+    A study that ends early leaves its time to the ones after it; a fit may run one more share past
+    the study's deadline before it is stopped, so no learner can eat the budget of the others.
+    """
+    if plan.tuning_deadline is None:
+        return
+    now = time.time()
+    share = max(plan.tuning_deadline - now, 0.0) / (len(units) - u)
+    units[u].deadline = now + share
+    units[u].hard_stop = min(now + 2 * share, plan.tuning_deadline)
 
 
 # ---- trials ------------------------------------------------------------------------------------------
@@ -415,7 +452,8 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
 
     n_classes = len(bags.classes)
     worker.set_data(bags)
-    for unit in plan.units:
+    for u, unit in enumerate(plan.units):
+        _share_time(plan, plan.units, u)
         spec = plugins.get_learner(unit.learner)
         name = study_name(plan.dataset, unit.learner, unit.split)
         study = optuna.load_study(study_name=name, storage=storage)
@@ -432,15 +470,17 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
             done = sum(_counts_toward_budget(t) for t in trials)
             if plan.options.n_trials is not None and done >= plan.options.n_trials:
                 break
-            if unit.deadline is not None and time.time() >= unit.deadline:
+            if time.time() >= unit.deadline:
                 break
-            frozen = _run_trial(study, spec, plan, bags, splits, n_classes, worker)
+            frozen = _run_trial(study, spec, unit, plan, bags, splits, n_classes, worker)
             if parent is not None:
                 _track(tracker, progress, "log_trial", parent, frozen, name)
             progress.trial(unit, study, plan) if hasattr(progress, "trial") else None
+        if unit.split is None and hasattr(progress, "tuned"):
+            progress.tuned(unit, study, plan)
 
 
-def _run_trial(study, spec, plan: _Plan, bags, splits, n_classes, worker):
+def _run_trial(study, spec, unit: _Unit, plan: _Plan, bags, splits, n_classes, worker):
     """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome."""
     from automil import evaluation
 
@@ -467,7 +507,7 @@ def _run_trial(study, spec, plan: _Plan, bags, splits, n_classes, worker):
                                                  f"{spec.plugin!r}) failed: {error}") from error
         for fold, (train, test) in enumerate(splits):
             step = int(plan.assignment[test[0]])  # the fold's identity, stable across trials
-            limit = _fit_timeout(plan)
+            limit = min(plan.options.fit_timeout, max(unit.hard_stop - time.time(), 0.01))
             out = worker.call(evaluation.fit_predict, spec.name, params, train, test, plan.options.seed,
                               timeout=limit, heartbeat=lambda: trial.set_user_attr("heartbeat", time.time()))
             scores = evaluation.fold_scores(bags.y[test], out["y_pred"])
@@ -488,7 +528,7 @@ def _run_trial(study, spec, plan: _Plan, bags, splits, n_classes, worker):
     except FitTimeout as error:
         state = TrialState.FAIL
         if limit < plan.options.fit_timeout:  # cut by the run's budget: not the learner's fault
-            record.update(interrupted=True, error="stopped at the end of the --timeout budget")
+            record.update(interrupted=True, error=f"stopped after {limit:.0f} s by the --timeout budget")
         else:
             record.update(timed_out=True, error=f"{error} (--fit-timeout {limit:g} s)")
     except FitMemoryExceeded as error:
@@ -515,14 +555,6 @@ def _finish(study, trial, record, state, value):
     return study.tell(trial, value if state.name == "COMPLETE" else None, state=state)
 
 
-def _fit_timeout(plan: _Plan) -> float:
-    """``--fit-timeout``, cut to what is left of the tuning budget (a fit never outlives the run)."""
-    limit = plan.options.fit_timeout
-    if plan.tuning_deadline is not None:
-        limit = min(limit, max(plan.tuning_deadline - time.time(), 0.01))
-    return limit
-
-
 def _jsonable(params: dict, spec) -> dict:
     """The estimator parameters as JSON (stored with the trial, used to refit the best trial)."""
     try:
@@ -533,11 +565,13 @@ def _jsonable(params: dict, spec) -> dict:
 
 
 # ---- worker processes --------------------------------------------------------------------------------
-def _fit_worker(options: TuneOptions) -> FitWorker:
+def _fit_worker(options: TuneOptions, spare: bool = True) -> FitWorker:
+    """A tuning process's fit worker; its spare makes the replacement of a killed fit immediate."""
     from automil import evaluation
 
     threads = max(1, (os.cpu_count() or 1) // options.jobs)
-    return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=evaluation.load_learners)
+    return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=evaluation.load_learners,
+                     spare=spare)
 
 
 def _start_helper(plan: _Plan, bags, index: int):
@@ -628,7 +662,7 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
     from automil import plugins
 
     options = plan.options
-    workers = [worker] + [_fit_worker(options) for _ in range(options.jobs - 1)]
+    workers = [worker] + [_fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:
         w.set_data(bags)
     rows, jobs = {}, {}
@@ -648,7 +682,7 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
             continue
         jobs[learner] = {"spec": spec, "main": main, "best": best, "outer_best": outer_best, "key": key,
                          "nested": [None] * len(subs), "repeated": {}, "fit_seconds": [], "errors": [],
-                         "model": None}
+                         "model": None, "predictions": {}}
     tasks, owners = [], []
     seeds = evaluation.repeat_seeds(options.seed, options.repeats)
     for learner, job in jobs.items():
@@ -663,7 +697,7 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
                           np.arange(bags.n_bags), None, options.seed, True))
             owners.append((learner, "model", None))
     for r, seed in enumerate(seeds):
-        if r > 0 and plan.final_deadline is not None and time.time() >= plan.final_deadline:
+        if r > 0 and time.time() >= plan.final_deadline:
             break
         for learner, job in jobs.items():
             if job["best"] is None:
@@ -673,7 +707,8 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
                 tasks.append((evaluation.fit_predict, learner, job["best"].user_attrs["estimator_params"], train,
                               test, options.seed))
                 owners.append((learner, "repeat", (r, test)))
-        for index, out in run_tasks(workers, tasks, timeout=options.fit_timeout):
+        for index, out in run_tasks(workers, tasks, timeout=options.fit_timeout,
+                                    budget=max(plan.final_deadline - time.time(), 0.0)):
             learner, kind, where = owners[index]
             _collect(jobs[learner], kind, where, out, bags)
         tasks, owners = [], []
@@ -707,6 +742,8 @@ def _collect(job, kind, where, out, bags):
     else:
         index, test = where
         scores = evaluation.fold_scores(bags.y[test], out["y_pred"])
+        if kind == "nested" or index == 0:  # out-of-fold predictions for the confusion matrix
+            job["predictions"].setdefault(kind, []).append((bags.y[test], out["y_pred"]))
         if kind == "nested":
             job["nested"][index] = scores
         else:
@@ -762,6 +799,14 @@ def _result_row(plan: _Plan, job) -> dict:
     errors = job["errors"] + [t.user_attrs["error"] for t in finished
                               if t.state.name == "FAIL" and not t.user_attrs.get("timed_out")]
     row["error"] = errors[0] if errors else None
+    predictions = job["predictions"].get("nested" if options.protocol == "nested" else "repeat")
+    if predictions and (options.protocol != "nested" or row["nested_accuracy"] is not None):
+        from sklearn.metrics import confusion_matrix
+
+        classes = np.unique(np.concatenate([y for y, _ in predictions]))
+        y_true, y_pred = (np.concatenate(part) for part in zip(*predictions))
+        row["classes"] = classes.tolist()
+        row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
     if best is None:
         row["status"] = "T/O" if counts["trials"] and counts["trials_timed_out"] == counts["trials"] else (
             "failed" if counts["trials"] else "no trials")
@@ -806,6 +851,14 @@ class Progress:
                 f"{score}, {counts['trials_timed_out']} T/O, {_clock(time.time() - self.start)}")
         self.stream.write("\r\033[K" + text[:150])
         self.stream.flush()
+
+    def tuned(self, unit: _Unit, study, plan: _Plan):
+        counts, _ = _trial_counts(study)
+        best = _best(study)
+        score = "-" if best is None else f"{best.value:.3f}"
+        self(f"{unit.learner}: tuned, {counts['trials']} trials ({counts['trials_pruned']} pruned, "
+             f"{counts['trials_timed_out']} T/O, {counts['trials_failed']} failed), best tuning "
+             f"{plan.options.metric} {score} [{_clock(time.time() - self.start)}]")
 
     def learner_done(self, row: dict):
         self._clear()

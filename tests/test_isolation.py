@@ -72,6 +72,20 @@ def test_task_past_its_time_limit_is_killed_and_the_next_task_gets_a_new_process
     assert worker.pid != pid
 
 
+def test_spare_process_replaces_a_killed_one_at_once(tasks):
+    with FitWorker(threads=1, spare=True) as worker:
+        worker.set_data("payload")
+        worker.call(tasks.nap, 0.0, timeout=60)
+        first, spare = worker.pid, worker.spare_pid
+        assert spare is not None and spare != first
+        with pytest.raises(FitTimeout):
+            worker.call(tasks.nap, 60.0, timeout=1.0)
+        assert gone(first)
+        assert worker.pid == spare and worker.spare_pid not in (None, first, spare)
+        assert worker.call(tasks.nap, 0.0, timeout=60) == "payload"
+    assert gone(spare)
+
+
 def test_exception_in_task_is_reported_with_its_type_and_the_worker_lives_on(worker):
     worker.set_data(1.0)
     assert worker.call(operator.add, 1.0, timeout=30) == 2.0
