@@ -12,7 +12,7 @@ PLUGIN_SOURCE = Path(__file__).resolve().parent / "plugins" / "testlearners"
 _installed: list[Path] = []
 
 
-def test_plugin_site() -> Path:
+def plugin_site() -> Path:
     """The directory the test plugin is installed in: installed once per test session."""
     if not _installed:
         root = Path(tempfile.mkdtemp(prefix="automil-testlearners-"))
@@ -42,7 +42,7 @@ def load_in_process(monkeypatch, records: Path):
     """Make this test process (and the workers it starts) load the test plugin."""
     from automil import plugins
 
-    site = str(test_plugin_site())
+    site = str(plugin_site())
     monkeypatch.syspath_prepend(site)
     for key, value in plugin_env(Path(site), records).items():
         if os.environ.get(key) != value:
