@@ -21,7 +21,17 @@ def postgres():
     """The URL of a fresh database on the test PostgreSQL server (dropped after the test)."""
     url = harness.postgres_url()
     if url is None:
-        pytest.skip(f"no PostgreSQL server: set {harness.POSTGRES_URL_ENV} (e.g. "
-                    "`export AUTOMIL_TEST_POSTGRES_URL=$(bash .ci/postgres.sh start | tail -n 1)`)")
+        pytest.skip(harness.NO_POSTGRES)
     with harness.postgres_database(url) as database:
         yield database
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """One ``mlflow server`` (sqlite backend) for the session; a test may stop and start it."""
+    workdir = tmp_path_factory.mktemp("mlflow-server")
+    server = harness.MlflowServer(f"sqlite:///{workdir / 'mlflow.db'}", workdir)
+    try:
+        yield server.start()
+    finally:
+        server.stop()

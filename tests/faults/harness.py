@@ -20,6 +20,8 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "tests" / "plugins"
 POSTGRES_SCRIPT = REPO / ".ci" / "postgres.sh"
@@ -201,6 +203,11 @@ def postgres_url() -> str | None:
     return os.environ.get(POSTGRES_URL_ENV) or None
 
 
+NO_POSTGRES = (f"no PostgreSQL server: set {POSTGRES_URL_ENV} (e.g. `export {POSTGRES_URL_ENV}="
+               "$(bash .ci/postgres.sh start | tail -n 1)`)")
+needs_postgres = [pytest.mark.postgres, pytest.mark.skipif(not os.environ.get(POSTGRES_URL_ENV), reason=NO_POSTGRES)]
+
+
 @contextlib.contextmanager
 def postgres_database(url: str):
     """A fresh, empty database on the server of ``url`` for one test; dropped afterwards."""
@@ -301,11 +308,9 @@ def trial_runs(tracking_uri: str, dataset: str = DATASET) -> list:
 
 
 def assert_tracked_once(tracking_uri: str, studies: dict):
-    """Every finished trial of every study has exactly one nested run in MLflow, and no other run exists.
-
-    ``studies`` maps a study name to its trials (from the Optuna storage).
-    """
-    runs = trial_runs(tracking_uri)
+    """Every finished trial of every study has exactly one nested run in MLflow, and the studies have no
+    other trial runs. ``studies`` maps a study name to its trials (from the Optuna storage)."""
+    runs = [r for r in trial_runs(tracking_uri) if r.data.tags.get("automil.study") in studies]
     logged = Counter((r.data.tags.get("automil.study"), int(r.data.tags["automil.trial"])) for r in runs)
     twice = {key: n for key, n in logged.items() if n > 1}
     assert not twice, f"trials logged more than once: {sorted(twice.items())[:10]}"
