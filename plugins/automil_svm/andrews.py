@@ -54,10 +54,9 @@ class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
             if not isinstance(value, numbers.Integral) or value < low:
                 raise ValueError(f"{type(self).__name__}: {name} must be an integer >= {low}, got {value!r}")
 
-    def _fit(self, bags, y):
+    def _begin_fit(self, bags):
         self._runs = []
         self._rng = np.random.default_rng(self.random_state)
-        super()._fit(bags, y)
 
     def _fit_binary(self, bags, t, space):
         runs = [self._iterate(bags, t, space, None)]
@@ -66,7 +65,7 @@ class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
         self._runs.append((n_iter, converged, objective))
         return space.scorer(solution)
 
-    def _after_fit(self):
+    def _end_fit(self):
         n_iter, converged, objective = zip(*self._runs)
         self.n_iter_ = np.array(n_iter, dtype=np.int64)
         self.converged_ = np.array(converged, dtype=bool)

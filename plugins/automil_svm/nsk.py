@@ -39,25 +39,23 @@ class NSK(OneVsRestBagSVM):
             raise ValueError(f"NSK: normalization must be one of {', '.join(kernels.NORMALIZATIONS)}, "
                              f"got {self.normalization!r}")
 
-    def _normalizer(self, bags, gamma) -> np.ndarray:
+    def _normalizer(self, bags) -> np.ndarray:
         return kernels.set_normalizer(bags.X, bags.offsets, self.normalization, kernel=self.kernel,
-                                      gamma=gamma, degree=self.degree)
+                                      gamma=self.gamma_, degree=self.degree)
 
-    def _fit(self, bags, y):
-        self._check_params(bags)
-        gamma = self._check_common_params(bags.n_features)
-        self._examples = bag_examples(bags, np.arange(bags.n_bags), 1.0 / self._normalizer(bags, gamma))
-        try:
-            super()._fit(bags, y)
-        finally:
-            del self._examples
+    def _begin_fit(self, bags):
+        # Every one-vs-rest problem has the same examples: the normalized bag sums.
+        self._examples = bag_examples(bags, np.arange(bags.n_bags), 1.0 / self._normalizer(bags))
+
+    def _end_fit(self):
+        del self._examples
 
     def _fit_binary(self, bags, t, space):
         C = self._example_C(self._bag_weights(t), bags.n_bags)
         return space.scorer(space.solve(self._examples, t, C))
 
     def _decision_function(self, bags):
-        nu = self._normalizer(bags, self.gamma_)  # once for all one-vs-rest models
+        nu = self._normalizer(bags)  # once for all one-vs-rest models
         scores = np.column_stack([np.add.reduceat(model.raw(bags.X), bags.offsets[:-1]) / nu + model.b
                                   for model in self.models_])
         return scores[:, 0] if len(self.classes_) == 2 else scores

@@ -89,11 +89,15 @@ class OneVsRestBagSVM(BagClassifier):
         space = TrainingKernel(bags.X, self.kernel, gamma, self.degree, self.solver)
         targets = [np.where(y == 1, 1.0, -1.0)] if len(self.classes_) == 2 else \
             [np.where(y == k, 1.0, -1.0) for k in range(len(self.classes_))]
+        self._begin_fit(bags)
         self.models_ = [self._fit_binary(bags, t, space) for t in targets]
-        self._after_fit()
+        self._end_fit()
 
-    def _after_fit(self):
-        """Hook for fitted attributes that summarize the per-class models (e.g. ``n_iter_``)."""
+    def _begin_fit(self, bags):
+        """Hook: state shared by the one-vs-rest problems of one fit (parameters are checked)."""
+
+    def _end_fit(self):
+        """Hook: fitted attributes that summarize the per-class models (e.g. ``n_iter_``)."""
 
     def _decision_function(self, bags):
         scores = np.column_stack([self._bag_scores(model, bags) for model in self.models_])
@@ -147,9 +151,10 @@ COMMON_PARAMETERS = """\
 SOLVER_PARAMETER = """\
     solver : {"auto", "cd", "smo"}, default="auto"
         "cd": dual coordinate descent on explicit features (liblinear; linear kernel only; the bias is
-        the weight of a constant feature and so is regularized). "smo": SMO on a precomputed kernel
-        (libsvm; exact unregularized bias; a dense n x n kernel). "auto": "cd" for the linear kernel,
-        else "smo"."""
+        the weight of a constant feature and so is regularized; stops at scikit-learn's LinearSVC
+        defaults, a projected-gradient gap of 1e-4 or 1000 epochs, whichever comes first). "smo": SMO on
+        a precomputed kernel (libsvm; exact unregularized bias; a dense n x n kernel). "auto": "cd" for
+        the linear kernel, else "smo"."""
 
 CLASS_WEIGHT_PARAMETER = """\
     class_weight : {None, "balanced"}, default=None
