@@ -51,6 +51,17 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
         scores = np.asarray(self._decision_function(bags), dtype=np.float64)
         if scores.ndim == 1:
             scores = np.column_stack((-scores, scores))
+        # A plugin's scores are checked here, where every caller (the driver included) gets them: a wrong
+        # shape or a NaN would otherwise turn into plausible-looking labels through argmax.
+        expected = (bags.n_bags, len(self.classes_))
+        if scores.shape != expected:
+            raise ValueError(f"{type(self).__name__}._decision_function returned scores of shape {scores.shape} "
+                             f"(a 1-D margin counts as 2 columns) for {bags.n_bags} bags and {expected[1]} "
+                             f"classes; expected {expected}")
+        finite = np.isfinite(scores).all(axis=1)
+        if not finite.all():
+            raise ValueError(f"{type(self).__name__}._decision_function returned a non-finite score (NaN or "
+                             f"inf) for {bags.bag_name(int(np.argmin(finite)))}")
         return scores
 
     def predict(self, bags) -> np.ndarray:
