@@ -33,6 +33,7 @@ STATE_TAG = "automil.state"
 STATUS_TAG = "automil.status"  # on a parent run: the driver's status, "T/O" when every trial timed out
 PARENT_TAG = "mlflow.parentRunId"
 NOTE_TAG = "mlflow.note.content"
+KIND_UI_TAG = "mlflow.experimentKind"  # the UI opens a model-training experiment on its runs table
 TIMED_OUT = "T/O"
 
 # Optuna trial state -> MLflow run status. The exact outcome is in the STATE_TAG tag.
@@ -81,7 +82,7 @@ def ui_command(tracking_uri: str | None = None, host: str = "127.0.0.1", port: i
 
     uri = tracking_uri or default_tracking_uri()
     command = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--host", host,
-               "--port", str(port), "--workers", "2"]
+               "--port", str(port), "--workers", "1"]
     root = artifact_root(uri)
     if root is not None:
         _sqlite_path(uri).parent.mkdir(parents=True, exist_ok=True)
@@ -142,8 +143,9 @@ class Tracker:
             try:
                 return _retry(self.client.create_experiment, dataset,
                               artifact_location=None if root is None else f"{root}/{_safe_name(dataset)}",
-                              tags={"automil.dataset": dataset, NOTE_TAG: f"automil studies on {dataset}: "
-                                    "one parent run per learner, one nested run per Optuna trial"})
+                              tags={"automil.dataset": dataset, KIND_UI_TAG: "custom_model_development",
+                                    NOTE_TAG: f"automil studies on {dataset}: one parent run per learner, "
+                                              "one nested run per Optuna trial"})
             except MlflowException:  # created meanwhile by a concurrent process
                 experiment = self.client.get_experiment_by_name(dataset)
                 if experiment is None:
