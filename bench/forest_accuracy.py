@@ -15,56 +15,31 @@ import time
 from pathlib import Path
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
 
 import automil
 from automil import Bags
+from automil.evaluation import Standardized, bag_folds, fold_splits
 
 DATASETS = ("musk1", "musk2", "elephant", "fox", "tiger")
 LEARNERS = ("mirf", "blrt", "midf")
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-# Stand-in reader until the dataset plugin registers these sets: format A (instance, bag, label, features)
-# and format B (label, bag id, features) of the data README.
-_FILES = {"musk1": "musk1/musk1.data", "musk2": "musk2/musk2.csv", "elephant": "elephant/elephant.data",
-          "fox": "fox/fox.data", "tiger": "tiger/tiger.data"}
 
 
 def load(name: str) -> Bags:
-    """The data set through the dataset plugin, or read from the shared directory while it is missing."""
+    """A benchmark set through the dataset plugin (the shared data directory unless AUTOMIL_DATA_DIR)."""
     os.environ.setdefault("AUTOMIL_DATA_DIR", str(SHARED_DATA))
-    if name in automil.datasets():
-        return automil.load_bags(name)
-    path = SHARED_DATA / _FILES[name]
-    lines = path.read_text().splitlines()
-    if path.suffix == ".csv":
-        rows = np.array([line.split(",") for line in lines], dtype=np.float64)
-        bag_ids, labels, X = rows[:, 1], rows[:, 0], rows[:, 2:]
-    else:
-        fields = [line.split(",") for line in lines]
-        bag_ids = np.unique([f[1] for f in fields], return_inverse=True)[1]
-        labels = np.array([f[2] for f in fields], dtype=np.int64)
-        X = np.array([f[3:] for f in fields], dtype=np.float64)
-    starts = np.flatnonzero(np.diff(bag_ids, prepend=np.nan) != 0)
-    offsets = np.append(starts, len(X))
-    return Bags(X, offsets, labels[starts].astype(np.int64), source=name)
-
-
-def standardize(train: Bags, test: Bags) -> tuple[Bags, Bags]:
-    """Instance mean and standard deviation of the training bags applied to both (zero std -> 1)."""
-    mean, scale = train.X.mean(axis=0), train.X.std(axis=0)
-    scale[scale == 0] = 1.0
-    return train.with_instances((train.X - mean) / scale), test.with_instances((test.X - mean) / scale)
+    return automil.load_bags(name)
 
 
 def cv_accuracy(learner: str, bags: Bags, n_folds: int = 10, seed: int = 0, **params) -> np.ndarray:
-    """Per-fold accuracy of the registered learner with default parameters (plus ``params``)."""
+    """Per-fold accuracy of the registered learner with its defaults (plus ``params``) on the core's
+    folds (``bag_folds``: stratified, shuffled by ``seed``), standardized by the core's ``Standardized``
+    on each training fold."""
     spec = automil.get_learner(learner)
-    folds = StratifiedKFold(n_folds, shuffle=True, random_state=seed).split(np.zeros(bags.n_bags), bags.y)
     scores = []
-    for train_idx, test_idx in folds:
-        train, test = standardize(bags.subset(train_idx), bags.subset(test_idx))
-        model = spec.build(random_state=seed, **params).fit(train)
-        scores.append(np.mean(model.predict(test) == test.y))
+    for train, test in fold_splits(bag_folds(bags.y, n_folds, seed)):
+        model = Standardized(spec.build(random_state=seed, **params)).fit(bags.subset(train))
+        scores.append(np.mean(model.predict(bags.subset(test)) == bags.y[test]))
     return np.array(scores)
 
 

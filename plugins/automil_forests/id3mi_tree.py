@@ -96,7 +96,7 @@ def weighted_info(counts, nlogn):
 
 @njit(cache=True, nogil=True)
 def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n_bags, max_features,
-                    max_depth, min_samples_split, normalized, seed):
+                    max_depth, min_samples_split, children_weights, seed):
     """Grow one ID3-MI tree (10.3, 10.4).
 
     Parameters
@@ -117,6 +117,9 @@ def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n
         Features searched per node; ``>= n_features`` searches all in their natural order.
     max_depth : int
         ``-1`` for unlimited.
+    children_weights : bool
+        Weigh the children's entropies by ``c(child) / (c(L) + c(R))`` instead of ``c(child) / c(S)``
+        (10.2); see ``MIRFClassifier.split_weights``.
     seed : int
         Seeds this thread's numba generator (feature draws only).
     """
@@ -235,10 +238,11 @@ def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n
                 # unchanged counts give the same gain, which cannot beat the best (ties keep the first)
                 if changed and lo < hi:
                     changed = False
-                    # Gain_multi = Info(S) - sum_child c(child)/c(S) Info(child), scaled by c(S)
-                    n_left, n_right = c_left.sum(), c_right.sum()
-                    weight = c if not normalized else n_left + n_right
-                    gain = info_c / c - (weighted_info(c_left, nlogn) + weighted_info(c_right, nlogn)) / weight
+                    # Gain_multi = Info(S) - sum_child (c(child) / weight) Info(child), weight = c(S)
+                    # (10.2) or c(L) + c(R)
+                    weight = c_left.sum() + c_right.sum() if children_weights else c
+                    gain = (info_c / c
+                            - (weighted_info(c_left, nlogn) + weighted_info(c_right, nlogn)) / weight)
                     if gain > best_gain + GAIN_TIE:
                         best_gain = gain
                         best_feature = f

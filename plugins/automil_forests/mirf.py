@@ -55,8 +55,8 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
         # 11: a bag drawn twice is two bags; its instances are listed once per draw
         rows = bags.instance_rows(sample)
         inst_bag = np.repeat(np.arange(len(sample)), sizes[sample])
-        tree = grow_id3mi_tree(XT, order, constant, rows, inst_bag, y[sample], n_classes, len(sample), m, depth,
-                               min_split, split_weights == "children", draw_seed)
+        tree = grow_id3mi_tree(XT, order, constant, rows, inst_bag, y[sample], n_classes, len(sample), m,
+                               depth, min_split, split_weights == "children", draw_seed)
         return tree, sample
 
     grown = map_threads(grow, tree_seeds(random_state, n_estimators), n_jobs)
@@ -148,10 +148,12 @@ class MIRFClassifier(_ID3MIForest):
         splits peeling off one instance, and trees never find the witnesses. ``"children"`` divides by
         ``c(L) + c(R)`` instead, so cutting bags still costs but the witness split wins.
     threshold : "oob" or float, default="oob"
-        Binary only: a bag is positive when its forest score (mean over trees of the maximum leaf
-        probability, 10.4) exceeds this. ``"oob"`` picks it by out-of-bag bag accuracy: noise
-        instances of positive bags end in pure positive leaves, so 0.5 (algorithms.md's rule) calls
-        almost every bag positive. Probabilities are remapped so that the threshold sits at 0.5.
+        Binary only: a bag is positive when its score exceeds this. The score is the maximum over the
+        bag's instances of their forest-mean positive leaf probability (10.4's rule on the forest's
+        instance scores; algorithms.md 11 averages the trees' maxima instead, which the pure leaves of
+        the positive bags' noise instances push to 1 for every bag). Noise instances still score about
+        the share of positive bags, so 0.5 calls most bags positive; ``"oob"`` picks the threshold with
+        the best out-of-bag bag accuracy. Probabilities are remapped so that the threshold sits at 0.5.
     random_state : int, numpy Generator or None, default=None
         Seeds every tree independently (``SeedSequence.spawn``), so the forest does not depend on n_jobs.
     n_jobs : int or None, default=None

@@ -164,12 +164,14 @@ def test_midf_with_one_level_averages_its_four_forests():
     np.testing.assert_array_equal(model.decision_function(test), proba)
 
 
-def test_midf_keeps_the_best_level_of_cascade_one_and_widens_instances_by_4k():
+@pytest.mark.parametrize("seed", [0, 2])
+def test_midf_keeps_the_best_level_of_cascade_one_and_widens_instances_by_4k(seed):
+    # seed 0: cascade 1 scores levels 1 and 2 equally (first wins, L* = 1); seed 2: level 2 is best
     bags = witness_bags(12, 3)
-    model = MIDFClassifier(n_estimators=8, max_layers=4, patience=3, random_state=1).fit(bags)
+    model = MIDFClassifier(n_estimators=8, max_layers=4, patience=3, random_state=seed).fit(bags)
     scores = model.layer_scores_
-    assert 1 <= len(scores) <= 4
-    assert model.n_layers_ == int(np.argmax(scores)) + 1 == len(model.layers_)
+    assert len(scores) == 4 and scores[0] <= scores[1]
+    assert model.n_layers_ == int(np.argmax(scores)) + 1 == len(model.layers_) == 1 + (seed == 2)
     for level, forests in enumerate(model.layers_):
         width = bags.n_features + (4 * 3 if level else 0)  # d + 4K after the first level
         assert all(forest.n_features_in_ == width for forest in forests)

@@ -1,0 +1,93 @@
+"""Speed of the forests (targets.md 3): MIRF against scikit-learn's RandomForestClassifier on the same
+instances, MIRF fit time against the number of bags, and the gain from a second thread.
+
+    python bench/forest_speed.py [--repeats 3]
+
+Every figure is the best of ``--repeats`` runs, and each comparison is timed side by side in this one
+run (absolute times on a shared machine are noisy, ratios less so). Prints markdown tables for
+docs/benchmarks.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from sklearn.ensemble import RandomForestClassifier
+
+from forest_accuracy import load  # bench/ is on sys.path when this script runs
+
+from automil import Bags
+from automil_datasets.synthetic import make_synthetic_bags
+from automil_forests.blrt import BLRTClassifier
+from automil_forests.forest import resolve_max_features
+from automil_forests.mirf import MIRFClassifier
+
+N_TREES = 100
+
+
+def best_time(fit, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fit()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def replicated(bags: Bags, times: int) -> Bags:
+    """Every bag repeated ``times`` times (same instances, same label)."""
+    return bags.subset(np.repeat(np.arange(bags.n_bags), times))
+
+
+def against_sklearn(name: str, bags: Bags, repeats: int) -> str:
+    """MIRF and a random forest on the instances (labels copied from their bags), same trees and
+    features per node, one thread each."""
+    m = resolve_max_features("sqrt", bags.n_features)
+    y_instances = np.repeat(bags.y, bags.sizes)
+    mirf = best_time(lambda: MIRFClassifier(N_TREES, random_state=0, n_jobs=1).fit(bags), repeats)
+    forest = best_time(lambda: RandomForestClassifier(N_TREES, max_features=m, random_state=0, n_jobs=1)
+                       .fit(bags.X, y_instances), repeats)
+    return (f"| {name} | {bags.n_bags} | {bags.n_instances} | {bags.n_features} | {m} | {mirf:.2f} | "
+            f"{forest:.2f} | {mirf / forest:.2f} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    fox = load("fox")
+    MIRFClassifier(2).fit(make_synthetic_bags(20))  # compile (or load the numba cache) outside the timings
+    BLRTClassifier(2).fit(make_synthetic_bags(20))
+
+    print(f"### MIRF ({N_TREES} trees, one thread) vs scikit-learn RandomForestClassifier on the instances\n")
+    print("| data | bags | instances | features | max_features | MIRF (s) | RandomForest (s) | ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    print(against_sklearn("fox", fox, args.repeats), flush=True)
+    synthetic = replicated(make_synthetic_bags(200, seed=0), 20)
+    print(against_sklearn("synthetic (200 bags) x 20", synthetic, args.repeats), flush=True)
+
+    print(f"\n### MIRF fit time against bags (synthetic, d = 10, {N_TREES} trees, one thread)\n")
+    print("| bags | instances | fit (s) |")
+    print("|---|---|---|")
+    sizes, times = [250, 500, 1000, 2000, 4000], []
+    for n_bags in sizes:
+        bags = make_synthetic_bags(n_bags, seed=1)
+        times.append(best_time(lambda b=bags: MIRFClassifier(N_TREES, random_state=0, n_jobs=1).fit(b),
+                               args.repeats))
+        print(f"| {n_bags} | {bags.n_instances} | {times[-1]:.2f} |", flush=True)
+    slope = np.polyfit(np.log(sizes), np.log(times), 1)[0]
+    print(f"\nlog-log slope of fit time against bags: {slope:.2f}")
+
+    print(f"\n### Threads ({N_TREES} trees on fox)\n")
+    print("| learner | n_jobs=1 (s) | n_jobs=2 (s) | speed-up |")
+    print("|---|---|---|---|")
+    for kind in (MIRFClassifier, BLRTClassifier):
+        one = best_time(lambda k=kind: k(N_TREES, random_state=0, n_jobs=1).fit(fox), args.repeats)
+        two = best_time(lambda k=kind: k(N_TREES, random_state=0, n_jobs=2).fit(fox), args.repeats)
+        print(f"| {kind.__name__} | {one:.2f} | {two:.2f} | {one / two:.2f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
