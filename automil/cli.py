@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 import automil
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a service manager, a batch scheduler): stop as cleanly as on Ctrl-C."""
+
+
+def _terminate(signum, frame):
+    raise Terminated
 
 
 def main(argv=None) -> int:
@@ -19,19 +29,40 @@ def main(argv=None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
+    # Without a handler SIGTERM ends Python at once: no message, and a running trial left open.
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
         return args.run(args) or 0
-    except KeyboardInterrupt:
-        print("automil: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        terminated = isinstance(stop, Terminated)
+        print(f"automil: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
+        return 128 + signal.SIGTERM if terminated else 130
     except Exception as error:  # noqa: BLE001 - the one place errors become a message
         if args.debug:
             raise
         print(f"automil: error: {_message(error)}", file=sys.stderr)
         return 1
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _message(error: BaseException) -> str:
+    text = _first_lines(error)
+    # A library's wrapper (Optuna's "An exception is raised during the commit ...") hides what went wrong:
+    # add the root cause ("database is locked", "connection refused").
+    cause = error.__cause__
+    while cause is not None and cause.__cause__ is not None:
+        cause = cause.__cause__
+    if cause is not None:
+        reason = (str(cause).strip() or type(cause).__name__).splitlines()[0]
+        if reason not in text:
+            text += f" (cause: {type(cause).__name__}: {reason})"
+    return text
+
+
+def _first_lines(error: BaseException) -> str:
     text = str(error).strip() or type(error).__name__
     return " ".join(text.splitlines()) if len(text.splitlines()) <= 3 else text.splitlines()[0]
 
@@ -199,8 +230,8 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
         if row["status"] in ("T/O", "failed", "no trials", "skipped"):
             what = row["status"] if row["status"] != "skipped" else f"skipped: {row['error']}"
             table.append((row["learner"], what, what, "", "", "", "", row["trials"],
-                          row.get("trials_timed_out", ""), (row.get("error") or "")[:60]
-                          if row["status"] == "failed" else ""))
+                          row.get("trials_timed_out", ""), (row.get("error") or "")[:70]
+                          if row["status"] in ("failed", "no trials") else ""))
             continue
         table.append((row["learner"], _pm(row["accuracy"], row["accuracy_std"]),
                       _pm(row["balanced_accuracy"], row["balanced_accuracy_std"]),

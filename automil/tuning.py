@@ -11,6 +11,7 @@ listed in ``docs/tune.md`` ("What a study stores").
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -218,12 +219,13 @@ class _Unit:
     """One study to tune: a learner on all bags (``split=None``) or on one outer split's training bags.
 
     ``deadline``: no trial starts after it; ``hard_stop``: a fit still running then is stopped (its
-    trial is not counted). Both are set when a process starts the unit (see ``_tune_units``).
+    trial is not counted). Both are set when a process starts the unit (see ``_share_time``).
     """
 
     learner: str
     split: int | None
     deadline: float = math.inf
+    learner_deadline: float = math.inf
     hard_stop: float = math.inf
 
 
@@ -257,7 +259,6 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
     """
     import optuna
 
-    from automil import plugins
     from automil.data import load_bags
 
     options = options or TuneOptions()
@@ -279,10 +280,11 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
     helpers = [_start_helper(plan, bags, index) for index in range(1, options.jobs)]
     worker = _fit_worker(options)
     try:
-        _tune_units(plan, bags, storage, worker, tracker, progress, index=0)
-        for helper in helpers:
-            helper.join()
-        rows = _final_evaluation(plan, bags, storage, worker, tracker, progress)
+        with _sigterm_interrupts():
+            _tune_units(plan, bags, storage, worker, tracker, progress, index=0)
+            for helper in helpers:
+                helper.join()
+            rows = _final_evaluation(plan, bags, storage, worker, tracker, progress)
     except BaseException:
         for helper in helpers:
             _interrupt(helper)
@@ -320,7 +322,7 @@ def _choose_learners(bags, names):
 def _labels_digest(bags) -> str:
     import hashlib
 
-    return hashlib.sha256(np.asarray(bags.y).astype(str).astype(np.bytes_).tobytes()).hexdigest()[:16]
+    return hashlib.sha256("\x1f".join(map(str, bags.y)).encode()).hexdigest()[:16]
 
 
 def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
@@ -384,17 +386,27 @@ def _schedule(plan: _Plan) -> list[_Unit]:
 
 
 def _share_time(plan: _Plan, units: list[_Unit], u: int):
-    """Give study ``u`` an equal share of the tuning time that is left when it starts.
+    """Set the deadlines of study ``u`` from the tuning time left when it starts.
 
-    A study that ends early leaves its time to the ones after it; a fit may run one more share past
-    the study's deadline before it is stopped, so no learner can eat the budget of the others.
+    Each learner gets an equal share of the time left when its first study starts, and each of its
+    studies an equal share of what is left of that: time a study or a learner leaves unused goes to the
+    ones after it. No trial starts after a study's deadline; a fit still running half a learner's share
+    past the learner's deadline is stopped (so a slow learner cannot eat the others' budget, and fits are
+    killed at most once per learner for the budget's sake).
     """
     if plan.tuning_deadline is None:
         return
     now = time.time()
-    share = max(plan.tuning_deadline - now, 0.0) / (len(units) - u)
-    units[u].deadline = now + share
-    units[u].hard_stop = min(now + 2 * share, plan.tuning_deadline)
+    unit = units[u]
+    if u == 0 or units[u - 1].learner != unit.learner:
+        learners_left = len({v.learner for v in units[u:]})
+        share = max(plan.tuning_deadline - now, 0.0) / learners_left
+        unit.learner_deadline = now + share
+        unit.hard_stop = min(now + 1.5 * share, plan.tuning_deadline)
+    else:
+        unit.learner_deadline, unit.hard_stop = units[u - 1].learner_deadline, units[u - 1].hard_stop
+    studies_left = sum(v.learner == unit.learner for v in units[u:])
+    unit.deadline = now + max(unit.learner_deadline - now, 0.0) / studies_left
 
 
 # ---- trials ------------------------------------------------------------------------------------------
@@ -595,12 +607,33 @@ def _helper_main(plan: _Plan, bags, index: int, parent_pid: int):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     worker = _fit_worker(plan.options)
     try:
-        _tune_units(plan, bags, open_storage(plan.options.storage), worker,
-                    _tracker(plan.options, lambda *a: None), lambda *a, **k: None, index)
+        with _sigterm_interrupts():
+            _tune_units(plan, bags, open_storage(plan.options.storage), worker,
+                        _tracker(plan.options, lambda *a: None), lambda *a, **k: None, index)
     except KeyboardInterrupt:
         pass
     finally:
         worker.close()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """Within the block SIGTERM acts as Ctrl-C: the running trial is recorded as interrupted."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _interrupt(process):
@@ -796,9 +829,18 @@ def _result_row(plan: _Plan, job) -> dict:
     row["fit_seconds"] = float(np.mean(fit_seconds)) if fit_seconds else None
     row["one_class"] = any(s is not None and s["one_class"] for s in nested) or any(
         s["one_class"] for scores in repeats for s in scores)
+    stopped = sum(bool(t.user_attrs.get("interrupted")) for t in job["main"].get_trials(deepcopy=False))
+    missing = [i for i, t in enumerate(job["outer_best"]) if t is None]
     errors = job["errors"] + [t.user_attrs["error"] for t in finished
                               if t.state.name == "FAIL" and not t.user_attrs.get("timed_out")]
+    if missing and best is not None:
+        errors.insert(0, f"no completed trial in outer split(s) {', '.join(map(str, missing))}: no nested "
+                         "figure (raise --timeout or --n-trials)")
+    if best is None and not counts["trials"]:
+        errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
+                         "--timeout" if stopped else "no trial ran: raise --timeout")
     row["error"] = errors[0] if errors else None
+    row["trials_stopped"] = stopped
     predictions = job["predictions"].get("nested" if options.protocol == "nested" else "repeat")
     if predictions and (options.protocol != "nested" or row["nested_accuracy"] is not None):
         from sklearn.metrics import confusion_matrix
