@@ -225,8 +225,7 @@ class Tracker:
         - params: ``trial.params``;
         - metrics: ``accuracy``, ``balanced_accuracy`` and their ``*_std`` over folds, ``fold_accuracy``
           and ``fold_balanced_accuracy`` per fold (``step`` = fold index), ``fit_seconds`` and
-          ``predict_seconds`` (mean over folds; per fold in ``fold_fit_seconds``/``fold_predict_seconds``),
-          ``objective`` (the trial's value) and ``trial_seconds``;
+          ``predict_seconds`` (mean over folds), ``objective`` (the trial's value) and ``trial_seconds``;
         - tags: learner, plugin and its version, dataset, study, trial number, state (COMPLETE, PRUNED,
           FAIL or T/O), automil version, seed, ``n_features``, ``n_classes``, and ``timed_out``,
           ``one_class`` and ``error`` when set.
@@ -592,8 +591,8 @@ def _trial_metrics(frozen_trial, attrs) -> list[tuple[str, float, int]]:
     out = []
     for key in ("accuracy", "balanced_accuracy", "accuracy_std", "balanced_accuracy_std"):
         out.append((key, attrs.get(key), 0))
-    for key in ("fold_accuracy", "fold_balanced_accuracy", "fold_fit_seconds", "fold_predict_seconds"):
-        values = attrs.get(key.removeprefix("fold_") if key.endswith("seconds") else key)
+    for key in ("fold_accuracy", "fold_balanced_accuracy"):
+        values = attrs.get(key)
         if isinstance(values, (list, tuple)):
             out.extend((key, value, fold) for fold, value in enumerate(values))
     for key in ("fit_seconds", "predict_seconds"):

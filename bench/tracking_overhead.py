@@ -10,6 +10,7 @@ them again (the idempotent no-op a resumed study triggers). Prints milliseconds 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -62,11 +63,12 @@ def main(argv=None):
         parent = tracker.study_run("fox/bench", "fox", spec, {"automil.protocol": "nested"})
         setup = time.perf_counter() - start
 
-        costs = []
+        costs, cpu = [], time.process_time()
         for trial in trials:
             start = time.perf_counter()
             tracker.log_trial(parent, trial, "fox/bench")
             costs.append(time.perf_counter() - start)
+        cpu = time.process_time() - cpu
 
         fresh = Tracker(uri)  # a resumed process: nothing cached, every trial already in the store
         again = []
@@ -76,10 +78,13 @@ def main(argv=None):
             again.append(time.perf_counter() - start)
 
     ms = 1000 * np.array(costs)
-    print(f"store: {'sqlite (temporary file)' if args.tracking_uri is None else args.tracking_uri}")
+    print(f"store: {'sqlite (temporary file)' if args.tracking_uri is None else args.tracking_uri}; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"store and parent run set-up: {setup:.2f} s (once per process)")
     print(f"log_trial, {args.trials} new trials of {args.folds} folds: mean {ms.mean():.1f} ms, "
           f"median {np.median(ms):.1f} ms, p95 {np.percentile(ms, 95):.1f} ms, max {ms.max():.1f} ms")
+    print(f"CPU time of this process per new trial: {1000 * cpu / args.trials:.1f} ms (the rest of the wall "
+          "time is waiting on the store: sqlite commits, or other processes on a loaded machine)")
     print(f"log_trial again on a fresh Tracker (already logged, resume): mean "
           f"{1000 * statistics.fmean(again):.1f} ms")
     print(f"ratio mean / 50 ms target: {ms.mean() / 50:.2f}")
