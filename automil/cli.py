@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 
 import automil
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, a service manager, a batch scheduler): stop as cleanly as on Ctrl-C."""
-
-
-def _terminate(signum, frame):
-    raise Terminated
 
 
 def main(argv=None) -> int:
@@ -29,23 +19,16 @@ def main(argv=None) -> int:
     if not hasattr(args, "run"):
         parser.print_help()
         return 2
-    # Without a handler SIGTERM ends Python at once: no message, and a running trial left open.
-    on_main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminate) if on_main_thread else None
     try:
         return args.run(args) or 0
-    except KeyboardInterrupt as stop:
-        terminated = isinstance(stop, Terminated)
-        print(f"automil: {'terminated (SIGTERM)' if terminated else 'interrupted'}", file=sys.stderr)
-        return 128 + signal.SIGTERM if terminated else 130
+    except KeyboardInterrupt:
+        print("automil: interrupted", file=sys.stderr)
+        return 130
     except Exception as error:  # noqa: BLE001 - the one place errors become a message
         if args.debug:
             raise
         print(f"automil: error: {_message(error)}", file=sys.stderr)
         return 1
-    finally:
-        if on_main_thread:
-            signal.signal(signal.SIGTERM, previous)
 
 
 def _message(error: BaseException) -> str:

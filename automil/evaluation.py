@@ -202,7 +202,10 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
     if test is not None:
         testing = bags.subset(test)
         start = time.perf_counter()
-        y_pred = np.asarray(model.predict(testing))
+        try:
+            y_pred = np.asarray(model.predict(testing))
+        except ValueError as error:  # e.g. scores of the wrong shape or NaN (BagClassifier checks them)
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r}: {error}") from None
         predict_seconds = time.perf_counter() - start
         if y_pred.shape != (testing.n_bags,):
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted an array of shape "

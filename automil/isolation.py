@@ -401,7 +401,10 @@ def _ready(data):
 
 def _serve(tasks: Connection, replies: Connection, parent_pid: int):
     """The worker loop: cache the data, run calls, reply ``("ok", result)`` or ``("error", ...)``."""
+    # Ctrl-C and SIGTERM reach the whole process group: the parent decides (it closes the trial as
+    # interrupted and kills this process), so a fit is never recorded as failed by a stop signal.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     if os.getppid() != parent_pid:  # the parent died before PR_SET_PDEATHSIG took effect
         return
     data = None
