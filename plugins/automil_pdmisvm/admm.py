@@ -51,12 +51,13 @@ class ADMMState:
 class PdMISVMBase(BagClassifier):
     """Common fit loop; subclasses implement the W-step and bag scoring.
 
-    A subclass provides ``_start(state, rng)`` (draw and precompute; fill ``state.G``), ``_w_step(state,
-    mu)`` (update W and ``state.G``, return ``1/2 ||W||^2``), ``_score_sums(state)`` (``sum_j G_{jm}`` and
-    ``sum_{j in P_m} G_{jm}`` for the b-step), ``_snapshot()``/``_restore()`` (keep the last finite model)
-    and ``_finish(state, mu)``. Class attributes: ``alpha`` (0 when the W-step regresses onto ``T^``, 1
-    when it needs the residual ``T~``), ``add_onehot`` (fold the U part into ``M``), ``update_G`` (the
-    sweep applies ``G -= s * XG``).
+    A subclass provides ``_draw_model(bags, K, rng)`` (its own first draws: W and b, or b), ``_start(state)``
+    (precompute; fill ``state.G``), ``_w_step(state, mu)`` (update W and ``state.G``, return
+    ``1/2 ||W||^2``), ``_score_sums(state)`` (``sum_j G_{jm}`` and ``sum_{j in P_m} G_{jm}`` for the
+    b-step), ``_snapshot()``/``_restore()`` (keep the last finite model), ``_finish(state, mu, finite)``
+    (final fitted attributes) and ``_instance_scores(bags)``. Class attributes: ``alpha`` (0 when the
+    W-step regresses onto ``T^``, 1 when it needs the residual ``T~``), ``add_onehot`` (fold the U part
+    into ``M``), ``update_G`` (the sweep applies ``G -= s * XG``).
     """
 
     alpha = 0.0
