@@ -6,10 +6,10 @@ Run: python bench/pdmisvm_sival.py [iteration|deep ...]
 ``iteration`` (SIVAL-25 shape: 1,500 bags x 31 instances, 30 features, 25 classes). The time of one iteration
 is the difference between fits of FEW and MANY iterations (``tol`` below reach), divided by MANY - FEW, so
 set-up is excluded. Its floor is the bytes one iteration must move, divided by the bandwidth ``np.copyto``
-reaches on a 256 MB array in the same run (bytes read + written per second, best of 8 runs of 5 copies; wall-clock figures
-use the wall-clock bandwidth, CPU figures the CPU-time one, so that time the process spends descheduled on
-a shared machine counts in neither or both): X once, plus every
-``n_instances x K`` array once for each direction it is accessed. Exact: G (written by X W, read by the
+reaches on a 256 MB array in the same run (bytes read + written per second, best of 8 runs of 5 copies;
+wall-clock figures use the wall-clock bandwidth, CPU figures the CPU-time one, so that time the process
+spends descheduled on a shared machine counts in neither or both): X once, plus every ``n_instances x K``
+array once for each direction it is accessed. Exact: G (written by X W, read by the
 sweep), M (written by the sweep, read by X^T M), T, U, Theta, Xi (read and written): 12 arrays. Inexact: M
 (2), XG = X g (written, read twice: norms and sweep, 3), G, T, U, Theta, Xi (read and written, 10): 15.
 Target: ratio <= 4.
