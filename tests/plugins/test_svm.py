@@ -202,6 +202,16 @@ def test_sparse_instances_give_the_same_model_as_dense(learner):
     np.testing.assert_allclose(learner().fit(sparse_train).decision_function(sparse_test), dense, atol=1e-8)
 
 
+@pytest.mark.parametrize("learner", list(NAMES.values()))
+def test_fitted_models_survive_pickling(learner):
+    import pickle
+
+    train, test = witness_bags(10, seed=8), witness_bags(5, seed=9)
+    model = learner(kernel="rbf").fit(train)
+    copy = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(copy.decision_function(test), model.decision_function(test))
+
+
 @pytest.mark.parametrize("learner", [SIL, MiSVM, NSK, SBMIL])
 def test_scale_C_divides_C_by_the_number_of_examples(learner, singletons):
     _, _, bags = singletons
