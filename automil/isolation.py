@@ -148,6 +148,11 @@ class FitWorker:
         send.send(("call", self.preload or _ready, ()))
         return process, send, recv
 
+    def wait_started(self):
+        """Start the child if needed and wait until it has run ``preload`` (raises :class:`WorkerDied`)."""
+        self.start()
+        self._await_start()
+
     def _await_start(self):
         """Wait until a new child has started and run ``preload``."""
         if not self._starting:

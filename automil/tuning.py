@@ -42,7 +42,7 @@ class TuneOptions:
     """The budget and protocol of a tuning run (the options of ``automil tune``)."""
 
     n_trials: int | None = 20
-    timeout: float | None = 240.0
+    timeout: float | None = 300.0
     fit_timeout: float = 1000.0
     folds: int = 6
     repeats: int = 10
@@ -266,29 +266,31 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     progress = progress or (lambda *a, **k: None)
     start = time.time()
-    bags = load_bags(dataset)
-    if bags.y is None:
-        raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
-    specs, skipped = _choose_learners(bags, learners)
-    storage = open_storage(options.storage)
-    assignment = _prepare_studies(storage, dataset, bags, specs, options)
-    plan = _Plan(dataset, [s.name for s in specs], options, assignment, start)
-    plan.units = _schedule(plan)
-    tracker = _tracker(options, progress)
-    progress(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
-             f"protocol {options.protocol}; studies in {options.storage})")
-    helpers = [_start_helper(plan, bags, index) for index in range(1, options.jobs)]
     worker = _fit_worker(options)
+    worker.start()  # it imports the learners while the data loads and the studies are prepared
     try:
-        with _sigterm_interrupts():
-            _tune_units(plan, bags, storage, worker, tracker, progress, index=0)
+        bags = load_bags(dataset)
+        if bags.y is None:
+            raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
+        specs, skipped = _choose_learners(bags, learners)
+        storage = open_storage(options.storage)
+        assignment = _prepare_studies(storage, dataset, bags, specs, options)
+        plan = _Plan(dataset, [s.name for s in specs], options, assignment, start)
+        plan.units = _schedule(plan)
+        tracker = _tracker(options, progress)
+        progress(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
+                 f"protocol {options.protocol}; studies in {options.storage})")
+        helpers = [_start_helper(plan, bags, index) for index in range(1, options.jobs)]
+        try:
+            with _sigterm_interrupts():
+                _tune_units(plan, bags, storage, worker, tracker, progress, index=0)
+                for helper in helpers:
+                    helper.join()
+                rows = _final_evaluation(plan, bags, storage, worker, tracker, progress)
+        except BaseException:
             for helper in helpers:
-                helper.join()
-            rows = _final_evaluation(plan, bags, storage, worker, tracker, progress)
-    except BaseException:
-        for helper in helpers:
-            _interrupt(helper)
-        raise
+                _interrupt(helper)
+            raise
     finally:
         worker.close()
     rows += [_skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
@@ -464,6 +466,7 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
 
     n_classes = len(bags.classes)
     worker.set_data(bags)
+    worker.wait_started()  # outside any trial: start-up is not a trial's cost
     for u, unit in enumerate(plan.units):
         _share_time(plan, plan.units, u)
         spec = plugins.get_learner(unit.learner)

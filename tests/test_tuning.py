@@ -232,3 +232,21 @@ def test_budget_gives_each_learner_an_equal_share_of_what_is_left_and_caps_its_f
     # Learner b starts when a is done (here: at once) and shares what is left with c.
     _share_time(plan, units, 4)
     assert units[4].learner_deadline - plan.start == pytest.approx(150, abs=1)
+
+
+def test_run_executes_the_studies_a_file_declares_and_names_unknown_keys(tmp_path):
+    study_file = tmp_path / "grid.toml"
+    study_file.write_text('[options]\nn_trials = 2\ntimeout = "none"\nprotocol = "tuned"\nrepeats = 1\n'
+                          'folds = 4\n\n[[study]]\ndataset = "test-bags"\nlearners = ["centroid", "crashy"]\n')
+    env = plugin_env(plugin_site(), tmp_path / "records")
+    common = ["--storage", f"journal:{tmp_path / 'studies.journal'}", "--no-track", "--jobs", "1"]
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "run", str(study_file), *common, "--json",
+                           "out.json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
+    assert rows["centroid"]["status"] == "ok" and rows["crashy"]["status"] == "failed"
+    assert rows["centroid"]["folds"] == 4 and load(tmp_path, "test-bags/centroid").user_attrs["folds"]["n_splits"] == 4
+    study_file.write_text('[options]\nn_trails = 2\n\n[[study]]\ndataset = "test-bags"\n')
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "run", str(study_file), *common], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "unknown option 'n_trails' in [options]" in done.stderr
