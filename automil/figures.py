@@ -41,7 +41,7 @@ def confusion_matrix_figure(matrix, classes, title: str) -> Figure:
     """Counts with true classes as rows, predicted as columns, each cell annotated."""
     matrix = np.asarray(matrix)
     k = len(classes)
-    fig = Figure(figsize=(1.2 + 0.8 * k, 1.0 + 0.8 * k), layout="constrained")
+    fig = Figure(figsize=(max(3.2, 1.2 + 0.8 * k), max(3.0, 1.0 + 0.8 * k)), layout="constrained")
     ax = fig.add_subplot()
     image = ax.imshow(matrix, cmap="Blues")
     fig.colorbar(image, ax=ax, shrink=0.8)

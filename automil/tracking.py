@@ -497,14 +497,14 @@ def _write_figures(folder: Path, result, model, bags, study, trials) -> None:
     classes = result.get("classes") if result.get("classes") is not None else getattr(model, "classes_", None)
     if result.get("confusion_matrix") is not None and classes is not None:
         drawn["confusion_matrix"] = figures.confusion_matrix_figure(
-            result["confusion_matrix"], classes, "Confusion matrix (out-of-fold predictions)")
+            result["confusion_matrix"], classes, "Confusion matrix\n(out-of-fold predictions)")
     elif model is not None and bags is not None and bags.y is not None:
         from sklearn.metrics import confusion_matrix
 
         predicted = model.predict(bags)
         drawn["confusion_matrix"] = figures.confusion_matrix_figure(
             confusion_matrix(bags.y, predicted, labels=model.classes_), model.classes_,
-            f"Confusion matrix of the final model on {bags.n_bags} bags")
+            f"Confusion matrix of the final\nmodel on {bags.n_bags} bags")
     if study is not None:
         direction = study.direction.name.lower() if len(study.directions) == 1 else "maximize"
         drawn["optimization_history"] = figures.optimization_history_figure(
@@ -532,7 +532,8 @@ def _importances(study, trials) -> tuple[dict | None, str]:
     if not any(t.params for t in complete):
         return None, "no hyperparameter was searched"
     try:
-        return optuna.importance.get_param_importances(study), ""
+        evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)  # named on the figure
+        return optuna.importance.get_param_importances(study, evaluator=evaluator), ""
     except (ValueError, RuntimeError) as error:  # e.g. every trial has the same parameters
         return None, f"not computable: {error}"
 

@@ -294,3 +294,38 @@ def test_report_markdown_shows_the_logged_figures_in_percent(logged, capsys):
 def test_report_on_an_empty_store_says_there_is_no_study(tmp_path, capsys):
     assert cli.main(["report", "--tracking-uri", f"sqlite:///{tmp_path / 'empty.db'}"]) == 1
     assert "no automil study" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_automil_tune_logs_every_trial_the_result_and_a_model_the_report_reads(tmp_path):
+    """End to end through the real command (a minute on a loaded 2-core machine, hence slow)."""
+    import subprocess
+    import sys
+
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", "digits-bags", "--learner", "pdmisvm",
+               "--n-trials", "3", "--folds", "2", "--repeats", "1", "--protocol", "tuned",
+               "--storage", f"journal:{tmp_path / 'studies.journal'}", "--tracking-uri", uri]
+    subprocess.run(command, check=True, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("digits-bags")
+    (parent,) = client.search_runs([experiment.experiment_id], "tags.`automil.kind` = 'study'")
+    assert parent.data.tags["automil.learner"] == "pdmisvm" and parent.info.status == "FINISHED"
+    children = _children(client, parent.info.run_id)
+    assert sorted(int(run.data.tags["automil.trial"]) for run in children) == [0, 1, 2]
+    assert all("fold_balanced_accuracy" in run.data.metrics for run in children
+               if run.data.tags["automil.state"] == "COMPLETE")
+    figures = {a.path for a in client.list_artifacts(parent.info.run_id, "figures")}
+    assert {"figures/confusion_matrix.png", "figures/optimization_history.png", "figures/witness.png",
+            "figures/coefficients.png"} <= figures
+    bags = automil.get_dataset("digits-bags").load()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", uri)
+        loaded = mlflow.pyfunc.load_model(f"runs:/{parent.info.run_id}/model")
+        predicted = np.asarray(loaded.predict([bags[i].tolist() for i in range(bags.n_bags)]))
+    assert set(predicted) <= {0, 1} and len(predicted) == bags.n_bags
+    out = subprocess.run([sys.executable, "-m", "automil.cli", "report", "--format", "csv", "--tracking-uri", uri],
+                         check=True, capture_output=True, text=True, timeout=300).stdout
+    row = dict(zip(out.splitlines()[0].split(","), out.splitlines()[1].split(",")))
+    assert float(row["digits-bags BACC mean"]) == pytest.approx(100 * parent.data.metrics["balanced_accuracy"],
+                                                                abs=1e-4)
