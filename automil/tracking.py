@@ -9,10 +9,12 @@ and processes can log to one store at the same time.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from mlflow.pyfunc import PythonModel
@@ -90,6 +92,32 @@ def ui_command(tracking_uri: str | None = None, host: str = "127.0.0.1", port: i
     return command
 
 
+@contextmanager
+def _quiet_mlflow(level=logging.ERROR):
+    """Hold back MLflow's chatter (table creation, pickling advice, signature inference) that would
+    interleave with automil's own progress lines; errors still show."""
+    logger = logging.getLogger("mlflow")
+    previous = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+@contextmanager
+def _global_tracking_uri(uri):
+    """MLflow's global tracking URI set to ``uri`` for the block, then restored (unset if it was)."""
+    import mlflow
+
+    previous = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
+    mlflow.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(previous)
+
+
 def _retry(call, *args, attempts=8, **kwargs):
     """Run one store call, retrying when another process holds sqlite's write lock."""
     from mlflow.exceptions import MlflowException
@@ -127,7 +155,9 @@ class Tracker:
         sqlite_file = _sqlite_path(self.tracking_uri)
         if sqlite_file is not None:
             sqlite_file.parent.mkdir(parents=True, exist_ok=True)
-        self.client = MlflowClient(tracking_uri=self.tracking_uri)
+        with _quiet_mlflow(logging.WARNING):  # the first use creates or migrates the tables
+            self.client = MlflowClient(tracking_uri=self.tracking_uri)
+            self.client.search_experiments(max_results=1)
         self._logged_trials: dict[str, dict[int, str]] = {}  # parent run id -> {trial number: run id}
         self._parents: dict[str, object] = {}  # parent run id -> its Run (experiment id, tags)
 
@@ -339,17 +369,12 @@ class Tracker:
         example = None
         if bags is not None and bags.n_bags and not bags.is_sparse:
             example = [bags[i].tolist() for i in range(min(2, bags.n_bags))]
-        # Model.log reads the global tracking URI; point it at this store only for the call.
-        previous = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
-        mlflow.set_tracking_uri(self.tracking_uri)
-        try:
+        with _quiet_mlflow(), _global_tracking_uri(self.tracking_uri):  # Model.log reads the global URI
             info = Model.log(artifact_path=None, name=MODEL_NAME, flavor=mlflow.pyfunc,
                              python_model=BagModel(model), run_id=parent_run_id, model_id=logged.model_id,
                              input_example=example, pip_requirements=_requirements(model),
                              metadata={"classes": [_jsonable(c) for c in getattr(model, "classes_", [])],
                                        "input": BagModel.INPUT_FORMAT})
-        finally:
-            mlflow.set_tracking_uri(previous)
         self._log_batch(parent_run_id, tags={"automil.model_uri": info.model_uri})
         return info.model_uri
 
