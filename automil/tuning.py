@@ -154,11 +154,22 @@ def _journal_backend(path: str):
             durable = any(log.get("op_code") in _DURABLE_OPERATIONS for log in logs)
             with open(path + ".automil.lock", "ab") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, or when we are killed
-                with open(path, "ab") as journal:
-                    journal.write(text)
-                    journal.flush()
-                    if durable:
-                        os.fsync(journal.fileno())
+                journal = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    end = os.lseek(journal, 0, os.SEEK_END)
+                    try:
+                        rest = memoryview(text)
+                        while rest:
+                            rest = rest[os.write(journal, rest):]
+                        if durable:
+                            os.fsync(journal)
+                    except OSError:
+                        # A full disk can cut the write mid-line, and a partial line breaks every later
+                        # read of the journal: take the write back whole (we still hold the lock).
+                        os.ftruncate(journal, end)
+                        raise
+                finally:
+                    os.close(journal)
 
     return LockedJournalFile(path)
 
