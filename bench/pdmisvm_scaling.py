@@ -60,8 +60,7 @@ def against_bags() -> None:
     rows = []
     for N in sizes:
         bags = make_synthetic_bags(N, n_features=10, n_classes=2, seed=0)
-        rows.append((bags.n_instances, [fit_seconds(cls, bags, 3 if N <= 10000 else 1)
-                                        for cls in VARIANTS.values()]))
+        rows.append((bags.n_instances, [fit_seconds(cls, bags, repeats=3) for cls in VARIANTS.values()]))
     report("bags (d=10, K=2)", sizes, rows, top=3)
 
 
