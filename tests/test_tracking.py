@@ -291,9 +291,9 @@ def test_report_markdown_shows_the_logged_figures_in_percent(logged, capsys):
     assert "| sleeper | T/O | T/O |" in out
 
 
-def test_report_on_an_empty_store_says_there_is_no_study(tmp_path, capsys):
-    assert cli.main(["report", "--tracking-uri", f"sqlite:///{tmp_path / 'empty.db'}"]) == 1
-    assert "no automil study" in capsys.readouterr().err
+def test_report_of_a_dataset_without_studies_says_so(logged, capsys):
+    assert cli.main(["report", "--tracking-uri", logged["uri"], "--dataset", "musk1"]) == 1
+    assert "no automil study in the tracking store" in capsys.readouterr().err
 
 
 @pytest.mark.slow
