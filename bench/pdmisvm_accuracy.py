@@ -1,12 +1,15 @@
 """pdMISVM accuracy without tuning: one stratified 10-fold CV (seed 0) per data set, features standardized on
 the training folds' instances (zero sd -> 1). The table of docs/accuracy-pdmisvm.md.
 
-Run: python bench/pdmisvm_accuracy.py [--settings learner|code|readme] [dataset ...]
+Run: python bench/pdmisvm_accuracy.py [--settings learner|code|readme] [--learners a,b] [dataset ...]
 
 - ``learner`` (default): the registered learners' defaults (what ``automil`` uses untuned);
 - ``code``: the reference code's defaults (C=1, mu0=1e-3, rho=1.2 for both variants);
 - ``readme``: the (C, mu0) the authors' README lists per data set (algorithms.md 2.6), for context only:
   they were chosen on the published folds, so they are not a fair score.
+
+``--learners`` compares other registered learners on the same folds (``learner`` settings only), e.g.
+``--learners pdmisvm,mi-svm sival`` for the multi-class target of targets.md 2.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ def build(learner: str, dataset: str, settings: str):
         return spec.build()
     if settings == "code":
         return spec.estimator()
-    if dataset not in README_SETTINGS[learner]:
+    if dataset not in README_SETTINGS.get(learner, {}):
         return None
     C, mu0 = README_SETTINGS[learner][dataset]
     return spec.estimator(C=C, mu0=mu0)
@@ -57,15 +60,17 @@ def cross_validated_accuracy(bags, estimator, n_splits: int = 10, seed: int = 0)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", choices=("learner", "code", "readme"), default="learner")
+    parser.add_argument("--learners", default=",".join(LEARNERS))
     parser.add_argument("datasets", nargs="*", default=DATASETS)
     args = parser.parse_args()
+    learners = args.learners.split(",")
     print(f"settings: {args.settings}")
-    print(f"| data set | {' | '.join(LEARNERS)} | fit seconds, 10 folds ({' / '.join(LEARNERS)}) |")
-    print(f"|---|{'---|' * len(LEARNERS)}---|")
+    print(f"| data set | {' | '.join(learners)} | fit seconds, 10 folds ({' / '.join(learners)}) |")
+    print(f"|---|{'---|' * len(learners)}---|")
     for name in args.datasets:
         bags = automil.load_bags(name)
         cells, times = [], []
-        for learner in LEARNERS:
+        for learner in learners:
             estimator = build(learner, name, args.settings)
             accuracy, seconds = cross_validated_accuracy(bags, estimator) if estimator else (None, None)
             cells.append("-" if accuracy is None else f"{100 * accuracy:.1f}")

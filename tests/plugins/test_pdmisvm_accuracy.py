@@ -5,6 +5,9 @@ family: the linear misvm learners (SIL, mi-SVM, MI-SVM, NSK) run on the same fol
 points. musk2 has no peer on this protocol (misvm did not finish a fold) and its published figures are tuned
 RBF models; digits-bags has no published figure. Both are held to 70% (20 points above chance, 8 above
 musk2's majority class). The measured table and the reasons for each gap are in docs/accuracy-pdmisvm.md.
+
+targets.md 2 adds the multi-class case: on the 6-class SIVAL subset, pdMISVM's balanced accuracy at least
+that of one-vs-rest mi-SVM on the same folds.
 """
 
 import importlib.util
@@ -33,3 +36,17 @@ def test_untuned_pdmisvm_reaches_its_family_range(dataset, data_dir):
                                                                                          "learner"))
         assert 100 * accuracy >= FLOOR[dataset], (f"{learner} on {dataset}: {100 * accuracy:.1f}% < "
                                                   f"{FLOOR[dataset]:.1f}%")
+
+
+# One-vs-rest mi-SVM (automil's `mi-svm`, defaults) on the same folds: 73.6% (265/360 bags), measured with
+# the command in docs/accuracy-pdmisvm.md. The six classes have 60 bags each, so accuracy over all test
+# folds equals balanced accuracy.
+MI_SVM_SIVAL = 73.6
+
+
+@pytest.mark.accuracy
+def test_untuned_exact_pdmisvm_beats_one_vs_rest_mi_svm_on_six_sival_classes(data_dir):
+    bags = automil.load_bags("sival")
+    accuracy, _ = accuracy_table.cross_validated_accuracy(bags, accuracy_table.build("pdmisvm", "sival",
+                                                                                     "learner"))
+    assert 100 * accuracy >= MI_SVM_SIVAL, f"pdmisvm on sival: {100 * accuracy:.1f}% < mi-SVM {MI_SVM_SIVAL}%"
