@@ -262,6 +262,9 @@ class Tracker:
 
         Everything after the run's creation goes in one ``log_batch`` call.
         """
+        if not frozen_trial.state.is_finished():
+            raise ValueError(f"trial {frozen_trial.number} of study {study_name!r} is still "
+                             f"{frozen_trial.state.name}: log it once it has finished")
         number = int(frozen_trial.number)
         known = self._logged_trials.setdefault(parent_run_id, {})
         if number in known:

@@ -329,3 +329,11 @@ def test_automil_tune_logs_every_trial_the_result_and_a_model_the_report_reads(t
     row = dict(zip(out.splitlines()[0].split(","), out.splitlines()[1].split(",")))
     assert float(row["digits-bags BACC mean"]) == pytest.approx(100 * parent.data.metrics["balanced_accuracy"],
                                                                 abs=1e-4)
+
+
+def test_a_trial_still_running_is_refused_by_name(logged):
+    study = optuna.create_study(study_name="digits-bags/meanpool")
+    running = study.ask()
+    frozen = study.get_trials(deepcopy=False)[running.number]
+    with pytest.raises(ValueError, match="trial 0 of study 'digits-bags/meanpool' is still RUNNING"):
+        logged["tracker"].log_trial(logged["parent"], frozen, "digits-bags/meanpool")
