@@ -110,7 +110,7 @@ def open_storage(storage: str):
     from optuna.storages import JournalStorage
 
     if "://" in storage:
-        return optuna.storages.RDBStorage(storage)
+        return _rdb_storage(storage)
     path = os.path.abspath(os.path.expanduser(storage.removeprefix("journal:")))
     directory = os.path.dirname(path)
     try:
@@ -120,6 +120,21 @@ def open_storage(storage: str):
     if not os.access(directory, os.W_OK):
         raise ValueError(f"the study directory {directory} is not writable")
     return JournalStorage(_journal_backend(path))
+
+
+def _rdb_storage(url: str, attempts: int = 3):
+    """Optuna's RDB storage. Workers started together on a fresh database all create its tables, and on
+    PostgreSQL all but one fail on the catalog's unique index: those try again once the tables exist."""
+    import optuna
+    import sqlalchemy.exc
+
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url)
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.5 * (attempt + 1))
 
 
 # Journal operations after which the file is synced to disk (Optuna's JournalOperation codes): a trial
