@@ -28,7 +28,9 @@ POSTGRES_SCRIPT = REPO / ".ci" / "postgres.sh"
 POSTGRES_URL_ENV = "AUTOMIL_TEST_POSTGRES_URL"
 DATASET = "test-bags"
 # 2-fold CV so that a trial takes a fraction of a second; the tuned protocol keeps one study per learner.
-FAST = ("--folds", "2", "--repeats", "1", "--protocol", "tuned", "--timeout", "none")
+# One tuning process per command (the default is one per core) so that fits happen in a known order; a
+# test that wants more passes --jobs again (the last one counts).
+FAST = ("--folds", "2", "--repeats", "1", "--protocol", "tuned", "--timeout", "none", "--jobs", "1")
 
 
 def install_plugins(target: Path) -> Path:
