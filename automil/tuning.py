@@ -122,6 +122,19 @@ def open_storage(storage: str):
     return JournalStorage(_journal_backend(path))
 
 
+def shown_storage(storage: str) -> str:
+    """``storage`` fit for a terminal or a log: the password of a database URL replaced by ``***``."""
+    if "://" not in storage:
+        return storage
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(storage).render_as_string(hide_password=True)
+    except ArgumentError:
+        return storage.split("://", 1)[0] + "://..."
+
+
 def _rdb_storage(url: str, attempts: int = 3):
     """Optuna's RDB storage. Workers started together on a fresh database all create its tables, and on
     PostgreSQL all but one fail on the catalog's unique index: those try again once the tables exist."""
@@ -305,7 +318,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
         plan.units = _schedule(plan)
         tracker = _tracker(options, progress)
         progress(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
-                 f"protocol {options.protocol}; studies in {options.storage})")
+                 f"protocol {options.protocol}; studies in {shown_storage(options.storage)})")
         helpers = [_start_helper(plan, bags, index) for index in range(1, options.jobs)]
         try:
             with _sigterm_interrupts():
@@ -379,9 +392,9 @@ def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
                 stored = {k: attrs["folds"][k] for k in ("n_splits", "seed")}
                 if stored != folds or attrs.get("metric") != options.metric:
                     raise ValueError(
-                        f"study {name!r} in {options.storage} was made with {stored['n_splits']} folds, seed "
-                        f"{stored['seed']} and metric {attrs.get('metric')}; this run asks for {options.folds}"
-                        f" folds, seed {options.seed} and metric {options.metric}. Use the same options "
+                        f"study {name!r} in {shown_storage(options.storage)} was made with {stored['n_splits']} "
+                        f"folds, seed {stored['seed']} and metric {attrs.get('metric')}; this run asks for "
+                        f"{options.folds} folds, seed {options.seed} and metric {options.metric}. Use the same options "
                         "to continue it, or another --storage for a new study")
                 if attrs.get("labels_digest") != labels:
                     raise ValueError(f"study {name!r} was made on different bag labels than {dataset!r} has "
