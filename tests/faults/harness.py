@@ -227,6 +227,12 @@ def postgres_database(url: str):
         admin.dispose()
 
 
+def postgres_password(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).password
+
+
 def postgres_script(command: str) -> str:
     """Run ``.ci/postgres.sh start|stop`` (the server the script manages)."""
     return subprocess.run(["bash", str(POSTGRES_SCRIPT), command], check=True, capture_output=True, text=True,
