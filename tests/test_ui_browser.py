@@ -112,6 +112,10 @@ def test_ui_shows_the_learners_runs_and_their_balanced_accuracy(tmp_path):
                     cell = page.locator(f'[role=row][row-index="{index}"] [col-id="metrics.`balanced_accuracy`"]')
                     expect(cell.first).to_have_text(str(headline), timeout=30_000)
                     expect(cell.first).to_be_in_viewport()
+                # The trials are nested under their learner's run: unfold one.
+                first = page.locator("[role=row]").filter(has=page.get_by_role("link", name="meanpool", exact=True))
+                first.first.get_by_role("button").first.click()
+                expect(page.get_by_role("link", name="trial 2", exact=True)).to_be_visible(timeout=30_000)
                 page.screenshot(path=str(ARTIFACTS / "ui_runs.png"))
             except Exception:
                 page.screenshot(path=str(ARTIFACTS / "ui_runs_failure.png"))
