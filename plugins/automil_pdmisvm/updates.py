@@ -21,7 +21,7 @@ N_STATS = 8
 FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 
 
-@njit(cache=True, nogil=True, fastmath=FASTMATH)
+@njit(cache=True, nogil=True, fastmath=FASTMATH, inline="always")
 def _prepare_row(j, c, T, U, Theta, Xi, G, b, inv_mu, alpha, add_onehot, M, uvec, tsum, usum):
     """Right-hand side pieces of the W-step (2.5 step 1) and the sums of the b-step (step 2) for row j.
 
