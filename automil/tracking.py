@@ -39,8 +39,7 @@ KIND_UI_TAG = "mlflow.experimentKind"  # the UI opens a model-training experimen
 TIMED_OUT = "T/O"
 
 # Optuna trial state -> MLflow run status. The exact outcome is in the STATE_TAG tag.
-_RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", TIMED_OUT: "FAILED",
-               "RUNNING": "RUNNING", "WAITING": "SCHEDULED"}
+_RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", TIMED_OUT: "FAILED"}
 
 # Trial user attributes logged as tags (the driver writes them; see automil.tuning).
 _TRIAL_TAG_ATTRS = ("learner", "plugin", "plugin_version", "dataset", "seed", "n_features", "n_classes",
@@ -211,12 +210,11 @@ class Tracker:
             NOTE_TAG: f"{learner_spec.name} on {dataset}: {getattr(learner_spec, 'description', '')}".strip(),
             **{key: _text(value, _MAX_TAG_CHARS) for key, value in (tags or {}).items()},
         }
-        run = self._find_one(experiment_id, f"tags.`{STUDY_TAG}` = {_quote(study_name)} "
-                                            f"and tags.`{KIND_TAG}` = 'study'")
+        same_study = f"tags.`{STUDY_TAG}` = {_quote(study_name)} and tags.`{KIND_TAG}` = 'study'"
+        run = self._find_one(experiment_id, same_study)
         if run is None:
             run = _retry(self.client.create_run, experiment_id, run_name=learner_spec.name, tags=all_tags)
-            run = self._oldest_duplicate(experiment_id, run, f"tags.`{STUDY_TAG}` = {_quote(study_name)} "
-                                                             f"and tags.`{KIND_TAG}` = 'study'")
+            run = self._oldest_duplicate(experiment_id, run, same_study)
         else:
             self._log_batch(run.info.run_id, tags=all_tags)
         if run.info.status != "RUNNING":
@@ -239,6 +237,18 @@ class Tracker:
         if keep.info.run_id != run.info.run_id:
             _retry(self.client.delete_run, run.info.run_id)
         return keep
+
+    def _trial_run_id(self, parent_run_id, number: int) -> str | None:
+        """The run id of trial ``number`` under the parent, if logged (by any process)."""
+        known = self._logged_trials.setdefault(parent_run_id, {})
+        if number not in known:
+            run = self._find_one(self._parent(parent_run_id).info.experiment_id,
+                                 f"tags.`{PARENT_TAG}` = {_quote(parent_run_id)} and "
+                                 f"tags.`{TRIAL_TAG}` = {_quote(str(number))}")
+            if run is None:
+                return None
+            known[number] = run.info.run_id
+        return known[number]
 
     def _parent(self, parent_run_id):
         if parent_run_id not in self._parents:
@@ -266,17 +276,10 @@ class Tracker:
             raise ValueError(f"trial {frozen_trial.number} of study {study_name!r} is still "
                              f"{frozen_trial.state.name}: log it once it has finished")
         number = int(frozen_trial.number)
-        known = self._logged_trials.setdefault(parent_run_id, {})
-        if number in known:
-            return known[number]
+        logged = self._trial_run_id(parent_run_id, number)
+        if logged is not None:
+            return logged
         parent = self._parent(parent_run_id)
-        experiment_id = parent.info.experiment_id
-        trial_filter = (f"tags.`{PARENT_TAG}` = {_quote(parent_run_id)} and "
-                        f"tags.`{TRIAL_TAG}` = {_quote(str(number))}")
-        existing = self._find_one(experiment_id, trial_filter)
-        if existing is not None:
-            known[number] = existing.info.run_id
-            return known[number]
         attrs = dict(frozen_trial.user_attrs)
         state = trial_state(frozen_trial)
         metrics = _trial_metrics(frozen_trial, attrs)
@@ -294,15 +297,15 @@ class Tracker:
                 tags[f"automil.{key}"] = _text(value, _MAX_TAG_CHARS)
         start = _millis(frozen_trial.datetime_start)
         end = _millis(frozen_trial.datetime_complete)
-        run = _retry(self.client.create_run, experiment_id, start_time=start, run_name=f"trial {number}",
-                     tags=tags)
+        run = _retry(self.client.create_run, parent.info.experiment_id, start_time=start,
+                     run_name=f"trial {number}", tags=tags)
         run_id = run.info.run_id
         params = {name: _text(value, _MAX_PARAM_CHARS) for name, value in frozen_trial.params.items()}
         timestamp = end or int(time.time() * 1000)
         self._log_batch(run_id, metrics=[(key, value, timestamp, step) for key, value, step in metrics],
                         params=params)
         _retry(self.client.set_terminated, run_id, status=_RUN_STATUS.get(state, "FINISHED"), end_time=end)
-        known[number] = run_id
+        self._logged_trials[parent_run_id][number] = run_id
         return run_id
 
     # ---- final results -----------------------------------------------------------------------------
@@ -325,8 +328,9 @@ class Tracker:
             The fitted best model (``automil.evaluation.Standardized``), logged as the MLflow pyfunc
             model ``model`` (see :class:`BagModel` for the input format).
         bags : Bags, optional
-            Labelled held-out bags: the confusion matrix when ``result`` has none, an input example for
-            the model, and, for a witness learner on image-like bags, the witness and coefficient figures.
+            Labelled bags (the driver gives the dataset): the confusion matrix of ``model`` on them when
+            ``result`` has none, two of them as the model's input example, and, for a witness learner on
+            image-like bags, the witness and coefficient figures.
         study : optuna.Study, optional
             For the trial counts, the optimization history and the parameter importances.
         """
@@ -336,12 +340,7 @@ class Tracker:
             best = _best_trial(study)
             if best is not None:
                 tags["automil.best_trial"] = str(best.number)
-                run_id = self._logged_trials.get(parent_run_id, {}).get(best.number)
-                if run_id is None:
-                    run = self._find_one(self._parent(parent_run_id).info.experiment_id,
-                                         f"tags.`{PARENT_TAG}` = {_quote(parent_run_id)} and "
-                                         f"tags.`{TRIAL_TAG}` = {_quote(str(best.number))}")
-                    run_id = run.info.run_id if run is not None else None
+                run_id = self._trial_run_id(parent_run_id, best.number)
                 if run_id is not None:
                     tags["automil.best_trial_run"] = run_id
         # A resumed study logs its result again: step = trials so far keeps the history readable, and
@@ -350,13 +349,19 @@ class Tracker:
         self._log_batch(parent_run_id, tags=tags,
                         metrics=[(key, value, now, n_trials if index is None else index)
                                  for key, value, index in metrics])
-        with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:
-            _write_figures(Path(tmp), result, model, bags, study, trials)
-            (Path(tmp) / "result.json").write_text(json.dumps(result, indent=2, default=_jsonable))
-            _retry(self.client.log_artifacts, parent_run_id, tmp)
-        if model is not None:
-            self.log_model(parent_run_id, model, bags)
-        _retry(self.client.set_terminated, parent_run_id, status="FINISHED")
+        status = "FAILED"
+        try:
+            with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:
+                failures = _write_figures(Path(tmp), result, model, bags, study, trials)
+                (Path(tmp) / "result.json").write_text(json.dumps(result, indent=2, default=_jsonable))
+                _retry(self.client.log_artifacts, parent_run_id, tmp)
+            if failures:
+                self._log_batch(parent_run_id, tags={"automil.figure_errors": _text(failures, _MAX_TAG_CHARS)})
+            if model is not None:
+                self.log_model(parent_run_id, model, bags)
+            status = "FINISHED"
+        finally:  # a parent never stays "running" after its result; FAILED if the model could not be logged
+            _retry(self.client.set_terminated, parent_run_id, status=status)
 
     def log_model(self, parent_run_id: str, model, bags=None) -> str:
         """Log ``model`` as the pyfunc model ``model`` of the run; returns its ``models:/`` URI (also
@@ -515,40 +520,51 @@ def _best_trial(study):
         return None
 
 
-def _write_figures(folder: Path, result, model, bags, study, trials) -> None:
-    """The PNGs of one study into ``folder/figures``; each one that does not apply is skipped."""
-    from automil import figures
-
+def _write_figures(folder: Path, result, model, bags, study, trials) -> dict:
+    """The PNGs of one study into ``folder/figures``; each one that does not apply is skipped. A figure
+    whose drawing raises (a third-party learner's ``witness``, say) is left out and its error returned
+    as ``{name: message}``, so that a picture never costs the result."""
     out = folder / "figures"
     out.mkdir()
-    drawn = {}
+    failures = {}
+    for name, draw in _figures(result, model, bags, study, trials):
+        try:
+            draw().savefig(out / f"{name}.png", dpi=100)
+        except Exception as error:  # noqa: BLE001 - reported in a tag of the run
+            failures[name] = f"{type(error).__name__}: {error}"
+    return failures
+
+
+def _figures(result, model, bags, study, trials):
+    """``(name, draw)`` pairs of the figures that apply; ``draw()`` returns the Figure."""
+    from automil import figures
+
     classes = result.get("classes") if result.get("classes") is not None else getattr(model, "classes_", None)
     if result.get("confusion_matrix") is not None and classes is not None:
-        drawn["confusion_matrix"] = figures.confusion_matrix_figure(
+        yield "confusion_matrix", lambda: figures.confusion_matrix_figure(
             result["confusion_matrix"], classes, "Confusion matrix\n(out-of-fold predictions)")
     elif model is not None and bags is not None and bags.y is not None:
         from sklearn.metrics import confusion_matrix
 
-        predicted = model.predict(bags)
-        drawn["confusion_matrix"] = figures.confusion_matrix_figure(
-            confusion_matrix(bags.y, predicted, labels=model.classes_), model.classes_,
+        yield "confusion_matrix", lambda: figures.confusion_matrix_figure(
+            confusion_matrix(bags.y, model.predict(bags), labels=model.classes_), model.classes_,
             f"Confusion matrix of the final\nmodel on {bags.n_bags} bags")
     if study is not None:
         direction = study.direction.name.lower() if len(study.directions) == 1 else "maximize"
-        drawn["optimization_history"] = figures.optimization_history_figure(
+        yield "optimization_history", lambda: figures.optimization_history_figure(
             [(t.number, trial_state(t), t.value) for t in trials], direction,
             str(result.get("metric", "objective")))
-        drawn["param_importances"] = figures.param_importances_figure(*_importances(study, trials))
+        yield "param_importances", lambda: figures.param_importances_figure(*_importances(study, trials))
     shape = figures.image_shape(bags) if bags is not None else None
-    if model is not None and shape is not None:
-        if hasattr(model, "witness"):
-            drawn["witness"] = figures.witness_figure(bags, model.witness(bags), model.predict(bags), shape)
-        coef = _coefficients(model)
-        if coef is not None and coef.shape[1] == shape[0] * shape[1]:
-            labels = model.classes_ if len(coef) == len(model.classes_) else [model.classes_[-1]]
-            drawn["coefficients"] = figures.coefficients_figure(coef, shape, labels)
-    for name, figure in drawn.items():
-        figure.savefig(out / f"{name}.png", dpi=100)
+    if model is None or shape is None:
+        return
+    inner = getattr(model, "estimator_", model)
+    if getattr(inner, "_witness", None) is not None:
+        yield "witness", lambda: figures.witness_figure(bags, model.witness(bags), model.predict(bags), shape)
+    coef = _coefficients(model)
+    if coef is not None and coef.shape[1] == shape[0] * shape[1]:
+        labels = model.classes_ if len(coef) == len(model.classes_) else [model.classes_[-1]]
+        yield "coefficients", lambda: figures.coefficients_figure(coef, shape, labels)
 
 
 def _importances(study, trials) -> tuple[dict | None, str]:
@@ -630,8 +646,8 @@ def _trial_metrics(frozen_trial, attrs) -> list[tuple[str, float, int]]:
             values = [v for v in values if _finite(v)]
             values = sum(values) / len(values) if values else None
         out.append((key, values, 0))
-    out.append(("objective", frozen_trial.value if len(getattr(frozen_trial, "values", None) or ()) <= 1
-                else None, 0))
+    values = frozen_trial.values or []
+    out.append(("objective", values[0] if len(values) == 1 else None, 0))
     if frozen_trial.datetime_start and frozen_trial.datetime_complete:
         out.append(("trial_seconds",
                     (frozen_trial.datetime_complete - frozen_trial.datetime_start).total_seconds(), 0))
@@ -647,8 +663,8 @@ def _millis(moment) -> int | None:
 
 
 def _text(value, limit) -> str:
-    text = value if isinstance(value, str) else json.dumps(value) if isinstance(value, (list, dict)) \
-        else str(value)
+    text = value if isinstance(value, str) else json.dumps(value, default=_jsonable) \
+        if isinstance(value, (list, dict)) else str(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 

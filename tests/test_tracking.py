@@ -337,3 +337,23 @@ def test_a_trial_still_running_is_refused_by_name(logged):
     frozen = study.get_trials(deepcopy=False)[running.number]
     with pytest.raises(ValueError, match="trial 0 of study 'digits-bags/meanpool' is still RUNNING"):
         logged["tracker"].log_trial(logged["parent"], frozen, "digits-bags/meanpool")
+
+
+class BrokenWitness(MeanPoolLogistic):
+    def _witness(self, bags):
+        raise RuntimeError("witness not implemented for this bag")
+
+
+def test_a_figure_that_fails_is_reported_and_the_result_still_logged(logged):
+    tracker, test = logged["tracker"], logged["test"]
+    spec = LearnerSpec("brokenwitness", BrokenWitness, lambda trial: {}, plugin="tests")
+    parent = tracker.study_run("digits-bags/brokenwitness", "digits-bags", spec)
+    model = Standardized(BrokenWitness()).fit(test)
+    tracker.log_result(parent, {"balanced_accuracy": 0.5, "status": "ok"}, model=model, bags=test)
+    run = tracker.client.get_run(parent)
+    assert run.info.status == "FINISHED" and run.data.metrics["balanced_accuracy"] == 0.5
+    assert json.loads(run.data.tags["automil.figure_errors"]) == {
+        "witness": "RuntimeError: witness not implemented for this bag"}
+    names = {a.path for a in tracker.client.list_artifacts(parent, "figures")}
+    assert names == {"figures/confusion_matrix.png", "figures/coefficients.png"}
+    tracker.client.delete_run(parent)
