@@ -296,7 +296,7 @@ def _run_report(args) -> int:
     from automil.tracking import Tracker, default_tracking_uri
 
     uri = args.tracking_uri or default_tracking_uri()
-    studies = Tracker(uri).studies(args.dataset)
+    studies = Tracker(uri, create=False).studies(args.dataset)
     if not studies:
         raise ValueError(f"no automil study in the tracking store {uri}"
                          + (f" for dataset {', '.join(args.dataset)}" if args.dataset else "")

@@ -140,6 +140,9 @@ class Tracker:
         ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<cwd>/mlruns/mlflow.db`` with artifacts under
         ``<cwd>/mlruns/`` (MLflow 3 refuses a plain-file store, so the artifact location is set
         explicitly).
+    create : bool
+        With ``False``, a sqlite store that does not exist is a ``ValueError`` instead of a new, empty
+        database (for commands that only read).
 
     Attributes
     ----------
@@ -147,12 +150,15 @@ class Tracker:
     client : mlflow.MlflowClient
     """
 
-    def __init__(self, tracking_uri: str | None = None):
+    def __init__(self, tracking_uri: str | None = None, create: bool = True):
         from mlflow import MlflowClient
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
         sqlite_file = _sqlite_path(self.tracking_uri)
         if sqlite_file is not None:
+            if not create and not sqlite_file.exists():
+                raise ValueError(f"no tracking store at {sqlite_file}: run automil tune first, or pass "
+                                 "--tracking-uri")
             sqlite_file.parent.mkdir(parents=True, exist_ok=True)
         with _quiet_mlflow(logging.WARNING):  # the first use creates or migrates the tables
             self.client = MlflowClient(tracking_uri=self.tracking_uri)

@@ -331,6 +331,13 @@ def test_automil_tune_logs_every_trial_the_result_and_a_model_the_report_reads(t
                                                                 abs=1e-4)
 
 
+def test_report_without_a_store_says_so_and_creates_nothing(tmp_path, capsys):
+    missing = tmp_path / "mlruns" / "mlflow.db"
+    assert cli.main(["report", "--tracking-uri", f"sqlite:///{missing}"]) == 1
+    assert f"no tracking store at {missing}" in capsys.readouterr().err
+    assert not missing.parent.exists()
+
+
 def test_a_trial_still_running_is_refused_by_name(logged):
     study = optuna.create_study(study_name="digits-bags/meanpool")
     running = study.ask()
