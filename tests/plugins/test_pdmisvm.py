@@ -250,3 +250,44 @@ def test_e_update_is_the_proximal_step_of_the_hinge():
                        zeros(), zeros(), zeros(), np.empty(N), np.empty(K), np.empty(K),  # maxT maxU M ...
                        np.empty(updates.N_STATS))
     np.testing.assert_allclose(E[:, 0], [-0.5, 0.0, 1.0, 0.5, 0.0, -2.0])
+
+
+def test_inexact_step_is_an_exact_line_search_along_the_negative_gradient():
+    """15.2.4: from the initial state, each column moves along -g_m (the gradient of the W-block of L_mu)
+    with s_m > 0, and moving the result by +-1e-4 of the step along that line raises the W-block terms."""
+    from automil_pdmisvm import admm, updates
+
+    bags = witness_bags(8, 3, seed=2)
+    K, mu = 3, 0.5
+    est = InexactPdMISVMClassifier()
+    rng = np.random.default_rng(0)
+    est._draw_model(bags, K, rng)
+    st = admm.ADMMState(bags, bags.y.astype(np.int64), K, rng)
+    est._start(st)
+    updates.prepare(st.offsets, st.codes, st.T, st.U, st.Theta, st.Xi, st.G, est._b, mu, est.alpha,
+                    est.add_onehot, st.M, st.uvec, st.tsum, st.usum, st.maxT, st.maxU)
+    X, b, rows = bags.X, est._b, np.repeat(bags.y, bags.sizes)
+
+    def w_block(W):  # 1/2||W||^2 + mu/2 ||T - G - b + Theta/mu||^2 + mu/2 ||U - G^y - B^y + Xi/mu||^2
+        G = X @ W
+        gy = G[np.arange(len(X)), rows] + b[rows]
+        return (0.5 * np.sum(W * W) + 0.5 * mu * np.sum((st.T - G - b + st.Theta / mu) ** 2)
+                + 0.5 * mu * np.sum((st.U - gy[:, None] + st.Xi / mu) ** 2))
+
+    W0 = est.coef_.copy()
+    gradient = np.empty_like(W0)
+    for m in range(K):  # central differences, independent of the implementation's formulas
+        for k in range(W0.shape[0]):
+            step = np.zeros_like(W0)
+            step[k, m] = 1e-6
+            gradient[k, m] = (w_block(W0 + step) - w_block(W0 - step)) / 2e-6
+    est._w_step(st, mu)
+    W1 = est.coef_.copy()
+    for m in range(K):
+        move = W1[:, m] - W0[:, m]
+        cosine = move @ gradient[:, m] / (np.linalg.norm(move) * np.linalg.norm(gradient[:, m]))
+        assert cosine == pytest.approx(-1.0, abs=1e-8)
+        for sign in (1.0, -1.0):
+            W = W1.copy()
+            W[:, m] += sign * 1e-4 * move
+            assert w_block(W) > w_block(W1)
