@@ -210,11 +210,11 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
               f"tuning {metric}*", "fit s", "trials", "T/O", "best parameters")
     table = []
     for row in rows:
-        if row["status"] in ("T/O", "failed", "no trials", "skipped"):
+        if row["status"] in ("T/O", "failed", "no result", "no trials", "skipped"):
             what = row["status"] if row["status"] != "skipped" else f"skipped: {row['error']}"
             table.append((row["learner"], what, what, "", "", "", "", row["trials"],
                           row.get("trials_timed_out", ""), (row.get("error") or "")[:70]
-                          if row["status"] in ("failed", "no trials") else ""))
+                          if row["status"] != "T/O" else ""))
             continue
         table.append((row["learner"], _pm(row["accuracy"], row["accuracy_std"]),
                       _pm(row["balanced_accuracy"], row["balanced_accuracy_std"]),

@@ -372,9 +372,9 @@ def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
     The assignment of the first study that has one wins; a study made with other folds, another seed or
     another metric is an error (its scores could not be compared), never silently overwritten.
     """
-    from automil import evaluation
-
     import optuna
+
+    from automil import evaluation
 
     fresh = evaluation.bag_folds(bags.y, options.folds, options.seed)
     folds = {"n_splits": options.folds, "seed": options.seed}
@@ -421,9 +421,10 @@ def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
 
 
 def _schedule(plan: _Plan) -> list[_Unit]:
-    """The studies in tuning order: per learner, the outer splits (nested) and then all bags."""
+    """The studies in tuning order: per learner, all bags first (its best parameters give the repeated CV
+    and the logged model), then the outer splits of nested cross-validation."""
     splits = list(range(plan.options.folds)) if plan.options.protocol == "nested" else []
-    return [_Unit(learner, split) for learner in plan.learners for split in [*splits, None]]
+    return [_Unit(learner, split) for learner in plan.learners for split in [None, *splits]]
 
 
 def _share_time(plan: _Plan, units: list[_Unit], u: int):
@@ -497,11 +498,9 @@ def _sampler(plan: _Plan, name: str, index: int, n_existing: int):
 
 def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: int):
     """Tune every study of the plan in order until its trial count or deadline is reached."""
-    from automil import evaluation
-
     import optuna
 
-    from automil import plugins
+    from automil import evaluation, plugins
 
     n_classes = len(bags.classes)
     worker.set_data(bags)
@@ -511,6 +510,7 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
         spec = plugins.get_learner(unit.learner)
         name = study_name(plan.dataset, unit.learner, unit.split)
         study = optuna.load_study(study_name=name, storage=storage)
+        main = study if unit.split is None else main
         parent = _track(tracker, progress, "study_run", study_name(plan.dataset, unit.learner), plan.dataset,
                         spec, {"automil.protocol": plan.options.protocol}) if unit.split is None else None
         splits = evaluation.fold_splits(plan.assignment, exclude=unit.split)
@@ -524,22 +524,24 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
             done = sum(_counts_toward_budget(t) for t in trials)
             if plan.options.n_trials is not None and done >= plan.options.n_trials:
                 break
-            if time.time() >= unit.deadline:
+            # Past its share a study stops, unless it has no trial yet: then it may start one until the
+            # learner's hard stop (a nested figure needs a trial in every outer split).
+            if time.time() >= (unit.deadline if done else unit.hard_stop):
                 break
             frozen = _run_trial(study, spec, unit, plan, bags, splits, n_classes, worker)
             if parent is not None:
                 _track(tracker, progress, "log_trial", parent, frozen, name)
             progress.trial(unit, study, plan) if hasattr(progress, "trial") else None
-        if unit.split is None and hasattr(progress, "tuned"):
-            progress.tuned(unit, study, plan)
+        if (u + 1 == len(plan.units) or plan.units[u + 1].learner != unit.learner) and hasattr(progress, "tuned"):
+            progress.tuned(unit, main, plan)
 
 
 def _run_trial(study, spec, unit: _Unit, plan: _Plan, bags, splits, n_classes, worker):
     """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome."""
-    from automil import evaluation
-
     import optuna
     from optuna.trial import TrialState
+
+    from automil import evaluation
 
     trial = study.ask()
     attrs = {"worker": process_identity(), "heartbeat": time.time(), "n_features": bags.n_features,
@@ -730,11 +732,9 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
     A learner whose stored result matches its studies (same best trials, trial count, repeats and
     protocol) is not evaluated again.
     """
-    from automil import evaluation
-
     import optuna
 
-    from automil import plugins
+    from automil import evaluation, plugins
 
     options = plan.options
     workers = [worker] + [_fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
@@ -891,12 +891,21 @@ def _result_row(plan: _Plan, job) -> dict:
         y_true, y_pred = (np.concatenate(part) for part in zip(*predictions))
         row["classes"] = classes.tolist()
         row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
-    if best is None:
-        row["status"] = "T/O" if counts["trials"] and counts["trials_timed_out"] == counts["trials"] else (
-            "failed" if counts["trials"] else "no trials")
-    else:
-        row["status"] = "ok" if row["accuracy"] is not None and not job["errors"] else "partial"
+    row["status"] = _status(row, counts, best, job["errors"])
     return row
+
+
+def _status(row, counts, best, final_errors) -> str:
+    """``ok``, ``partial``, or why there is no figure: ``T/O``, ``failed``, ``no result``, ``no trials``."""
+    if row["accuracy"] is not None:
+        return "ok" if best is not None and not final_errors else "partial"
+    if best is not None:
+        return "partial"
+    if not counts["trials"]:
+        return "no trials"
+    if counts["trials_timed_out"] == counts["trials"]:
+        return "T/O"
+    return "failed" if counts["trials_failed"] == counts["trials"] else "no result"
 
 
 def _skipped_row(dataset, spec, reason, options) -> dict:

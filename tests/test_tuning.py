@@ -221,7 +221,7 @@ def test_budget_gives_each_learner_an_equal_share_of_what_is_left_and_caps_its_f
     options = TuneOptions(timeout=400, protocol="nested", folds=3)  # tuning: the first 300 s
     plan = _Plan("d", ["a", "b", "c"], options, np.zeros(9, dtype=int), start=time.time())
     units = _schedule(plan)
-    assert [(u.learner, u.split) for u in units[:4]] == [("a", 0), ("a", 1), ("a", 2), ("a", None)]
+    assert [(u.learner, u.split) for u in units[:4]] == [("a", None), ("a", 0), ("a", 1), ("a", 2)]
     _share_time(plan, units, 0)
     learner_a = units[0].learner_deadline - plan.start
     assert learner_a == pytest.approx(100, abs=1)  # 300 s over 3 learners
