@@ -252,14 +252,14 @@ def test_e_update_is_the_proximal_step_of_the_hinge():
     np.testing.assert_allclose(E[:, 0], [-0.5, 0.0, 1.0, 0.5, 0.0, -2.0])
 
 
-def test_inexact_step_is_an_exact_line_search_along_the_negative_gradient():
-    """15.2.4: from the initial state, each column moves along -g_m (the gradient of the W-block of L_mu)
-    with s_m > 0, and moving the result by +-1e-4 of the step along that line raises the W-block terms."""
+def initial_w_block(cls, mu):
+    """An estimator and state at initialization (random T, U, zero duals) with the W-step's right-hand side
+    prepared, and the W-block terms of L_mu as an independent function of W:
+    ``1/2||W||^2 + mu/2 ||T - G - b + Theta/mu||^2 + mu/2 ||U - G^y - B^y + Xi/mu||^2``."""
     from automil_pdmisvm import admm, updates
 
-    bags = witness_bags(8, 3, seed=2)
-    K, mu = 3, 0.5
-    est = InexactPdMISVMClassifier()
+    bags, K = witness_bags(8, 3, seed=2), 3
+    est = cls()
     rng = np.random.default_rng(0)
     est._draw_model(bags, K, rng)
     st = admm.ADMMState(bags, bags.y.astype(np.int64), K, rng)
@@ -268,22 +268,42 @@ def test_inexact_step_is_an_exact_line_search_along_the_negative_gradient():
                     est.add_onehot, st.M, st.uvec, st.tsum, st.usum, st.maxT, st.maxU)
     X, b, rows = bags.X, est._b, np.repeat(bags.y, bags.sizes)
 
-    def w_block(W):  # 1/2||W||^2 + mu/2 ||T - G - b + Theta/mu||^2 + mu/2 ||U - G^y - B^y + Xi/mu||^2
+    def w_block(W):
         G = X @ W
         gy = G[np.arange(len(X)), rows] + b[rows]
         return (0.5 * np.sum(W * W) + 0.5 * mu * np.sum((st.T - G - b + st.Theta / mu) ** 2)
                 + 0.5 * mu * np.sum((st.U - gy[:, None] + st.Xi / mu) ** 2))
 
+    return est, st, w_block
+
+
+def numerical_gradient(f, W, h=1e-6):
+    """Central differences, independent of the implementation's formulas."""
+    gradient = np.empty_like(W)
+    for index in np.ndindex(W.shape):
+        step = np.zeros_like(W)
+        step[index] = h
+        gradient[index] = (f(W + step) - f(W - step)) / (2 * h)
+    return gradient
+
+
+def test_exact_w_step_minimizes_the_w_block_of_the_lagrangian():
+    """15.2.3 for W: after the exact step the gradient of the W-block terms vanishes."""
+    est, st, w_block = initial_w_block(PdMISVMClassifier, mu=0.5)
+    before = np.abs(numerical_gradient(w_block, est.coef_)).max()
+    est._w_step(st, 0.5)
+    assert np.abs(numerical_gradient(w_block, est.coef_)).max() < 1e-6 * before
+
+
+def test_inexact_step_is_an_exact_line_search_along_the_negative_gradient():
+    """15.2.4: from the initial state, each column moves along -g_m (the gradient of the W-block of L_mu)
+    with s_m > 0, and moving the result by +-1e-4 of the step along that line raises the W-block terms."""
+    est, st, w_block = initial_w_block(InexactPdMISVMClassifier, mu=0.5)
     W0 = est.coef_.copy()
-    gradient = np.empty_like(W0)
-    for m in range(K):  # central differences, independent of the implementation's formulas
-        for k in range(W0.shape[0]):
-            step = np.zeros_like(W0)
-            step[k, m] = 1e-6
-            gradient[k, m] = (w_block(W0 + step) - w_block(W0 - step)) / 2e-6
-    est._w_step(st, mu)
+    gradient = numerical_gradient(w_block, W0)
+    est._w_step(st, 0.5)
     W1 = est.coef_.copy()
-    for m in range(K):
+    for m in range(W0.shape[1]):
         move = W1[:, m] - W0[:, m]
         cosine = move @ gradient[:, m] / (np.linalg.norm(move) * np.linalg.norm(gradient[:, m]))
         assert cosine == pytest.approx(-1.0, abs=1e-8)
