@@ -1,7 +1,7 @@
 """Speed of the forests (targets.md 3): MIRF against scikit-learn's RandomForestClassifier on the same
 instances, MIRF fit time against the number of bags, and the gain from a second thread.
 
-    python bench/forest_speed.py [--repeats 3]
+    python bench/forest_speed.py [--repeats 3] [--only sklearn|scaling|threads]
 
 Every figure is the best of ``--repeats`` runs, and each comparison is timed side by side in this one
 run: CPU seconds of this process for the one-thread comparisons, wall seconds for the threads (absolute
@@ -11,6 +11,7 @@ times on a shared machine are noisy, ratios less so). Prints markdown tables for
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -55,22 +56,17 @@ def against_sklearn(name: str, bags: Bags, repeats: int) -> str:
             f"{forest:.2f} | {mirf / forest:.2f} |")
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    fox = load("fox")
-    MIRFClassifier(2).fit(make_synthetic_bags(20))  # compile (or load the numba cache) outside the timings
-    BLRTClassifier(2).fit(make_synthetic_bags(20))
-
+def compare_with_sklearn(fox: Bags, repeats: int):
     print(f"### MIRF ({N_TREES} trees, one thread, CPU time) vs scikit-learn RandomForestClassifier on the "
           "instances\n")
     print("| data | bags | instances | features | max_features | MIRF (s) | RandomForest (s) | ratio |")
     print("|---|---|---|---|---|---|---|---|")
-    print(against_sklearn("fox", fox, args.repeats), flush=True)
+    print(against_sklearn("fox", fox, repeats), flush=True)
     synthetic = replicated(make_synthetic_bags(200, seed=0), 20)
-    print(against_sklearn("synthetic (200 bags) x 20", synthetic, args.repeats), flush=True)
+    print(against_sklearn("synthetic (200 bags) x 20", synthetic, repeats), flush=True)
 
+
+def scaling(repeats: int):
     print(f"\n### Fit time against bags (synthetic, d = 10, {N_TREES} trees, one thread, CPU time)\n")
     print("| bags | instances | MIRF (s) | RandomForest on the instances (s) |")
     print("|---|---|---|---|")
@@ -79,23 +75,40 @@ def main():
         bags = make_synthetic_bags(n_bags, seed=1)
         y_instances = np.repeat(bags.y, bags.sizes)
         times.append((
-            best_time(lambda b=bags: MIRFClassifier(N_TREES, random_state=0, n_jobs=1).fit(b), args.repeats),
+            best_time(lambda b=bags: MIRFClassifier(N_TREES, random_state=0, n_jobs=1).fit(b), repeats),
             best_time(lambda b=bags, y=y_instances: RandomForestClassifier(
                 N_TREES, max_features=resolve_max_features("sqrt", 10), random_state=0, n_jobs=1).fit(b.X, y),
-                args.repeats)))
+                repeats)))
         print(f"| {n_bags} | {bags.n_instances} | {times[-1][0]:.2f} | {times[-1][1]:.2f} |", flush=True)
     slopes = np.polyfit(np.log(sizes), np.log(np.array(times)), 1)[0]
     print(f"\nlog-log slope of fit time against bags: MIRF {slopes[0]:.2f}, RandomForest {slopes[1]:.2f}")
 
-    print(f"\n### Threads ({N_TREES} trees on fox, wall time)\n")
+
+def threads(fox: Bags, repeats: int):
+    print(f"\n### Threads ({N_TREES} trees on fox, wall time; load average {os.getloadavg()[0]:.1f})\n")
     print("| learner | n_jobs=1 (s) | n_jobs=2 (s) | speed-up |")
     print("|---|---|---|---|")
     for kind in (MIRFClassifier, BLRTClassifier):
-        one = best_time(lambda k=kind: k(N_TREES, random_state=0, n_jobs=1).fit(fox), args.repeats,
-                        time.perf_counter)
-        two = best_time(lambda k=kind: k(N_TREES, random_state=0, n_jobs=2).fit(fox), args.repeats,
-                        time.perf_counter)
+        one = best_time(lambda k=kind: k(N_TREES, random_state=0, n_jobs=1).fit(fox), repeats, time.perf_counter)
+        two = best_time(lambda k=kind: k(N_TREES, random_state=0, n_jobs=2).fit(fox), repeats, time.perf_counter)
         print(f"| {kind.__name__} | {one:.2f} | {two:.2f} | {one / two:.2f} |", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=["sklearn", "scaling", "threads"],
+                        help="run one table (threads needs two idle cores to mean anything)")
+    args = parser.parse_args()
+    fox = load("fox")
+    MIRFClassifier(2).fit(make_synthetic_bags(20))  # compile (or load the numba cache) outside the timings
+    BLRTClassifier(2).fit(make_synthetic_bags(20))
+    if args.only in (None, "sklearn"):
+        compare_with_sklearn(fox, args.repeats)
+    if args.only in (None, "scaling"):
+        scaling(args.repeats)
+    if args.only in (None, "threads"):
+        threads(fox, args.repeats)
 
 
 if __name__ == "__main__":

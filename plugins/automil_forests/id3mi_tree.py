@@ -190,7 +190,7 @@ def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n
         info_c = weighted_info(c_node, nlogn)  # c * Info_multi(S)
         # nodes that hold most instances (the long chains that zero-gain splits grow) filter the
         # presorted order; small ones sort (10.5)
-        scan = 2.0 * n_v * np.log2(n_v) > n_rows + n_train
+        scan = n_v * np.log2(n_v) > n_rows + n_train
         draw_features(perm, max_features, n_features)
         node_samples = samples[start:end]
         node_vals = vals[:n_v]
