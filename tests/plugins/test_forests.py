@@ -11,7 +11,7 @@ from automil_forests.blrt import BLRTClassifier
 from automil_forests.blrt_tree import goes_left, split_loss
 from automil_forests.id3mi_tree import entropy
 from automil_forests.midf import MIDFClassifier
-from automil_forests.mirf import ID3MIClassifier, MIRFClassifier
+from automil_forests.mirf import ID3MIClassifier, MIRFClassifier, move_threshold, oob_threshold
 
 
 def hand_bags():
@@ -107,6 +107,26 @@ def test_max_features_one_still_searches_a_random_feature_per_node():
     forest = MIRFClassifier(n_estimators=20, max_features=1, random_state=0).fit(bags)
     used = np.unique(forest.forest_[0][forest.forest_[0] >= 0])
     assert len(used) == bags.n_features  # every feature gets drawn somewhere
+
+
+def test_oob_threshold_is_the_middle_of_the_best_cuts_and_becomes_one_half():
+    # noise pushes negative bags' scores up: the best cut lies between 0.92 and 0.95
+    assert oob_threshold(np.array([0.9, 0.92, 0.95, 0.97, np.nan]), np.array([0, 0, 1, 1, 1])) == 0.935
+    # cuts 0.3 and 0.5 are both right on 3 of 4 bags: the median of the best cuts is the lower
+    assert oob_threshold(np.array([0.2, 0.4, 0.6, 0.9]), np.array([0, 1, 0, 1])) == pytest.approx(0.3)
+    moved = move_threshold(np.array([[0.1, 0.9], [0.065, 0.935], [0.0, 1.0], [1.0, 0.0]]), 0.935)
+    np.testing.assert_allclose(moved[:, 1], [0.9 / 1.87, 0.5, 1.0, 0.0])
+    np.testing.assert_allclose(moved.sum(axis=1), 1.0)
+
+
+def test_mirf_threshold_is_fit_on_out_of_bag_scores_and_decides_predictions():
+    train, test = witness_bags(20), witness_bags(20, seed=1)
+    forest = MIRFClassifier(random_state=0).fit(train)
+    fixed = MIRFClassifier(random_state=0, threshold=0.5).fit(train)
+    assert 0.5 < forest.threshold_ < 1 and fixed.threshold_ == 0.5
+    raw = fixed.predict_proba(test)[:, 1]  # same trees, the unmoved score
+    np.testing.assert_array_equal(forest.predict(test), (raw > forest.threshold_).astype(int))
+    assert np.mean(forest.predict(test) == test.y) > np.mean(fixed.predict(test) == test.y)
 
 
 def test_mirf_witness_finds_the_planted_instance():
