@@ -117,6 +117,15 @@ def test_ui_shows_the_learners_runs_and_their_balanced_accuracy(tmp_path):
                 first.first.get_by_role("button").first.click()
                 expect(page.get_by_role("link", name="trial 2", exact=True)).to_be_visible(timeout=30_000)
                 page.screenshot(path=str(ARTIFACTS / "ui_runs.png"))
+                # A learner's run page serves its figures (artifacts next to the sqlite store).
+                page.get_by_role("link", name="maxpool", exact=True).click()
+                page.get_by_role("tab", name="Artifacts").click()
+                page.get_by_text("figures", exact=True).first.click()
+                page.get_by_text("optimization_history.png", exact=True).first.click()
+                # the PNG (700 x 400 px) was served and decoded by the browser
+                page.wait_for_function("() => [...document.images].some(i => i.complete && i.naturalWidth == 700 "
+                                       "&& i.naturalHeight == 400)", timeout=30_000)
+                page.screenshot(path=str(ARTIFACTS / "ui_run_figure.png"))
             except Exception:
                 page.screenshot(path=str(ARTIFACTS / "ui_runs_failure.png"))
                 raise
