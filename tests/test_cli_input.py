@@ -101,7 +101,7 @@ def test_an_unreachable_postgresql_store_is_one_error_line(capsys):
 
 @pytest.mark.xfail(strict=True, reason="the driver turns tracking off with a warning and tunes on (reported)")
 def test_an_unwritable_tracking_store_given_explicitly_is_an_error_before_tuning(tmp_path, capsys):
-    code, lines = run(capsys, [*TUNE, "--learner", "sil", "--n-trials", "1", "--timeout", "30", "--storage",
+    code, lines = run(capsys, [*TUNE, "--learner", "sil", "--n-trials", "1", "--timeout", "5", "--storage",
                                f"journal:{tmp_path / 's.journal'}", "--tracking-uri",
                                "sqlite:////proc/automil-test/mlflow.db"])
     assert code == 1, "a --tracking-uri that cannot be opened must stop the run, not silently drop tracking"

@@ -36,7 +36,8 @@ def test_the_same_tune_command_on_two_machines_shares_one_study_and_one_tracking
             for machine in machines:
                 result = machine.wait(360)
                 assert result.returncode == 0, result.stderr
-                assert password not in result.stdout + result.stderr, "the database password is never shown"
+                shown = result.stdout + result.stderr
+                assert studies not in shown and f":{password}@" not in shown, "the password is never shown"
             trials = machines[0].trials("centroid")
             harness.assert_study_complete(trials, N_TRIALS, workers=2)
             workers = {t.user_attrs["worker"] for t in trials}
