@@ -364,3 +364,46 @@ def test_a_figure_that_fails_is_reported_and_the_result_still_logged(logged):
     names = {a.path for a in tracker.client.list_artifacts(parent, "figures")}
     assert names == {"figures/confusion_matrix.png", "figures/coefficients.png"}
     tracker.client.delete_run(parent)
+
+
+@pytest.fixture
+def postgres_uri(monkeypatch, tmp_path):
+    """A fresh database on the test PostgreSQL server (MLflow's alembic tables would collide with
+    Optuna's in a shared one); artifacts go to the temporary directory."""
+    import os
+    import uuid
+
+    url = os.environ.get("AUTOMIL_TEST_POSTGRES_URL")
+    if not url:
+        pytest.skip("needs a PostgreSQL server: set AUTOMIL_TEST_POSTGRES_URL (.ci/postgres.sh start)")
+    import sqlalchemy
+
+    name = f"automil_mlflow_{uuid.uuid4().hex[:12]}"
+    server = sqlalchemy.create_engine(url, isolation_level="AUTOCOMMIT")
+    with server.connect() as connection:
+        connection.execute(sqlalchemy.text(f"CREATE DATABASE {name}"))
+    monkeypatch.chdir(tmp_path)
+    yield str(sqlalchemy.engine.make_url(url).set(database=name).render_as_string(hide_password=False))
+    sqlalchemy.orm.close_all_sessions()
+    with server.connect() as connection:
+        connection.execute(sqlalchemy.text(f"DROP DATABASE {name} WITH (FORCE)"))
+    server.dispose()
+
+
+@pytest.mark.slow  # MLflow migrates a fresh database for half a minute
+@pytest.mark.postgres
+def test_trials_and_results_round_trip_through_a_postgresql_store(logged, postgres_uri, capsys):
+    trackers = [Tracker(postgres_uri) for _ in range(2)]
+    parents = {tracker.study_run("digits-bags/meanpool", "digits-bags", SPEC) for tracker in trackers}
+    assert len(parents) == 1
+    (parent,) = parents
+    study = logged["study"]
+    for tracker in trackers:  # the second tracker finds every trial logged by the first
+        runs = [tracker.log_trial(parent, trial, study.study_name) for trial in study.trials]
+    assert len(set(runs)) == N_TRIALS and len(_children(trackers[0].client, parent)) == N_TRIALS
+    trackers[0].log_result(parent, logged["result"], study=study)
+    metrics = trackers[1].client.get_run(parent).data.metrics
+    assert metrics["balanced_accuracy"] == pytest.approx(logged["result"]["balanced_accuracy"])
+    assert cli.main(["report", "--format", "csv", "--tracking-uri", postgres_uri]) == 0
+    row = dict(zip(*[line.split(",") for line in capsys.readouterr().out.splitlines()[:2]]))
+    assert float(row["digits-bags BACC mean"]) == pytest.approx(100 * metrics["balanced_accuracy"], abs=1e-4)
