@@ -112,8 +112,9 @@ def render(table: Table, format: str = "markdown") -> str:
 
 
 def legend(table: Table) -> str:
-    text = ("ACC and BACC in %, mean ± sd of the headline protocol (nested cross-validation); "
-            "bold: best of each column; T/O: every trial timed out.")
+    text = ("ACC and BACC in %, mean ± sd of each study's headline evaluation (nested cross-validation"
+            + (f" unless marked {OPTIMISTIC}" if table.any_optimistic else "")
+            + "); bold: best of each column; T/O: every trial timed out.")
     if table.any_optimistic:
         text += f" {OPTIMISTIC} tuned and reported on the same folds (optimistic)."
     return text
