@@ -51,6 +51,19 @@ ctl() { as_postgres "$(bindir)/pg_ctl" -D "$PG_DIR/data" "$@"; }
 
 running() { [[ -d "$PG_DIR/data" ]] && ctl status > /dev/null 2>&1; }
 
+ready() { "$(bindir)/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT"; }
+
+# A server killed with its machine session leaves postmaster.pid behind; when its pid now belongs to
+# another program, pg_ctl would take the server for running. Remove such a file before starting.
+clear_stale_pid() {
+    local pidfile="$PG_DIR/data/postmaster.pid" pid
+    [[ -f "$pidfile" ]] || return 0
+    pid=$(head -n 1 "$pidfile")
+    if [[ "$(cat "/proc/$pid/comm" 2>/dev/null)" != "postgres" ]]; then
+        rm -f "$pidfile"
+    fi
+}
+
 start() {
     install
     local bin; bin=$(bindir)
@@ -71,8 +84,9 @@ synchronous_commit = off
 EOF
         local fresh=1
     fi
-    if ! running; then
-        ctl -l "$PG_DIR/server.log" -w -t 60 start > /dev/null
+    if ! ready; then
+        clear_stale_pid
+        running || ctl -l "$PG_DIR/server.log" -w -t 60 start > /dev/null
     fi
     if [[ -n "${fresh:-}" ]]; then
         as_postgres "$bin/psql" -q -h "$PG_DIR" -p "$PG_PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 <<EOF
