@@ -20,8 +20,9 @@ from automil.formats import FORMATS, FormatError, read_bags
 
 pytestmark = pytest.mark.timeout(120)
 
-SETTINGS = settings(max_examples=40, deadline=2000, suppress_health_check=[HealthCheck.too_slow,
-                                                                         HealthCheck.function_scoped_fixture])
+# No example database: nothing is written into the work tree, and every run draws afresh.
+SETTINGS = settings(max_examples=40, deadline=2000, database=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # Finite doubles over the whole range: huge, tiny (subnormal) and signed zeros.
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
