@@ -189,7 +189,8 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         spec = plugins.get_learner(learner)
     except plugins.UnknownNameError as error:
         failures = "; ".join(f"{name}: {why}" for name, why in plugins.registry("learners").failures.items())
-        raise ValueError(f"{error} (in the worker process{'; plugins that failed to load there: ' + failures if failures else ''})") from None
+        where = f"; plugins that failed to load there: {failures}" if failures else ""
+        raise ValueError(f"{error} (in the worker process{where})") from None
     estimator = spec.build(**params)
     if seed is not None and "random_state" in estimator.get_params() and "random_state" not in params:
         estimator.set_params(random_state=seed)

@@ -138,7 +138,8 @@ class FitWorker:
             env.update({name: str(self.threads) for name in THREAD_VARIABLES})
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "automil.isolation", str(task_read), str(reply_write), str(os.getpid())],
+                [sys.executable, "-m", "automil.isolation", str(task_read), str(reply_write),
+                 str(os.getpid())],
                 pass_fds=(task_read, reply_write), env=env, stdin=subprocess.DEVNULL, stdout=2,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         finally:
@@ -270,7 +271,8 @@ class FitWorker:
                 self._process = None
                 self._close_pipes()
                 self._deadline = None
-                raise WorkerDied(f"the worker process ended with {_exit_reason(code)} during the fit") from None
+                raise WorkerDied(f"the worker process ended with {_exit_reason(code)} during the fit") \
+                    from None
             self._deadline = None
             if status == "ok":
                 return payload

@@ -26,7 +26,8 @@ import numpy as np
 from automil.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, process_alive,
                                process_identity, run_tasks)
 
-__all__ = ["TuneOptions", "tune", "open_storage", "study_name", "read_study_file", "Progress", "DEFAULT_STORAGE"]
+__all__ = ["TuneOptions", "tune", "open_storage", "study_name", "read_study_file", "Progress",
+           "DEFAULT_STORAGE"]
 
 DEFAULT_STORAGE = "journal:studies/automil.journal"
 SAMPLERS = ("tpe", "random")
@@ -532,7 +533,8 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
             if parent is not None:
                 _track(tracker, progress, "log_trial", parent, frozen, name)
             progress.trial(unit, study, plan) if hasattr(progress, "trial") else None
-        if (u + 1 == len(plan.units) or plan.units[u + 1].learner != unit.learner) and hasattr(progress, "tuned"):
+        last_of_learner = u + 1 == len(plan.units) or plan.units[u + 1].learner != unit.learner
+        if last_of_learner and hasattr(progress, "tuned"):
             progress.tuned(unit, main, plan)
 
 
@@ -747,7 +749,7 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
         subs = [optuna.load_study(study_name=study_name(plan.dataset, learner, i), storage=storage)
                 for i in range(options.folds)] if options.protocol == "nested" else []
         best, outer_best = _best(main), [_best(s) for s in subs]
-        key = {"trials": [len(main.get_trials(deepcopy=False))] + [len(s.get_trials(deepcopy=False)) for s in subs],
+        key = {"trials": [len(s.get_trials(deepcopy=False)) for s in [main, *subs]],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
         stored = main.user_attrs.get("result")
@@ -764,31 +766,32 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
         for i, trial in enumerate(job["outer_best"]):
             if trial is not None:
                 train, test = evaluation.fold_splits(plan.assignment)[i]
-                tasks.append((evaluation.fit_predict, learner, trial.user_attrs["estimator_params"], train, test,
-                              options.seed))
+                tasks.append((evaluation.fit_predict, learner, trial.user_attrs["estimator_params"], train,
+                              test, options.seed))
                 owners.append((learner, "nested", (i, test)))
         if job["best"] is not None and tracker is not None:
             tasks.append((evaluation.fit_predict, learner, job["best"].user_attrs["estimator_params"],
                           np.arange(bags.n_bags), None, options.seed, True))
             owners.append((learner, "model", None))
-    for r, seed in enumerate(seeds):
-        if r > 0 and time.time() >= plan.final_deadline:
-            break
-        for learner, job in jobs.items():
-            if job["best"] is None:
-                continue
-            folds = evaluation.bag_folds(bags.y, options.folds, seed)
-            for train, test in evaluation.fold_splits(folds):
-                tasks.append((evaluation.fit_predict, learner, job["best"].user_attrs["estimator_params"], train,
-                              test, options.seed))
-                owners.append((learner, "repeat", (r, test)))
-        for index, out in run_tasks(workers, tasks, timeout=options.fit_timeout,
-                                    budget=max(plan.final_deadline - time.time(), 0.0)):
-            learner, kind, where = owners[index]
-            _collect(jobs[learner], kind, where, out, bags)
-        tasks, owners = [], []
-    for w in workers[1:]:
-        w.close()
+    try:
+        for r, seed in enumerate(seeds):
+            if r > 0 and time.time() >= plan.final_deadline:
+                break
+            for learner, job in jobs.items():
+                if job["best"] is None:
+                    continue
+                params = job["best"].user_attrs["estimator_params"]
+                for train, test in evaluation.fold_splits(evaluation.bag_folds(bags.y, options.folds, seed)):
+                    tasks.append((evaluation.fit_predict, learner, params, train, test, options.seed))
+                    owners.append((learner, "repeat", (r, test)))
+            for index, out in run_tasks(workers, tasks, timeout=options.fit_timeout,
+                                        budget=max(plan.final_deadline - time.time(), 0.0)):
+                learner, kind, where = owners[index]
+                _collect(jobs[learner], kind, where, out, bags)
+            tasks, owners = [], []
+    finally:
+        for w in workers[1:]:
+            w.close()
     for learner, job in jobs.items():
         row = _result_row(plan, job)
         job["main"].set_user_attr("result", row)
@@ -829,7 +832,8 @@ def _collect(job, kind, where, out, bags):
 def _trial_counts(study) -> dict:
     from optuna.trial import TrialState
 
-    finished = [t for t in study.get_trials(deepcopy=False) if t.state.is_finished() and _counts_toward_budget(t)]
+    finished = [t for t in study.get_trials(deepcopy=False)
+                if t.state.is_finished() and _counts_toward_budget(t)]
     timed_out = sum(bool(t.user_attrs.get("timed_out")) for t in finished)
     return {"trials": len(finished),
             "trials_complete": sum(t.state == TrialState.COMPLETE for t in finished),
@@ -845,7 +849,8 @@ def _result_row(plan: _Plan, job) -> dict:
     options, spec, best = plan.options, job["spec"], job["best"]
     counts, finished = _trial_counts(job["main"])
     row = {"dataset": plan.dataset, "learner": spec.name, "plugin": spec.plugin,
-           "study": study_name(plan.dataset, spec.name), "protocol": options.protocol, "metric": options.metric,
+           "study": study_name(plan.dataset, spec.name), "protocol": options.protocol,
+           "metric": options.metric,
            "seed": options.seed, "folds": options.folds, **counts,
            "tuning_score": None if best is None else best.value,
            "best_trial": None if best is None else best.number,
@@ -856,7 +861,8 @@ def _result_row(plan: _Plan, job) -> dict:
     nested = job["nested"]
     if options.protocol == "nested" and nested and all(s is not None for s in nested):
         for metric in ("accuracy", "balanced_accuracy"):
-            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = evaluation.mean_std(s[metric] for s in nested)
+            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = evaluation.mean_std(
+                s[metric] for s in nested)
     repeats = [scores for scores in job["repeated"].values() if len(scores) == options.folds]
     row["repeats"] = len(repeats)
     for metric in ("accuracy", "balanced_accuracy"):

@@ -73,8 +73,9 @@ def journal_write_costs(directory: Path, writes: int = 100):
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     costs = {}
+    default = JournalStorage(JournalFileBackend(str(directory / "optuna.journal")))
     for name, storage in (("automil", open_storage(f"journal:{directory / 'automil.journal'}")),
-                          ("optuna default", JournalStorage(JournalFileBackend(str(directory / 'optuna.journal'))))):
+                          ("optuna default", default)):
         study = optuna.create_study(storage=storage, study_name="bench")
         trial = study.ask()
         start = time.perf_counter()
@@ -95,24 +96,28 @@ def main():
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        rows, total = trial_overhead(args.dataset, args.learner, args.n_trials, f"journal:{tmp / 'tune.journal'}")
+        rows, total = trial_overhead(args.dataset, args.learner, args.n_trials,
+                                     f"journal:{tmp / 'tune.journal'}")
         walls, works, overheads = ([r[i] for r in rows] for i in range(3))
+        per_fold = statistics.median(o / max(r[3], 1) for o, r in zip(overheads, rows))
         print(f"{args.learner} on {args.dataset}: {len(rows)} trials in {total:.1f} s "
               f"(states: {', '.join(sorted({r[4] for r in rows}))})")
-        print(f"  trial wall time      median {statistics.median(walls):.3f} s, mean {statistics.mean(walls):.3f} s")
+        print(f"  trial wall time      median {statistics.median(walls):.3f} s, "
+              f"mean {statistics.mean(walls):.3f} s")
         print(f"  fits + predictions   median {statistics.median(works):.3f} s (timed in the worker)")
         print(f"  driver overhead      median {statistics.median(overheads):.3f} s, mean "
               f"{statistics.mean(overheads):.3f} s, max {max(overheads):.3f} s per trial")
-        print(f"                       {statistics.median(o / max(f, 1) for o, f in zip(overheads, (r[3] for r in rows))) * 1e3:.1f}"
-              f" ms per fold; {100 * sum(overheads) / sum(walls):.1f}% of all trial time")
+        print(f"                       {per_fold * 1e3:.1f} ms per fold; "
+              f"{100 * sum(overheads) / sum(walls):.1f}% of all trial time")
         start_seconds, round_trip, interpreter = worker_costs()
         print(f"worker start + preload {start_seconds:.2f} s (once per worker, and after a kill)")
-        print(f"worker round trip      {round_trip * 1e3:.2f} ms per task; a fresh interpreter per fit would cost "
-              f"{interpreter:.2f} s ({interpreter / round_trip:.0f}x)")
+        print(f"worker round trip      {round_trip * 1e3:.2f} ms per task; a fresh interpreter per fit "
+              f"would cost {interpreter:.2f} s ({interpreter / round_trip:.0f}x)")
         costs = journal_write_costs(tmp)
         print(f"journal attribute write: automil {costs['automil'] * 1e3:.2f} ms, Optuna's default backend "
               f"{costs['optuna default'] * 1e3:.2f} ms ({costs['optuna default'] / costs['automil']:.1f}x); "
-              f"tell: {costs['automil (tell)'] * 1e3:.1f} ms vs {costs['optuna default (tell)'] * 1e3:.1f} ms")
+              f"tell: {costs['automil (tell)'] * 1e3:.1f} ms vs "
+              f"{costs['optuna default (tell)'] * 1e3:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,8 @@ def plugin_site() -> Path:
 def install_test_plugin(root: Path) -> Path:
     """pip-install ``tests/plugins/testlearners`` into ``root/site`` (the source tree stays clean)."""
     source = root / "source"
-    shutil.copytree(PLUGIN_SOURCE, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    shutil.copytree(PLUGIN_SOURCE, source,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     site = root / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--disable-pip-version-check", "--target", str(site), str(source)], check=True,
@@ -34,7 +35,8 @@ def install_test_plugin(root: Path) -> Path:
 
 def plugin_env(site: Path, records: Path) -> dict:
     """The environment of a process that loads only the test plugin and writes records to ``records``."""
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+    path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path,
             "AUTOMIL_LOAD_PLUGINS": "testlearners", "AUTOMIL_TEST_RECORDS": str(records)}
 
 

@@ -32,7 +32,8 @@ def sleepy_space(trial):
 
 def recorder_space(trial):
     # The study and trial number travel with the parameters so each record says which tuning made it.
-    return {"shrink": trial.suggest_float("shrink", 0.0, 1.0), "tag": f"{trial.study.study_name}#{trial.number}"}
+    return {"shrink": trial.suggest_float("shrink", 0.0, 1.0),
+            "tag": f"{trial.study.study_name}#{trial.number}"}
 
 
 def _record(kind: str, payload: dict):
