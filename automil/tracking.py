@@ -684,8 +684,10 @@ def _safe_name(name: str) -> str:
 
 
 def _plugin_version(plugin: str) -> str:
+    """The plugin's distribution version; a built-in plugin ships with automil, so automil's."""
     if not plugin:
         return ""
     from automil import plugins
 
-    return plugins.registry("learners").plugins.get(plugin, "")
+    version = plugins.registry("learners").plugins.get(plugin, "")
+    return automil.__version__ if version == "automil" else version

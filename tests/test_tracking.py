@@ -311,6 +311,7 @@ def test_automil_tune_logs_every_trial_the_result_and_a_model_the_report_reads(t
     experiment = client.get_experiment_by_name("digits-bags")
     (parent,) = client.search_runs([experiment.experiment_id], "tags.`automil.kind` = 'study'")
     assert parent.data.tags["automil.learner"] == "pdmisvm" and parent.info.status == "FINISHED"
+    assert parent.data.tags["automil.plugin_version"] == automil.__version__  # a built-in plugin
     children = _children(client, parent.info.run_id)
     assert sorted(int(run.data.tags["automil.trial"]) for run in children) == [0, 1, 2]
     assert all("fold_balanced_accuracy" in run.data.metrics for run in children
