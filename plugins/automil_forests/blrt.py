@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from automil_forests.blrt_tree import blrt_bag_proba, grow_blrt_tree
 from automil_forests.forest import (TreeEnsemble, check_int, map_threads, resolve_max_depth,
                                     resolve_max_features, resolve_n_jobs, stack_trees, tree_seeds)
@@ -57,11 +59,11 @@ class BLRTClassifier(TreeEnsemble):
         min_samples = check_int("min_samples", self.min_samples, 1)
         depth = resolve_max_depth(self.max_depth)
         n_classes = len(self.classes_)
+        XT = np.ascontiguousarray(bags.X.T)  # feature-major: a node reads one feature contiguously
 
         def grow(seeds):
             _, draw_seed = seeds
-            return grow_blrt_tree(bags.X, bags.offsets, y, n_classes, m, n_rules, min_samples, depth,
-                                  draw_seed)
+            return grow_blrt_tree(XT, bags.offsets, y, n_classes, m, n_rules, min_samples, depth, draw_seed)
 
         seeds = tree_seeds(self.random_state, check_int("n_estimators", self.n_estimators, 1))
         self.forest_ = stack_trees(map_threads(grow, seeds, resolve_n_jobs(self.n_jobs)))

@@ -12,11 +12,12 @@ from automil_forests.id3mi_tree import draw_features, entropy
 
 
 @njit(cache=True, nogil=True)
-def goes_left(X, start, stop, f, v, r):
-    """12.1: ``|{x in B : x_f <= v}| / |B| > r`` for the bag in rows ``start:stop``."""
+def goes_left(x_f, start, stop, v, r):
+    """12.1: ``|{x in B : x_f <= v}| / |B| > r`` for the bag in rows ``start:stop`` of the feature
+    column ``x_f``."""
     below = 0
     for row in range(start, stop):
-        if X[row, f] <= v:
+        if x_f[row] <= v:
             below += 1
     return below / (stop - start) > r
 
@@ -30,11 +31,13 @@ def split_loss(c_left, c_right):
 
 
 @njit(cache=True, nogil=True)
-def grow_blrt_tree(X, offsets, y, n_classes, max_features, n_rules, min_samples, max_depth, seed):
-    """Grow one BLRT tree on all the bags (12.2; no bootstrap). ``max_depth = -1`` is unlimited."""
+def grow_blrt_tree(XT, offsets, y, n_classes, max_features, n_rules, min_samples, max_depth, seed):
+    """Grow one BLRT tree on all the bags (12.2; no bootstrap). ``XT`` is the instances feature-major
+    (``X.T`` contiguous, so a node reads one feature as one contiguous row); ``max_depth = -1`` is
+    unlimited."""
     np.random.seed(seed)
     n_bags = offsets.shape[0] - 1
-    n_features = X.shape[1]
+    n_features = XT.shape[0]
     capacity = 2 * n_bags - 1
     feature = np.full(capacity, -1, dtype=np.int64)
     threshold = np.zeros(capacity)
@@ -82,12 +85,13 @@ def grow_blrt_tree(X, offsets, y, n_classes, max_features, n_rules, min_samples,
         best_r = 0.0
         for j in range(min(max_features, n_features)):
             f = perm[j]
+            x_f = XT[f]
             lo, hi = np.inf, -np.inf
             for i in range(start, end):
                 b = bags[i]
                 for row in range(offsets[b], offsets[b + 1]):
-                    lo = min(lo, X[row, f])
-                    hi = max(hi, X[row, f])
+                    lo = min(lo, x_f[row])
+                    hi = max(hi, x_f[row])
             if not hi > lo:
                 continue
             for q in range(n_rules):
@@ -98,7 +102,7 @@ def grow_blrt_tree(X, offsets, y, n_classes, max_features, n_rules, min_samples,
                 b = bags[i]
                 below[:] = 0
                 for row in range(offsets[b], offsets[b + 1]):
-                    x = X[row, f]
+                    x = x_f[row]
                     for q in range(n_rules):
                         if x <= v[q]:
                             below[q] += 1
@@ -121,7 +125,7 @@ def grow_blrt_tree(X, offsets, y, n_classes, max_features, n_rules, min_samples,
         i, last = start, end - 1
         while i <= last:
             b = bags[i]
-            if goes_left(X, offsets[b], offsets[b + 1], best_feature, best_v, best_r):
+            if goes_left(XT[best_feature], offsets[b], offsets[b + 1], best_v, best_r):
                 i += 1
             else:
                 bags[i], bags[last] = bags[last], bags[i]
@@ -152,7 +156,7 @@ def blrt_bag_proba(X, offsets, feature, threshold, left, right, value, ratio, ro
         for t in range(n_trees):
             node = roots[t]
             while left[node] >= 0:
-                if goes_left(X, offsets[i], offsets[i + 1], feature[node], threshold[node], ratio[node]):
+                if goes_left(X[:, feature[node]], offsets[i], offsets[i + 1], threshold[node], ratio[node]):
                     node = left[node]
                 else:
                     node = right[node]

@@ -138,15 +138,15 @@ def test_mirf_witness_finds_the_planted_instance():
 
 
 def test_blrt_rule_compares_the_fraction_below_v_strictly_with_r():
-    X = np.array([[0.0], [1.0], [2.0], [3.0]])  # 15.3.1: fraction with x <= 1.5 is 0.5
-    assert goes_left(X, 0, 4, 0, 1.5, 0.4)
-    assert not goes_left(X, 0, 4, 0, 1.5, 0.5)
+    x = np.array([0.0, 1.0, 2.0, 3.0])  # 15.3.1: fraction with x <= 1.5 is 0.5
+    assert goes_left(x, 0, 4, 1.5, 0.4)
+    assert not goes_left(x, 0, 4, 1.5, 0.5)
 
 
 def test_blrt_on_a_singleton_bag_is_the_plain_threshold_test():
-    X = np.array([[1.0], [2.0]])
+    x = np.array([1.0, 2.0])
     for r in (0.0, 0.3, 0.99):
-        assert goes_left(X, 0, 1, 0, 1.5, r) and not goes_left(X, 1, 2, 0, 1.5, r)
+        assert goes_left(x, 0, 1, 1.5, r) and not goes_left(x, 1, 2, 1.5, r)
 
 
 def test_blrt_loss_is_the_weighted_bag_label_entropy():
