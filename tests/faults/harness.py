@@ -135,6 +135,17 @@ class Tune:
     def trials(self, learner: str = "centroid"):
         return study_trials(self.storage, f"{DATASET}/{learner}")
 
+    def rerun_completes(self, learner: str, n_trials: int, scenario: str, workers: int = 1) -> list:
+        """After a fault: note the finished trials, rerun the same command, and check that it exits 0 and
+        leaves the study complete with every noted trial unchanged; report the scenario's figures."""
+        before = snapshot(self.trials(learner))
+        rerun = self.run()
+        assert rerun.returncode == 0, rerun.stderr
+        trials = self.trials(learner)
+        assert_study_complete(trials, n_trials, before, workers=workers)
+        report(scenario, figures(trials, before))
+        return trials
+
 
 # ---- what the stores hold ------------------------------------------------------------------------------
 def study_trials(storage: str, study: str) -> list:

@@ -38,15 +38,10 @@ def test_sigkill_of_the_driver_kills_its_workers_and_a_rerun_completes_the_study
     workers = set(tune.fit_pids())
     harness.wait_for(lambda: all(map(harness.process_gone, workers)), 10, "the orphaned fit workers to die")
     running = [t.number for t in tune.trials("napper") if t.state.name == "RUNNING"]
-    before = harness.snapshot(tune.trials("napper"))
-    assert len(before) >= 2 - jobs + 1 and 1 <= len(running) <= jobs
-    rerun = tune.run()
-    assert rerun.returncode == 0, rerun.stderr
-    trials = tune.trials("napper")
-    harness.assert_study_complete(trials, N_TRIALS, before, workers=jobs)
+    assert len(harness.snapshot(tune.trials("napper"))) >= 2 - jobs + 1 and 1 <= len(running) <= jobs
+    trials = tune.rerun_completes("napper", N_TRIALS, f"SIGKILL of the driver (--jobs {jobs})", workers=jobs)
     stale = sorted(t.number for t in trials if t.user_attrs.get("stale"))
     assert stale == running, "the trials the killed processes were running are failed on rerun, not left open"
-    harness.report(f"SIGKILL of the driver (--jobs {jobs})", harness.figures(trials, before))
 
 
 @pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
@@ -64,11 +59,6 @@ def test_ctrl_c_or_sigterm_stops_with_a_message_and_keeps_every_finished_trial(t
     assert "interrupted" in result.stderr.lower() or "terminated" in result.stderr.lower(), result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     harness.wait_for(lambda: harness.process_gone(worker), 10, "the fit worker to end")
-    trials = tune.trials("napper")
-    assert not [t.number for t in trials if t.state.name == "RUNNING"], "the running trial is closed on exit"
-    before = harness.snapshot(trials)
-    rerun = tune.run()
-    assert rerun.returncode == 0, rerun.stderr
-    trials = tune.trials("napper")
-    harness.assert_study_complete(trials, N_TRIALS, before)
-    harness.report(f"{signal.Signals(signum).name} of the driver", harness.figures(trials, before))
+    running = [t.number for t in tune.trials("napper") if t.state.name == "RUNNING"]
+    assert not running, "the running trial is closed on exit"
+    tune.rerun_completes("napper", N_TRIALS, f"{signal.Signals(signum).name} of the driver")

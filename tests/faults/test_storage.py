@@ -5,7 +5,6 @@ message; a rerun of the same command completes the study with nothing lost and n
 import contextlib
 import sqlite3
 import subprocess
-import threading
 import time
 
 import pytest
@@ -16,17 +15,14 @@ from faults.harness import Tune
 pytestmark = pytest.mark.timeout(240)
 
 
-@contextlib.contextmanager
-def exclusive_lock(path, seconds: float):
+def hold_exclusive_lock(path, seconds: float):
     """Another program holding an exclusive sqlite transaction on ``path`` for ``seconds``."""
     connection = sqlite3.connect(path, timeout=30, isolation_level=None)
-    connection.execute("BEGIN EXCLUSIVE")
-    release = threading.Timer(seconds, lambda: connection.execute("COMMIT"))
-    release.start()
     try:
-        yield
+        connection.execute("BEGIN EXCLUSIVE")
+        time.sleep(seconds)
+        connection.execute("COMMIT")
     finally:
-        release.join()
         connection.close()
 
 
@@ -48,19 +44,11 @@ def test_a_sqlite_store_locked_by_another_connection_delays_or_stops_the_run_and
     tune = Tune(tmp_path, site, f"sqlite:///{database}", learners=("napper",), n_trials=5)
     tune.start()
     tune.wait_for_fit(3)
-    with exclusive_lock(database, seconds):
-        pass
-    result = tune.wait()
-    finished = _ended_cleanly(result, "database is locked")
+    hold_exclusive_lock(database, seconds)
+    finished = _ended_cleanly(tune.wait(), "database is locked")
     if seconds < 5:
-        assert finished, f"a lock shorter than sqlite's busy timeout must only delay the run:\n{result.stderr}"
-    before = harness.snapshot(tune.trials("napper"))
-    rerun = tune.run()
-    assert rerun.returncode == 0, rerun.stderr
-    trials = tune.trials("napper")
-    harness.assert_study_complete(trials, 5, before)
-    harness.report(f"sqlite locked {seconds:.0f} s ({'finished' if finished else 'stopped, rerun'})",
-                   harness.figures(trials, before))
+        assert finished, f"a lock shorter than sqlite's busy timeout must only delay the run:\n{tune.stderr}"
+    tune.rerun_completes("napper", 5, f"sqlite locked {seconds:.0f} s ({'finished' if finished else 'stopped'})")
 
 
 @pytest.mark.postgres
@@ -75,15 +63,8 @@ def test_postgresql_stopped_for_seconds_stops_or_delays_the_run_and_a_rerun_comp
         time.sleep(3)
     finally:
         harness.postgres_script("start")
-    result = tune.wait()
-    finished = _ended_cleanly(result, "connect")
-    before = harness.snapshot(tune.trials("napper"))
-    rerun = tune.run()
-    assert rerun.returncode == 0, rerun.stderr
-    trials = tune.trials("napper")
-    harness.assert_study_complete(trials, 5, before)
-    harness.report(f"PostgreSQL stopped 3 s ({'finished' if finished else 'stopped, rerun'})",
-                   harness.figures(trials, before))
+    finished = _ended_cleanly(tune.wait(), "connect")
+    tune.rerun_completes("napper", 5, f"PostgreSQL stopped 3 s ({'finished' if finished else 'stopped'})")
 
 
 @contextlib.contextmanager
@@ -111,11 +92,6 @@ def test_a_full_disk_under_the_journal_stops_the_run_with_a_message_and_a_rerun_
         result = tune.run()
         assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
         assert not _ended_cleanly(result, "No space left on device")
-        before = harness.snapshot(tune.trials("centroid"))
-        assert before, "some trials finished before the disk was full"
+        assert harness.snapshot(tune.trials("centroid")), "some trials finished before the disk was full"
         filler.unlink()
-        rerun = tune.run()
-        assert rerun.returncode == 0, rerun.stderr
-        trials = tune.trials("centroid")
-        harness.assert_study_complete(trials, 30, before)
-        harness.report("disk full under the journal (stopped, rerun)", harness.figures(trials, before))
+        tune.rerun_completes("centroid", 30, "disk full under the journal (stopped)")
