@@ -117,6 +117,26 @@ def _global_tracking_uri(uri):
         mlflow.set_tracking_uri(previous)
 
 
+@contextmanager
+def _directory_lock(directory: Path | None):
+    """Hold an exclusive lock on ``directory`` for the block (Linux and macOS; elsewhere, or for ``None``,
+    nothing). Two ``automil tune`` started together on a new sqlite store would otherwise both create
+    its tables, and MLflow's migrations then fail in all but one (that one tunes without tracking)."""
+    try:
+        import fcntl
+    except ImportError:
+        fcntl = None
+    if directory is None or fcntl is None:
+        yield
+        return
+    handle = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released on close, or when the process dies
+        yield
+    finally:
+        os.close(handle)
+
+
 def _retry(call, *args, attempts=8, **kwargs):
     """Run one store call, retrying when another process holds sqlite's write lock."""
     from mlflow.exceptions import MlflowException
@@ -160,7 +180,8 @@ class Tracker:
                 raise ValueError(f"no tracking store at {sqlite_file}: run automil tune first, or pass "
                                  "--tracking-uri")
             sqlite_file.parent.mkdir(parents=True, exist_ok=True)
-        with _quiet_mlflow(logging.WARNING):  # the first use creates or migrates the tables
+        # The first use creates or migrates the tables; processes doing it at once break each other.
+        with _quiet_mlflow(logging.WARNING), _directory_lock(None if sqlite_file is None else sqlite_file.parent):
             self.client = MlflowClient(tracking_uri=self.tracking_uri)
             self.client.search_experiments(max_results=1)
         self._logged_trials: dict[str, dict[int, str]] = {}  # parent run id -> {trial number: run id}
