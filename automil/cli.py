@@ -320,13 +320,12 @@ def _add_ui(commands):
 def _run_ui(args) -> int:
     import subprocess
 
-    from automil.tracking import ui_command
+    from automil.tracking import default_tracking_uri, start_ui
 
-    command = ui_command(args.tracking_uri, args.host, args.port)
+    uri = args.tracking_uri or default_tracking_uri()
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"automil: MLflow UI at http://{host}:{args.port} (store {command[command.index('--backend-store-uri') + 1]}); "
-          "Ctrl-C stops it", flush=True)
-    server = subprocess.Popen(command)
+    print(f"automil: MLflow UI at http://{host}:{args.port} (store {uri}); Ctrl-C stops it", flush=True)
+    server = start_ui(uri, args.host, args.port)
     try:
         return server.wait()
     except KeyboardInterrupt:

@@ -21,7 +21,7 @@ from mlflow.pyfunc import PythonModel
 
 import automil
 
-__all__ = ["Tracker", "BagModel", "default_tracking_uri", "ui_command", "trial_state"]
+__all__ = ["Tracker", "BagModel", "default_tracking_uri", "start_ui", "trial_state"]
 
 DEFAULT_STORE_DIR = "mlruns"
 DEFAULT_DB_NAME = "mlflow.db"
@@ -75,10 +75,15 @@ def _sqlite_path(tracking_uri: str) -> Path | None:
     return Path(tracking_uri[len(prefix):].split("?", 1)[0])
 
 
-def ui_command(tracking_uri: str | None = None, host: str = "127.0.0.1", port: int = 5000) -> list[str]:
-    """The ``mlflow server`` command line that shows the store ``tracking_uri`` (default: as
-    :class:`Tracker`) in the MLflow UI at ``http://host:port``. Artifacts that the UI uploads go next to
-    a sqlite database, like automil's own."""
+def start_ui(tracking_uri: str | None = None, host: str = "127.0.0.1", port: int = 5000):
+    """Start ``mlflow server`` on the store ``tracking_uri`` (default: as :class:`Tracker`), serving the
+    MLflow UI at ``http://host:port``; returns the ``subprocess.Popen``.
+
+    Artifacts that the UI uploads go next to a sqlite database, like automil's own. MLflow's job
+    runner (a pool of background workers for GenAI evaluation jobs) is switched off: the UI does not
+    need it to show runs, and on a small machine its processes compete with tuning.
+    """
+    import subprocess
     import sys
 
     uri = tracking_uri or default_tracking_uri()
@@ -88,7 +93,7 @@ def ui_command(tracking_uri: str | None = None, host: str = "127.0.0.1", port: i
     if root is not None:
         _sqlite_path(uri).parent.mkdir(parents=True, exist_ok=True)
         command += ["--artifacts-destination", root]
-    return command
+    return subprocess.Popen(command, env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})
 
 
 @contextmanager
