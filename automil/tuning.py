@@ -137,16 +137,19 @@ def shown_storage(storage: str) -> str:
 
 
 def _rdb_storage(url: str, attempts: int = 3):
-    """Optuna's RDB storage. Workers started together on a fresh database all create its tables, and on
-    PostgreSQL all but one fail on the catalog's unique index: those try again once the tables exist."""
+    """Optuna's RDB storage. Workers started together on a fresh database all create its tables and all
+    but one fail (PostgreSQL: on the catalog's unique index; sqlite: "table ... already exists"): those
+    try again once the tables exist."""
     import optuna
     import sqlalchemy.exc
 
     for attempt in range(attempts):
         try:
             return optuna.storages.RDBStorage(url)
-        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
-            if attempt == attempts - 1:
+        except sqlalchemy.exc.DBAPIError as error:
+            raced = isinstance(error, sqlalchemy.exc.IntegrityError | sqlalchemy.exc.ProgrammingError) or (
+                "already exists" in str(error))
+            if not raced or attempt == attempts - 1:
                 raise
             time.sleep(0.5 * (attempt + 1))
 
