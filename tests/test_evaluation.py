@@ -116,8 +116,9 @@ def test_standardizer_never_sees_the_test_fold_planted_shift(test_learners):
 def test_fit_predict_rejects_predictions_of_the_wrong_shape_naming_the_plugin(test_learners):
     bags = random_bags()
     train, test = fold_splits(bag_folds(bags.y, 4, seed=0))[0]
-    with pytest.raises(ValueError, match=f"learner 'misshapen' of plugin 'testlearners' predicted an array of "
-                                         f"shape \\({len(test) + 1},\\) for {len(test)} bags"):
+    message = (f"learner 'misshapen' of plugin 'testlearners' predicted an array of shape "
+               f"\\({len(test) + 1},\\) for {len(test)} bags")
+    with pytest.raises(ValueError, match=message):
         fit_predict(bags, "misshapen", {}, train, test)
 
 

@@ -18,14 +18,15 @@ FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 FAST = ["--no-track", "--repeats", "1", "--timeout", "none", "--jobs", "1"]
 
 
-def automil(tmp_path, *args, wait=True, records=None):
+def automil(tmp_path, *args, wait=True, records=None, fit_delay=0.0):
     """Run the real CLI in ``tmp_path`` with only the test plugin loaded."""
-    env = plugin_env(plugin_site(), records or tmp_path / "records")
+    env = {**plugin_env(plugin_site(), records or tmp_path / "records"),
+           "AUTOMIL_TEST_FIT_DELAY": str(fit_delay)}
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
                "--storage", f"journal:{tmp_path / 'studies.journal'}", *args]
     if not wait:
-        return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return done
@@ -54,7 +55,8 @@ def mixed_run(tmp_path_factory):
     """One run of a sleeping, a crashing and a working learner under a 2 s fit time-out."""
     tmp_path = tmp_path_factory.mktemp("mixed")
     done = automil(tmp_path, "--learner", "sleepy", "--learner", "crashy", "--learner", "centroid",
-                   "--fit-timeout", "2", "--n-trials", "2", "--protocol", "tuned", "--json", "out.json", *FAST)
+                   "--fit-timeout", "2", "--n-trials", "2", "--protocol", "tuned", "--json", "out.json",
+                   *FAST)
     rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
     return tmp_path, rows, done
 
@@ -90,8 +92,8 @@ def test_trial_record_holds_the_attributes_tracking_reads(mixed_run):
     assert study.user_attrs["folds"]["n_splits"] == 6 and len(study.user_attrs["fold_assignment"]) == 48
     trial = study.trials[0]
     for key in ("n_features", "n_classes", "fold_accuracy", "fold_balanced_accuracy", "accuracy",
-                "balanced_accuracy", "accuracy_std", "balanced_accuracy_std", "fit_seconds", "predict_seconds",
-                "timed_out", "one_class", "learner", "plugin", "dataset", "seed"):
+                "balanced_accuracy", "accuracy_std", "balanced_accuracy_std", "fit_seconds",
+                "predict_seconds", "timed_out", "one_class", "learner", "plugin", "dataset", "seed"):
         assert key in trial.user_attrs, key
     assert len(trial.user_attrs["fold_accuracy"]) == 6
     assert trial.value == pytest.approx(sum(trial.user_attrs["fold_balanced_accuracy"]) / 6)
@@ -116,7 +118,7 @@ def _wait_for_complete_trials(tmp_path, count):
 
 
 def test_ctrl_c_mid_run_keeps_completed_trials_and_a_rerun_finishes_the_study(tmp_path):
-    args = ["--learner", "recorder", "--n-trials", "12", "--protocol", "tuned", *FAST]
+    args = ["--learner", "recorder", "--n-trials", "8", "--protocol", "tuned", *FAST]
     process = automil(tmp_path, *args, wait=False)
     _wait_for_complete_trials(tmp_path, 3)
     process.send_signal(signal.SIGINT)
@@ -129,11 +131,11 @@ def test_ctrl_c_mid_run_keeps_completed_trials_and_a_rerun_finishes_the_study(tm
     automil(tmp_path, *args)
     after = load(tmp_path, "test-bags/recorder").trials
     assert {t.number: t.value for t in after if t.number in complete} == complete
-    assert sum(t.state in FINISHED for t in after) == 12
+    assert sum(t.state in FINISHED for t in after) == 8
 
 
 def test_sigkill_mid_run_then_rerun_loses_no_completed_trial_and_duplicates_none(tmp_path):
-    args = ["--learner", "recorder", "--n-trials", "20", "--protocol", "tuned", *FAST]
+    args = ["--learner", "recorder", "--n-trials", "12", "--protocol", "tuned", *FAST]
     process = automil(tmp_path, *args, wait=False)
     _wait_for_complete_trials(tmp_path, 3)  # kill once a few trials are complete and one is running
     workers = _children(process.pid)
@@ -141,14 +143,14 @@ def test_sigkill_mid_run_then_rerun_loses_no_completed_trial_and_duplicates_none
     process.wait()
     before = load(tmp_path, "test-bags/recorder").trials
     complete = {t.number: (t.params, t.value) for t in before if t.state == TrialState.COMPLETE}
-    assert 3 <= len(complete) < 20
+    assert 3 <= len(complete) < 12
     assert workers and all(_wait_gone(pid) for pid in workers)
 
     automil(tmp_path, *args)
     after = load(tmp_path, "test-bags/recorder").trials
     assert {t.number: (t.params, t.value) for t in after if t.number in complete} == complete
     counted = [t for t in after if not t.user_attrs.get("stale")]
-    assert len(counted) == 20
+    assert len(counted) == 12
     assert all(t.state in FINISHED for t in counted)
     stale = [t for t in after if t.user_attrs.get("stale")]
     assert all(t.state == TrialState.FAIL for t in stale) and len(stale) <= 1
@@ -169,8 +171,9 @@ def _wait_gone(pid, wait=10.0):
 
 def test_two_processes_on_one_storage_record_every_trial_once(tmp_path):
     args = ["--learner", "recorder", "--n-trials", "10", "--protocol", "tuned", *FAST]
-    first = automil(tmp_path, *args, "--jobs", "2", wait=False)  # the last --jobs wins
-    second = automil(tmp_path, *args, wait=False)
+    # Fits of 0.3 s make the run outlast the processes' start-up, so that all three tune at once.
+    first = automil(tmp_path, *args, "--jobs", "2", wait=False, fit_delay=0.3)  # the last --jobs wins
+    second = automil(tmp_path, *args, wait=False, fit_delay=0.3)
     for process in (first, second):
         _, err = process.communicate(timeout=300)
         assert process.returncode == 0, err
@@ -181,9 +184,12 @@ def test_two_processes_on_one_storage_record_every_trial_once(tmp_path):
     assert all(t.state in FINISHED for t in trials)
     assert len({t.user_attrs["worker"] for t in trials}) >= 2
     tags = [r["tag"] for r in records(tmp_path / "records", "fit")]
-    # Every fold of every trial fitted exactly once, by whichever process ran the trial.
+    # Every fold of every trial was fitted exactly once, by whichever process ran the trial; on top, each
+    # command's final evaluation refits a best trial on the 6 folds of its one repeat (both commands may
+    # evaluate, each with the best trial it saw).
     assert sorted(set(tags)) == sorted(f"test-bags/recorder#{t.number}" for t in trials)
-    assert all(tags.count(f"test-bags/recorder#{t.number}") == _fits_of(t, trials) for t in trials)
+    extra = [tags.count(f"test-bags/recorder#{t.number}") - len(t.user_attrs["fit_seconds"]) for t in trials]
+    assert set(extra) <= {0, 6, 12} and sum(extra) in (6, 12)
 
 
 def _fits_of(trial, trials) -> int:
@@ -260,7 +266,8 @@ def test_budget_gives_each_learner_an_equal_share_of_what_is_left_and_caps_its_f
 def test_run_executes_the_studies_a_file_declares_and_names_unknown_keys(tmp_path):
     study_file = tmp_path / "grid.toml"
     study_file.write_text('[options]\nn_trials = 2\ntimeout = "none"\nprotocol = "tuned"\nrepeats = 1\n'
-                          'folds = 4\n\n[[study]]\ndataset = "test-bags"\nlearners = ["centroid", "crashy"]\n')
+                          'folds = 4\n\n[[study]]\ndataset = "test-bags"\n'
+                          'learners = ["centroid", "crashy"]\n')
     env = plugin_env(plugin_site(), tmp_path / "records")
     common = ["--storage", f"journal:{tmp_path / 'studies.journal'}", "--no-track", "--jobs", "1"]
     done = subprocess.run([sys.executable, "-m", "automil.cli", "run", str(study_file), *common, "--json",
@@ -268,8 +275,9 @@ def test_run_executes_the_studies_a_file_declares_and_names_unknown_keys(tmp_pat
     assert done.returncode == 0, done.stderr
     rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
     assert rows["centroid"]["status"] == "ok" and rows["crashy"]["status"] == "failed"
-    assert rows["centroid"]["folds"] == 4 and load(tmp_path, "test-bags/centroid").user_attrs["folds"]["n_splits"] == 4
+    assert rows["centroid"]["folds"] == 4
+    assert load(tmp_path, "test-bags/centroid").user_attrs["folds"]["n_splits"] == 4
     study_file.write_text('[options]\nn_trails = 2\n\n[[study]]\ndataset = "test-bags"\n')
-    done = subprocess.run([sys.executable, "-m", "automil.cli", "run", str(study_file), *common], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "run", str(study_file), *common],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "unknown option 'n_trails' in [options]" in done.stderr

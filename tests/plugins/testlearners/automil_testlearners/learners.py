@@ -89,6 +89,7 @@ class Recorder(Centroid):
 
     def _fit(self, bags, y):
         _record("fit", {"tag": self.tag, "bags": bags.names.tolist(), "pid": os.getpid()})
+        time.sleep(float(os.environ.get("AUTOMIL_TEST_FIT_DELAY", "0")))  # to make processes overlap
         super()._fit(bags, y)
 
     def _decision_function(self, bags):
