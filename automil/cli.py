@@ -230,6 +230,9 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
           "over repeats).")
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
+    for row in rows:
+        if row["status"] in ("partial", "no result") and row.get("error"):
+            print(f"{row['learner']}: {row['status']}: {row['error']}")
     return 0
 
 

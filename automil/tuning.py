@@ -887,6 +887,10 @@ def _result_row(plan: _Plan, job) -> dict:
     if missing and best is not None:
         errors.insert(0, f"no completed trial in outer split(s) {', '.join(map(str, missing))}: no nested "
                          "figure (raise --timeout or --n-trials)")
+    one_class = sum(bool(t.user_attrs.get("one_class")) for t in finished)
+    if best is None and one_class:
+        errors.insert(0, f"{one_class} of {counts['trials']} trials predicted one class for every bag of a test "
+                         "fold (never a result)")
     if best is None and not counts["trials"]:
         errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
                          "--timeout" if stopped else "no trial ran: raise --timeout")
