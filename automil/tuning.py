@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from automil.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, process_alive,
-                               process_identity, run_tasks)
+from automil.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, OutOfTime, WorkerDied,
+                               process_alive, process_identity, run_tasks)
 
 __all__ = ["TuneOptions", "tune", "open_storage", "study_name", "read_study_file", "Progress",
            "DEFAULT_STORAGE"]
@@ -815,6 +815,8 @@ def _collect(job, kind, where, out, bags):
     """File one finished final-evaluation task (or its exception) under its learner."""
     from automil import evaluation
 
+    if isinstance(out, OutOfTime) and kind == "repeat" and where[0] > 0:
+        return  # the budget ended this repeat: it is left out, and `repeats` counts the complete ones
     if isinstance(out, Exception):
         job["errors"].append(f"{kind} fit: {out}")
         job["timed_out"] = job.get("timed_out", False) or isinstance(out, FitTimeout)
