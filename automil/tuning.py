@@ -320,7 +320,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
         assignment = _prepare_studies(storage, dataset, bags, specs, options)
         plan = _Plan(dataset, [s.name for s in specs], options, assignment, start)
         plan.units = _schedule(plan)
-        tracker = _tracker(options, progress)
+        tracker = _tracker(options)
         progress(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
                  f"protocol {options.protocol}; studies in {shown_storage(options.storage)})")
         helpers = [_start_helper(plan, bags, index) for index in range(1, options.jobs)]
@@ -658,7 +658,7 @@ def _helper_main(plan: _Plan, bags, index: int, parent_pid: int):
     try:
         with _sigterm_interrupts():
             _tune_units(plan, bags, open_storage(plan.options.storage), worker,
-                        _tracker(plan.options, lambda *a: None), lambda *a, **k: None, index)
+                        _tracker(plan.options), lambda *a, **k: None, index)
     except KeyboardInterrupt:
         pass
     finally:
@@ -697,16 +697,19 @@ def _interrupt(process):
 
 
 # ---- tracking ----------------------------------------------------------------------------------------
-def _tracker(options: TuneOptions, progress):
+def _tracker(options: TuneOptions):
+    """The MLflow tracker; a store that cannot be opened stops the run before any tuning, since
+    results that silently go untracked are lost to the UI and the report."""
     if not options.track:
         return None
-    try:
-        from automil.tracking import Tracker
+    from automil.tracking import Tracker
 
+    try:
         return Tracker(options.tracking_uri)
-    except Exception as error:  # noqa: BLE001 - tuning goes on without tracking
-        progress(f"warning: MLflow tracking is off: {error}")
-        return None
+    except Exception as error:
+        raise RuntimeError(f"cannot open the MLflow tracking store {options.tracking_uri or '(default)'}: {error} "
+                           "(give a writable --tracking-uri, or --no-track to tune without tracking)"
+                           ) from error
 
 
 def _track(tracker, progress, method, *args):

@@ -99,7 +99,6 @@ def test_an_unreachable_postgresql_store_is_one_error_line(capsys):
     assert "secret" not in line, "the password in a storage URL is never printed"
 
 
-@pytest.mark.xfail(strict=True, reason="the driver turns tracking off with a warning and tunes on (reported)")
 def test_an_unwritable_tracking_store_given_explicitly_is_an_error_before_tuning(tmp_path, capsys):
     code, lines = run(capsys, [*TUNE, "--learner", "sil", "--n-trials", "1", "--timeout", "5", "--storage",
                                f"journal:{tmp_path / 's.journal'}", "--tracking-uri",
