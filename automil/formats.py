@@ -230,7 +230,8 @@ def _finite(text: _Text, values: np.ndarray, rows: np.ndarray, fields: np.ndarra
 def _integers(text: _Text, column, field: int, what: str) -> np.ndarray:
     """An integer column (labels, bag ids); '1.' and '1.0' are accepted, 0.5 is not."""
     values = _numbers(text, column, None, field, len(column))
-    bad = ~np.isfinite(values) | (values != np.round(values))
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > 2.0**62)
     if bad.any():
         i = int(np.argmax(bad))
         raise text.error(i, f"field {field}: {what} must be an integer, got {column[i]!r}")
