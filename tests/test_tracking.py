@@ -10,11 +10,10 @@ import optuna
 import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, balanced_accuracy_score
-from sklearn.model_selection import StratifiedKFold
 
 import automil
 from automil import BagClassifier, LearnerSpec, cli
-from automil.evaluation import Standardized
+from automil.evaluation import Standardized, bag_folds, fold_scores, fold_splits, mean_std
 from automil.tracking import Tracker
 
 N_TRIALS = 4
@@ -61,13 +60,13 @@ def _objective(bags, folds):
         for train, test in folds:
             model = Standardized(SPEC.build(**params)).fit(bags.subset(train))
             predicted = model.predict(bags.subset(test))
-            record["fold_accuracy"].append(accuracy_score(bags.y[test], predicted))
-            record["fold_balanced_accuracy"].append(balanced_accuracy_score(bags.y[test], predicted))
+            scores = fold_scores(bags.y[test], predicted)
+            record["fold_accuracy"].append(scores["accuracy"])
+            record["fold_balanced_accuracy"].append(scores["balanced_accuracy"])
             record["fit_seconds"].append(0.01 * (len(record["fit_seconds"]) + 1))
             record["predict_seconds"].append(0.001)
         for metric in ("accuracy", "balanced_accuracy"):
-            record[metric] = float(np.mean(record[f"fold_{metric}"]))
-            record[f"{metric}_std"] = float(np.std(record[f"fold_{metric}"]))
+            record[metric], record[f"{metric}_std"] = mean_std(record[f"fold_{metric}"])
         record.update(learner="meanpool", plugin="tests", dataset="digits-bags", seed=0, timed_out=False)
         for key, value in record.items():
             trial.set_user_attr(key, value)
@@ -86,7 +85,7 @@ def logged(tmp_path_factory):
     rng = np.random.default_rng(0)
     order = rng.permutation(bags.n_bags)
     train, test = bags.subset(np.sort(order[:150])), bags.subset(np.sort(order[150:]))
-    folds = list(StratifiedKFold(N_FOLDS, shuffle=True, random_state=0).split(np.zeros(train.n_bags), train.y))
+    folds = fold_splits(bag_folds(train.y, N_FOLDS, seed=0))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="maximize", study_name="digits-bags/meanpool",
                                 sampler=optuna.samplers.TPESampler(seed=0))
