@@ -10,7 +10,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
 
-__all__ = ["Standardized", "instance_scaling", "bag_folds", "repeat_seeds", "fold_splits", "fold_digest",
+__all__ = ["Standardized", "instance_scaling", "bag_folds", "repeat_seeds", "fold_splits", "cross_validated_predictions",
+           "fold_digest",
            "fit_predict", "load_learners", "fold_scores", "mean_std", "METRICS", "PROTOCOLS"]
 
 
@@ -150,6 +151,23 @@ def fold_splits(assignment, exclude=None) -> list[tuple[np.ndarray, np.ndarray]]
     folds = [f for f in np.unique(assignment) if f != exclude]
     usable = assignment != exclude
     return [(np.flatnonzero(usable & (assignment != f)), np.flatnonzero(assignment == f)) for f in folds]
+
+
+def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed: int = 0):
+    """Out-of-fold bag predictions with fixed parameters: the protocol of the accuracy checks.
+
+    Every fold of ``bag_folds(bags.y, n_splits, seed)`` is predicted by ``Standardized(estimator)``
+    fitted on the other folds. Returns the predictions, the fold of every bag and the seconds spent
+    fitting and predicting.
+    """
+    import time
+
+    assignment = bag_folds(bags.y, n_splits, seed)
+    predicted = np.empty(bags.n_bags, dtype=bags.y.dtype)
+    start = time.perf_counter()
+    for train, test in fold_splits(assignment):
+        predicted[test] = Standardized(estimator).fit(bags.subset(train)).predict(bags.subset(test))
+    return predicted, assignment, time.perf_counter() - start
 
 
 def fold_digest(assignment) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 import automil
 from automil import Bags
-from automil.evaluation import Standardized, bag_folds, fold_splits
+from automil.evaluation import cross_validated_predictions
 
 DATASETS = ("musk1", "musk2", "elephant", "fox", "tiger")
 LEARNERS = ("mirf", "blrt", "midf")
@@ -32,15 +32,11 @@ def load(name: str) -> Bags:
 
 
 def cv_accuracy(learner: str, bags: Bags, n_folds: int = 10, seed: int = 0, **params) -> np.ndarray:
-    """Per-fold accuracy of the registered learner with its defaults (plus ``params``) on the core's
-    folds (``bag_folds``: stratified, shuffled by ``seed``), standardized by the core's ``Standardized``
-    on each training fold."""
-    spec = automil.get_learner(learner)
-    scores = []
-    for train, test in fold_splits(bag_folds(bags.y, n_folds, seed)):
-        model = Standardized(spec.build(random_state=seed, **params)).fit(bags.subset(train))
-        scores.append(np.mean(model.predict(bags.subset(test)) == bags.y[test]))
-    return np.array(scores)
+    """Per-fold accuracy of the registered learner with its defaults (plus ``params``) under the core's
+    fixed-parameter protocol (``cross_validated_predictions``)."""
+    estimator = automil.get_learner(learner).build(random_state=seed, **params)
+    predicted, folds, _ = cross_validated_predictions(estimator, bags, n_folds, seed)
+    return np.array([np.mean(predicted[folds == f] == bags.y[folds == f]) for f in range(n_folds)])
 
 
 def main():

@@ -15,12 +15,11 @@ Run: python bench/pdmisvm_accuracy.py [--settings learner|code|readme] [--learne
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import automil
-from automil.evaluation import Standardized, bag_folds, fold_splits
+from automil.evaluation import cross_validated_predictions
 
 DATASETS = ("musk1", "musk2", "elephant", "fox", "tiger", "digits-bags")
 LEARNERS = ("pdmisvm", "pdmisvm-inexact")
@@ -46,17 +45,6 @@ def build(learner: str, dataset: str, settings: str):
     return spec.estimator(C=C, mu0=mu0)
 
 
-def cross_validated_accuracy(bags, estimator, n_splits: int = 10, seed: int = 0) -> tuple[float, float]:
-    """Bag accuracy over all test folds, and the total fit time in seconds."""
-    correct, seconds = 0, 0.0
-    for train, test in fold_splits(bag_folds(bags.y, n_splits, seed)):
-        start = time.perf_counter()
-        model = Standardized(estimator).fit(bags.subset(train))
-        seconds += time.perf_counter() - start
-        correct += int(np.sum(model.predict(bags.subset(test)) == bags.y[test]))
-    return correct / bags.n_bags, seconds
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settings", choices=("learner", "code", "readme"), default="learner")
@@ -65,14 +53,17 @@ def main() -> None:
     args = parser.parse_args()
     learners = args.learners.split(",")
     print(f"settings: {args.settings}")
-    print(f"| data set | {' | '.join(learners)} | fit seconds, 10 folds ({' / '.join(learners)}) |")
+    print(f"| data set | {' | '.join(learners)} | fit + predict seconds, 10 folds ({' / '.join(learners)}) |")
     print(f"|---|{'---|' * len(learners)}---|")
     for name in args.datasets:
         bags = automil.load_bags(name)
         cells, times = [], []
         for learner in learners:
             estimator = build(learner, name, args.settings)
-            accuracy, seconds = cross_validated_accuracy(bags, estimator) if estimator else (None, None)
+            accuracy, seconds = None, None
+            if estimator is not None:
+                predicted, _, seconds = cross_validated_predictions(estimator, bags)
+                accuracy = float(np.mean(predicted == bags.y))
             cells.append("-" if accuracy is None else f"{100 * accuracy:.1f}")
             times.append("-" if seconds is None else f"{seconds:.1f}")
         print(f"| {name} | {' | '.join(cells)} | {' / '.join(times)} |", flush=True)
