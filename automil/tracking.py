@@ -189,7 +189,7 @@ class Tracker:
         with _quiet_mlflow(logging.WARNING), _directory_lock(None if sqlite_file is None else sqlite_file.parent):
             self.client = MlflowClient(tracking_uri=self.tracking_uri)
             self.client.search_experiments(max_results=1)
-        self._logged_trials: dict[str, dict[int, str]] = {}  # parent run id -> {trial number: run id}
+        self._logged_trials: dict[str, dict[int, str]] = {}  # study name -> {trial number: run id}
         self._parents: dict[str, object] = {}  # parent run id -> its Run (experiment id, tags)
 
     # ---- experiments and parent runs ---------------------------------------------------------------
@@ -220,7 +220,7 @@ class Tracker:
 
         The experiment is named after ``dataset``; the parent run is found by its tag ``automil.study``,
         so calling this again (a resumed study, another worker process) returns the same run id. When
-        two processes create it at the same moment, both keep the older run and the younger is deleted.
+        two processes create it at the same moment, the older run is kept (see :meth:`_one_parent`).
         The run is (again) marked running until :meth:`log_result`.
 
         Parameters
@@ -246,9 +246,9 @@ class Tracker:
         run = self._find_one(experiment_id, same_study)
         if run is None:
             run = _retry(self.client.create_run, experiment_id, run_name=learner_spec.name, tags=all_tags)
-            run = self._oldest_duplicate(experiment_id, run, same_study)
         else:
             self._log_batch(run.info.run_id, tags=all_tags)
+        run = self._one_parent(experiment_id, run, study_name)
         if run.info.status != "RUNNING":
             _retry(self.client.update_run, run.info.run_id, status="RUNNING")
         self._parents[run.info.run_id] = run
@@ -259,24 +259,38 @@ class Tracker:
                       order_by=["attributes.start_time ASC"], max_results=1)
         return runs[0] if runs else None
 
-    def _oldest_duplicate(self, experiment_id, run, filter_string):
-        """After creating ``run``: if a concurrent process created the same one, keep the oldest (by
-        start time, then run id, as every process sees it) and delete the others we made."""
-        same = _retry(self.client.search_runs, [experiment_id], filter_string, max_results=50)
-        if len(same) <= 1:
-            return run
-        keep = min(same, key=lambda r: (r.info.start_time, r.info.run_id))
-        if keep.info.run_id != run.info.run_id:
-            _retry(self.client.delete_run, run.info.run_id)
+    def _one_parent(self, experiment_id, run, study_name: str):
+        """The study's one parent run: the oldest (by start time, then run id) of those in the store.
+
+        Processes that open a new study at the same moment each create a parent, and one that looked
+        before the other's run was stored keeps its own for a while. Every opening of the study (each
+        worker opens it again before its final sweep) therefore merges: trial runs under any other
+        parent move to the oldest one, and the others are deleted.
+        """
+        same = _retry(self.client.search_runs, [experiment_id],
+                      f"tags.`{STUDY_TAG}` = {_quote(study_name)} and tags.`{KIND_TAG}` = 'study'",
+                      max_results=50)
+        keep = min([run, *same], key=lambda r: (r.info.start_time, r.info.run_id))
+        for other in same:
+            if other.info.run_id != keep.info.run_id:
+                _retry(self.client.delete_run, other.info.run_id)
+        strays = self._search_all(experiment_id,
+                                  f"tags.`{KIND_TAG}` = 'trial' and tags.`{STUDY_TAG}` = {_quote(study_name)} "
+                                  f"and tags.`{PARENT_TAG}` != {_quote(keep.info.run_id)}")
+        for stray in strays:
+            _retry(self.client.set_tag, stray.info.run_id, PARENT_TAG, keep.info.run_id)
         return keep
 
     def _trial_run_id(self, parent_run_id, number: int) -> str | None:
-        """The run id of trial ``number`` under the parent, if logged (by any process)."""
-        known = self._logged_trials.setdefault(parent_run_id, {})
+        """The run id of trial ``number`` of the parent's study, if logged (by any process, under any
+        parent of the study)."""
+        parent = self._parent(parent_run_id)
+        study_name = parent.data.tags[STUDY_TAG]
+        known = self._logged_trials.setdefault(study_name, {})
         if number not in known:
-            run = self._find_one(self._parent(parent_run_id).info.experiment_id,
-                                 f"tags.`{PARENT_TAG}` = {_quote(parent_run_id)} and "
-                                 f"tags.`{TRIAL_TAG}` = {_quote(str(number))}")
+            run = self._find_one(parent.info.experiment_id, f"tags.`{KIND_TAG}` = 'trial' and "
+                                                f"tags.`{STUDY_TAG}` = {_quote(study_name)} and "
+                                                f"tags.`{TRIAL_TAG}` = {_quote(str(number))}")
             if run is None:
                 return None
             known[number] = run.info.run_id
@@ -291,8 +305,8 @@ class Tracker:
     def log_trial(self, parent_run_id: str, frozen_trial, study_name: str) -> str:
         """One nested run for a finished Optuna trial (``optuna.trial.FrozenTrial``); returns its id.
 
-        Idempotent per trial number: a trial already logged under this parent (by this or any other
-        process) is not logged again, and its existing run id is returned. The run holds
+        Idempotent per trial number: a trial of the study already logged (by this or any other process)
+        is not logged again, and its existing run id is returned. The run holds
 
         - params: ``trial.params``;
         - metrics: ``accuracy``, ``balanced_accuracy`` and their ``*_std`` over folds, ``fold_accuracy``
@@ -337,7 +351,7 @@ class Tracker:
         self._log_batch(run_id, metrics=[(key, value, timestamp, step) for key, value, step in metrics],
                         params=params)
         _retry(self.client.set_terminated, run_id, status=_RUN_STATUS.get(state, "FINISHED"), end_time=end)
-        self._logged_trials[parent_run_id][number] = run_id
+        self._logged_trials[parent.data.tags[STUDY_TAG]][number] = run_id
         return run_id
 
     # ---- final results -----------------------------------------------------------------------------
@@ -433,22 +447,26 @@ class Tracker:
             dataset = experiment.tags.get("automil.dataset")
             if dataset is None or (wanted is not None and dataset not in wanted):
                 continue
-            token = None
-            while True:
-                page = self.client.search_runs([experiment.experiment_id], f"tags.`{KIND_TAG}` = 'study'",
-                                               max_results=1000, page_token=token)
-                for run in page:
-                    tags = run.data.tags
-                    out.append({"dataset": dataset, "learner": tags.get("automil.learner", run.info.run_name),
-                                "study": tags.get(STUDY_TAG, ""), "status": tags.get(STATUS_TAG, ""),
-                                "run_id": run.info.run_id, "end_time": run.info.end_time or 0,
-                                "metrics": dict(run.data.metrics), "tags": dict(tags)})
-                token = page.token
-                if not token:
-                    break
+            for run in self._search_all(experiment.experiment_id, f"tags.`{KIND_TAG}` = 'study'"):
+                tags = run.data.tags
+                out.append({"dataset": dataset, "learner": tags.get("automil.learner", run.info.run_name),
+                            "study": tags.get(STUDY_TAG, ""), "status": tags.get(STATUS_TAG, ""),
+                            "run_id": run.info.run_id, "end_time": run.info.end_time or 0,
+                            "metrics": dict(run.data.metrics), "tags": dict(tags)})
         return out
 
     # ---- low level ---------------------------------------------------------------------------------
+    def _search_all(self, experiment_id, filter_string) -> list:
+        """Every active run of the experiment that matches, page by page."""
+        runs, token = [], None
+        while True:
+            page = _retry(self.client.search_runs, [experiment_id], filter_string, max_results=1000,
+                          page_token=token)
+            runs += list(page)
+            token = page.token
+            if not token:
+                return runs
+
     def _log_batch(self, run_id, metrics=(), params=None, tags=None):
         """``log_batch`` in chunks within MLflow's limits (usually one call)."""
         from mlflow.entities import Metric, Param, RunTag

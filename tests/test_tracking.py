@@ -194,6 +194,31 @@ def test_concurrent_trackers_create_a_single_parent_run(logged):
     assert [run.info.run_id for run in runs] == found[:1]
 
 
+def test_parents_made_in_a_race_merge_into_the_oldest_and_every_trial_stays_logged_once(logged):
+    # Two workers opened the study at once and each kept its own parent: the one stored later carries the
+    # older start time, so the first worker never saw it. The next opening of the study merges them.
+    client, trials = logged["client"], logged["study"].trials
+    first = Tracker(logged["uri"])
+    first_parent = first.study_run("tiger/meanpool", "tiger", SPEC)
+    second = Tracker(logged["uri"])
+    experiment_id = client.get_run(first_parent).info.experiment_id
+    older = client.get_run(first_parent).info.start_time - 1000
+    second_parent = client.create_run(experiment_id, start_time=older, run_name="meanpool",
+                                      tags={"automil.kind": "study", "automil.study": "tiger/meanpool"}).info.run_id
+    by_first = [first.log_trial(first_parent, trial, "tiger/meanpool") for trial in trials[:3]]
+    by_second = [second.log_trial(second_parent, trial, "tiger/meanpool") for trial in trials[2:5]]
+    assert by_second[0] == by_first[2], "a trial logged under the other parent is found, not logged again"
+
+    reopened = Tracker(logged["uri"])
+    parent = reopened.study_run("tiger/meanpool", "tiger", SPEC)
+    assert parent == second_parent
+    assert client.get_run(first_parent).info.lifecycle_stage == "deleted"
+    assert sorted(run.info.run_id for run in _children(client, parent)) == sorted({*by_first, *by_second})
+    swept = [reopened.log_trial(parent, trial, "tiger/meanpool") for trial in trials]
+    assert swept[:5] == [*by_first, *by_second[1:]]
+    assert len(_children(client, parent)) == len(trials)
+
+
 def test_parent_run_holds_the_final_figures_and_best_parameters(logged):
     run = logged["client"].get_run(logged["parent"])
     result, study = logged["result"], logged["study"]
