@@ -178,13 +178,13 @@ def _add_tune_options(sub, defaults: bool):
 
 
 def _run_tune(args) -> int:
-    from automil.tuning import Progress, TuneOptions, tune
+    from automil.tuning import Progress, TuneOptions, shown_storage, tune
 
     options = TuneOptions(**{name: getattr(args, name) for name in TuneOptions.__dataclass_fields__})
     try:
         rows = tune(args.dataset, args.learner, options, progress=Progress())
     except KeyboardInterrupt:
-        print(f"automil: interrupted; every completed trial is kept in {options.storage}: run the same command "
+        print(f"automil: interrupted; every completed trial is kept in {shown_storage(options.storage)}: run the same command "
               "to continue", file=sys.stderr)
         return 130
     return _print_leaderboard(rows, args.json)
@@ -297,11 +297,12 @@ def _add_report(commands):
 def _run_report(args) -> int:
     from automil.report import build_table, render
     from automil.tracking import Tracker, default_tracking_uri
+    from automil.tuning import shown_storage
 
     uri = args.tracking_uri or default_tracking_uri()
     studies = Tracker(uri, create=False).studies(args.dataset)
     if not studies:
-        raise ValueError(f"no automil study in the tracking store {uri}"
+        raise ValueError(f"no automil study in the tracking store {shown_storage(uri)}"
                          + (f" for dataset {', '.join(args.dataset)}" if args.dataset else "")
                          + "; run automil tune first, or pass --tracking-uri")
     print(render(build_table(studies, args.dataset), args.format), end="")
@@ -324,10 +325,11 @@ def _run_ui(args) -> int:
     import subprocess
 
     from automil.tracking import default_tracking_uri, start_ui
+    from automil.tuning import shown_storage
 
     uri = args.tracking_uri or default_tracking_uri()
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"automil: MLflow UI at http://{host}:{args.port} (store {uri}); Ctrl-C stops it", flush=True)
+    print(f"automil: MLflow UI at http://{host}:{args.port} (store {shown_storage(uri)}); Ctrl-C stops it", flush=True)
     server = start_ui(uri, args.host, args.port)
     try:
         return server.wait()

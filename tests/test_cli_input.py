@@ -105,3 +105,22 @@ def test_an_unwritable_tracking_store_given_explicitly_is_an_error_before_tuning
                                "sqlite:////proc/automil-test/mlflow.db"])
     assert code == 1, "a --tracking-uri that cannot be opened must stop the run, not silently drop tracking"
     assert "/proc/automil-test" in error_line(lines)
+
+
+def test_automil_ui_never_prints_the_password_of_its_store():
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "automil.cli", "ui", "--port", "9",
+               "--tracking-uri", "postgresql+psycopg2://nobody:secret@127.0.0.1:9/none"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              start_new_session=True)
+    try:
+        first = server.stdout.readline()
+    finally:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+    assert "MLflow UI at http://127.0.0.1:9" in first
+    assert "nobody:***@127.0.0.1:9/none" in first and "secret" not in first
