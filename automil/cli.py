@@ -135,7 +135,8 @@ def _add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.tuning import DEFAULT_STORAGE, TuneOptions, parse_size
+    from automil.storage import DEFAULT_STORAGE
+    from automil.tuning import TuneOptions, parse_size
 
     d = TuneOptions() if defaults else None
 
@@ -178,7 +179,8 @@ def _add_tune_options(sub, defaults: bool):
 
 
 def _run_tune(args) -> int:
-    from automil.tuning import Progress, TuneOptions, shown_storage, tune
+    from automil.storage import shown_storage
+    from automil.tuning import Progress, TuneOptions, tune
 
     options = TuneOptions(**{name: getattr(args, name) for name in TuneOptions.__dataclass_fields__})
     try:
@@ -297,7 +299,7 @@ def _add_report(commands):
 def _run_report(args) -> int:
     from automil.report import build_table, render
     from automil.tracking import Tracker, default_tracking_uri
-    from automil.tuning import shown_storage
+    from automil.storage import shown_storage
 
     uri = args.tracking_uri or default_tracking_uri()
     studies = Tracker(uri, create=False).studies(args.dataset)
@@ -325,7 +327,7 @@ def _run_ui(args) -> int:
     import subprocess
 
     from automil.tracking import default_tracking_uri, start_ui
-    from automil.tuning import shown_storage
+    from automil.storage import shown_storage
 
     uri = args.tracking_uri or default_tracking_uri()
     host = f"[{args.host}]" if ":" in args.host else args.host

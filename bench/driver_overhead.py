@@ -25,7 +25,8 @@ from pathlib import Path
 def trial_overhead(dataset: str, learner: str, n_trials: int, storage: str):
     import optuna
 
-    from automil.tuning import TuneOptions, open_storage, study_name, tune
+    from automil.storage import open_storage
+    from automil.tuning import TuneOptions, study_name, tune
 
     options = TuneOptions(n_trials=n_trials, timeout=None, protocol="tuned", repeats=1, track=False,
                           storage=storage)
@@ -69,7 +70,7 @@ def journal_write_costs(directory: Path, writes: int = 100):
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    from automil.tuning import open_storage
+    from automil.storage import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     costs = {}

@@ -152,7 +152,7 @@ def study_trials(storage: str, study: str) -> list:
     """Every trial of ``study`` in ``storage`` (an automil ``--storage`` string), read afresh."""
     import optuna
 
-    from automil.tuning import open_storage
+    from automil.storage import open_storage
 
     store = open_storage(storage)
     try:
