@@ -1,7 +1,7 @@
 """Speed of the forests (targets.md 3): MIRF against scikit-learn's RandomForestClassifier on the same
 instances, MIRF fit time against the number of bags, and the gain from a second thread.
 
-    python bench/forest_speed.py [--repeats 3] [--only sklearn|scaling|threads]
+    python bench/forest_speed.py [--repeats 3] [--only sklearn|scaling|threads] [--max-bags 4000]
 
 Every figure is the best of ``--repeats`` runs, and each comparison is timed side by side in this one
 run: CPU seconds of this process for the one-thread comparisons, wall seconds for the threads (absolute
@@ -66,22 +66,47 @@ def compare_with_sklearn(fox: Bags, repeats: int):
     print(against_sklearn("synthetic (200 bags) x 20", synthetic, repeats), flush=True)
 
 
-def scaling(repeats: int):
+def mean_depth(forest, X: np.ndarray) -> float:
+    """Mean over trees and instances of the depth of the leaf each instance of ``X`` reaches."""
+    feature, threshold, left, right, _, roots = forest
+    rows = np.arange(len(X))
+    depths = []
+    for root in roots:
+        node, depth = np.full(len(X), root), np.zeros(len(X))
+        while (inner := left[node] >= 0).any():
+            go_left = X[rows, np.maximum(feature[node], 0)] <= threshold[node]
+            node = np.where(inner, np.where(go_left, left[node], right[node]), node)
+            depth += inner
+        depths.append(depth.mean())
+    return float(np.mean(depths))
+
+
+def scaling(repeats: int, max_bags: int):
+    """Fit time against bags, and the trees' depth, which explains the slope: a fit costs about
+    instances x depth, and a tree grown to purity gets deeper as bags are added."""
     print(f"\n### Fit time against bags (synthetic, d = 10, {N_TREES} trees, one thread, CPU time)\n")
-    print("| bags | instances | MIRF (s) | RandomForest on the instances (s) |")
-    print("|---|---|---|---|")
-    sizes, times = [250, 500, 1000, 2000, 4000], []
-    for n_bags in sizes:
-        bags = make_synthetic_bags(n_bags, seed=1)
+    print("| bags | instances | MIRF (s) | RandomForest on the instances (s) | MIRF mean depth | "
+          "RandomForest mean depth |")
+    print("|---|---|---|---|---|---|")
+    sizes, times, depths = [], [], []
+    m = resolve_max_features("sqrt", 10)
+    for n_bags in 250 * 2 ** np.arange(int(np.log2(max_bags / 250)) + 1):
+        bags = make_synthetic_bags(int(n_bags), seed=1)
         y_instances = np.repeat(bags.y, bags.sizes)
-        times.append((
-            best_time(lambda b=bags: MIRFClassifier(N_TREES, random_state=0, n_jobs=1).fit(b), repeats),
-            best_time(lambda b=bags, y=y_instances: RandomForestClassifier(
-                N_TREES, max_features=resolve_max_features("sqrt", 10), random_state=0, n_jobs=1).fit(b.X, y),
-                repeats)))
-        print(f"| {n_bags} | {bags.n_instances} | {times[-1][0]:.2f} | {times[-1][1]:.2f} |", flush=True)
+        mirf = MIRFClassifier(N_TREES, random_state=0, n_jobs=1)
+        forest = RandomForestClassifier(N_TREES, max_features=m, random_state=0, n_jobs=1)
+        sizes.append(n_bags)
+        times.append((best_time(lambda: mirf.fit(bags), repeats),
+                      best_time(lambda: forest.fit(bags.X, y_instances), repeats)))
+        depths.append((mean_depth(mirf.forest_, bags.X),
+                       float(np.mean([np.mean(tree.decision_path(bags.X).sum(axis=1)) - 1
+                                      for tree in forest.estimators_]))))
+        print(f"| {n_bags} | {bags.n_instances} | {times[-1][0]:.2f} | {times[-1][1]:.2f} | {depths[-1][0]:.1f} | "
+              f"{depths[-1][1]:.1f} |", flush=True)
     slopes = np.polyfit(np.log(sizes), np.log(np.array(times)), 1)[0]
-    print(f"\nlog-log slope of fit time against bags: MIRF {slopes[0]:.2f}, RandomForest {slopes[1]:.2f}")
+    depth_slopes = np.polyfit(np.log(sizes), np.log(np.array(depths)), 1)[0]
+    print(f"\nlog-log slope of fit time against bags: MIRF {slopes[0]:.2f}, RandomForest {slopes[1]:.2f}; "
+          f"of mean depth: MIRF {depth_slopes[0]:.2f}, RandomForest {depth_slopes[1]:.2f}")
 
 
 def threads(fox: Bags, repeats: int):
@@ -99,6 +124,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", choices=["sklearn", "scaling", "threads"],
                         help="run one table (threads needs two idle cores to mean anything)")
+    parser.add_argument("--max-bags", type=int, default=4000,
+                        help="largest size of the scaling table (sizes double from 250)")
     args = parser.parse_args()
     fox = load("fox")
     MIRFClassifier(2).fit(make_synthetic_bags(20))  # compile (or load the numba cache) outside the timings
@@ -106,7 +133,7 @@ def main():
     if args.only in (None, "sklearn"):
         compare_with_sklearn(fox, args.repeats)
     if args.only in (None, "scaling"):
-        scaling(args.repeats)
+        scaling(args.repeats, args.max_bags)
     if args.only in (None, "threads"):
         threads(fox, args.repeats)
 
