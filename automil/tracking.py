@@ -20,6 +20,7 @@ from pathlib import Path
 from mlflow.pyfunc import PythonModel
 
 import automil
+from automil.storage import shown_storage
 
 __all__ = ["Tracker", "BagModel", "default_tracking_uri", "start_ui", "trial_state"]
 
@@ -73,6 +74,26 @@ def _sqlite_path(tracking_uri: str) -> Path | None:
     if not tracking_uri.startswith(prefix) or tracking_uri.startswith(prefix + ":memory:"):
         return None
     return Path(tracking_uri[len(prefix):].split("?", 1)[0])
+
+
+def _reach_database(tracking_uri: str):
+    """Fail at once, naming the store, when a database server behind ``tracking_uri`` does not answer.
+    MLflow would retry for about 100 s, logging a warning per attempt, and then give the bare driver
+    error."""
+    if tracking_uri.split("://", 1)[0].split("+", 1)[0] not in ("postgresql", "mysql", "mssql"):
+        return
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import DBAPIError
+
+    engine = create_engine(tracking_uri)
+    try:
+        with engine.connect():
+            pass
+    except DBAPIError as error:
+        reason = " ".join(str(error.orig).split())
+        raise ValueError(f"cannot reach the tracking store {shown_storage(tracking_uri)}: {reason}") from None
+    finally:
+        engine.dispose()
 
 
 def start_ui(tracking_uri: str | None = None, host: str = "127.0.0.1", port: int = 5000):
@@ -179,6 +200,7 @@ class Tracker:
         from mlflow import MlflowClient
 
         self.tracking_uri = tracking_uri or default_tracking_uri()
+        _reach_database(self.tracking_uri)
         sqlite_file = _sqlite_path(self.tracking_uri)
         if sqlite_file is not None:
             if not create and not sqlite_file.exists():

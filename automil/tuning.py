@@ -604,8 +604,9 @@ def _tracker(options: TuneOptions):
     try:
         return Tracker(options.tracking_uri)
     except Exception as error:
-        raise RuntimeError(f"cannot open the MLflow tracking store {options.tracking_uri or '(default)'}: {error} "
-                           "(give a writable --tracking-uri, or --no-track to tune without tracking)"
+        store = shown_storage(options.tracking_uri) if options.tracking_uri else "(default)"
+        reason = str(error) if store in str(error) else f"cannot open the MLflow tracking store {store}: {error}"
+        raise RuntimeError(f"{reason} (give a writable --tracking-uri, or --no-track to tune without tracking)"
                            ) from error
 
 

@@ -107,6 +107,27 @@ def test_an_unwritable_tracking_store_given_explicitly_is_an_error_before_tuning
     assert "/proc/automil-test" in error_line(lines)
 
 
+UNREACHABLE_TRACKING = "postgresql+psycopg2://nobody:secret@127.0.0.1:9/none"
+
+
+@pytest.mark.parametrize("argv", [["report"], [*TUNE, "--learner", "sil", "--n-trials", "1"]],
+                         ids=["report", "tune"])
+def test_an_unreachable_postgresql_tracking_store_is_one_error_line_naming_it(tmp_path, capsys, argv):
+    # MLflow alone would retry for about 100 s with a warning per attempt (the module's time-out is 120 s).
+    code, lines = run(capsys, [*argv, "--tracking-uri", UNREACHABLE_TRACKING,
+                               *(["--storage", f"journal:{tmp_path / 's.journal'}"] if "tune" in argv else [])])
+    assert code == 1
+    assert len(lines) == 1, lines
+    line = error_line(lines)
+    assert "tracking store postgresql+psycopg2://nobody:***@127.0.0.1:9/none" in line and "refused" in line
+    assert "secret" not in line
+    if (tmp_path / "s.journal").exists():
+        from automil.storage import open_storage
+
+        storage = open_storage(f"journal:{tmp_path / 's.journal'}")
+        assert not any(storage.get_all_trials(study._study_id) for study in storage.get_all_studies()), \
+            "no trial ran"
+
 def test_automil_ui_never_prints_the_password_of_its_store():
     import os
     import signal
