@@ -180,7 +180,8 @@ def _add_tune_options(sub, defaults: bool):
 
 def _run_tune(args) -> int:
     from automil.storage import shown_storage
-    from automil.tuning import Progress, TuneOptions, tune
+    from automil.progress import Progress
+    from automil.tuning import TuneOptions, tune
 
     options = TuneOptions(**{name: getattr(args, name) for name in TuneOptions.__dataclass_fields__})
     try:
@@ -268,7 +269,8 @@ def _add_run(commands):
 
 
 def _run_run(args) -> int:
-    from automil.tuning import Progress, read_study_file, tune
+    from automil.progress import Progress
+    from automil.tuning import read_study_file, tune
 
     overrides = {name: getattr(args, name) for name in ("jobs", "storage", "track", "tracking_uri")
                  if getattr(args, name) is not None}

@@ -15,7 +15,6 @@ import contextlib
 import json
 import math
 import os
-import sys
 import time
 import warnings
 import zlib
@@ -24,17 +23,16 @@ from dataclasses import dataclass, field, fields, replace
 import numpy as np
 
 from automil.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, OutOfTime, WorkerDied,
-                               process_alive, process_identity, run_tasks)
+                               process_identity, run_tasks)
+from automil.leaderboard import rank, result_row, skipped_row
 from automil.storage import DEFAULT_STORAGE, open_storage, shown_storage
+from automil.trial_states import best_trial, counts_toward_budget, fail_stale_trials
 
-__all__ = ["TuneOptions", "tune", "study_name", "read_study_file", "Progress"]
+__all__ = ["TuneOptions", "tune", "study_name", "read_study_file"]
 
 SAMPLERS = ("tpe", "random")
 # Share of --timeout spent tuning; the rest goes to the final evaluation (nested refits, repeated CV).
 TUNING_SHARE = 0.75
-# A RUNNING trial of another machine is taken as abandoned when its heartbeat is older than this.
-HEARTBEAT_SECONDS = 30.0
-STALE_AFTER_SECONDS = 10 * HEARTBEAT_SECONDS
 
 
 @dataclass
@@ -233,8 +231,8 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
             raise
     finally:
         worker.close()
-    rows += [_skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
-    return sorted(rows, key=_rank)
+    rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
+    return sorted(rows, key=rank)
 
 
 def _choose_learners(bags, names):
@@ -317,7 +315,7 @@ def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
             study.set_user_attr("protocol", options.protocol)
         if split is not None and attrs.get("protocol") != "nested":
             study.set_user_attr("protocol", "nested")
-        _fail_stale_trials(study)
+        fail_stale_trials(study)
     return assignment
 
 
@@ -353,38 +351,6 @@ def _share_time(plan: _Plan, units: list[_Unit], u: int):
 
 
 # ---- trials ------------------------------------------------------------------------------------------
-def _counts_toward_budget(trial) -> bool:
-    """Every trial counts except those a killed or interrupted process left unfinished."""
-    from optuna.trial import TrialState
-
-    if trial.state == TrialState.RUNNING:
-        return not _abandoned(trial)
-    return not (trial.user_attrs.get("stale") or trial.user_attrs.get("interrupted"))
-
-
-def _abandoned(trial) -> bool:
-    """A RUNNING trial whose process is gone (same host: by pid; other hosts: by an old heartbeat)."""
-    identity = trial.user_attrs.get("worker")
-    if identity is None:  # created by ask() but killed before the first attribute was written
-        return (time.time() - trial.datetime_start.timestamp()) > STALE_AFTER_SECONDS
-    alive = process_alive(identity)
-    if alive is None:
-        return time.time() - trial.user_attrs.get("heartbeat", 0.0) > STALE_AFTER_SECONDS
-    return not alive
-
-
-def _fail_stale_trials(study):
-    """Fail the RUNNING trials of processes that died (a journal storage has no heartbeat of its own)."""
-    from optuna.trial import TrialState
-
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if _abandoned(trial):
-            storage = study._storage  # Optuna has no public way to annotate another process's trial
-            storage.set_trial_user_attr(trial._trial_id, "stale", True)
-            storage.set_trial_user_attr(trial._trial_id, "error", "its process died before it finished")
-            study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
-
-
 def _sampler(plan: _Plan, name: str, index: int, n_existing: int):
     import optuna
 
@@ -419,10 +385,10 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
-        _fail_stale_trials(study)
+        fail_stale_trials(study)
         while True:
             trials = study.get_trials(deepcopy=False)
-            done = sum(_counts_toward_budget(t) for t in trials)
+            done = sum(counts_toward_budget(t) for t in trials)
             if plan.options.n_trials is not None and done >= plan.options.n_trials:
                 break
             # Past its share a study stops, unless it has no trial yet: then it may start one until the
@@ -625,13 +591,6 @@ def _track(tracker, progress, method, *args):
 
 
 # ---- the final evaluation ----------------------------------------------------------------------------
-def _best(study):
-    from optuna.trial import TrialState
-
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    return max(complete, key=lambda t: (t.value, -t.number)) if complete else None
-
-
 def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> list[dict]:
     """Nested refits and repeated CV of every learner's best parameters, run on ``--jobs`` workers.
 
@@ -652,7 +611,7 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
         main = optuna.load_study(study_name=study_name(plan.dataset, learner), storage=storage)
         subs = [optuna.load_study(study_name=study_name(plan.dataset, learner, i), storage=storage)
                 for i in range(options.folds)] if options.protocol == "nested" else []
-        best, outer_best = _best(main), [_best(s) for s in subs]
+        best, outer_best = best_trial(main), [best_trial(s) for s in subs]
         key = {"trials": [len(s.get_trials(deepcopy=False)) for s in [main, *subs]],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
@@ -697,7 +656,7 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
         for w in workers[1:]:
             w.close()
     for learner, job in jobs.items():
-        row = _result_row(plan, job)
+        row = result_row(plan, job)
         job["main"].set_user_attr("result", row)
         job["main"].set_user_attr("result_key", job["key"])
         rows[learner] = row
@@ -733,153 +692,3 @@ def _collect(job, kind, where, out, bags):
         else:
             job["repeated"].setdefault(index, []).append(scores)
             job["fit_seconds"].append(out["fit_seconds"])
-
-
-def _trial_counts(study) -> dict:
-    from optuna.trial import TrialState
-
-    finished = [t for t in study.get_trials(deepcopy=False)
-                if t.state.is_finished() and _counts_toward_budget(t)]
-    timed_out = sum(bool(t.user_attrs.get("timed_out")) for t in finished)
-    return {"trials": len(finished),
-            "trials_complete": sum(t.state == TrialState.COMPLETE for t in finished),
-            "trials_pruned": sum(t.state == TrialState.PRUNED for t in finished),
-            "trials_failed": sum(t.state == TrialState.FAIL for t in finished) - timed_out,
-            "trials_timed_out": timed_out}, finished
-
-
-def _result_row(plan: _Plan, job) -> dict:
-    """The leaderboard row of one learner (keys documented in docs/tune.md)."""
-    from automil import evaluation
-
-    options, spec, best = plan.options, job["spec"], job["best"]
-    counts, finished = _trial_counts(job["main"])
-    row = {"dataset": plan.dataset, "learner": spec.name, "plugin": spec.plugin,
-           "study": study_name(plan.dataset, spec.name), "protocol": options.protocol,
-           "metric": options.metric,
-           "seed": options.seed, "folds": options.folds, **counts,
-           "tuning_score": None if best is None else best.value,
-           "best_trial": None if best is None else best.number,
-           "best_params": None if best is None else best.user_attrs["estimator_params"]}
-    for prefix in ("nested_", "repeated_", ""):
-        for metric in ("accuracy", "balanced_accuracy"):
-            row[f"{prefix}{metric}"] = row[f"{prefix}{metric}_std"] = None
-    nested = job["nested"]
-    if options.protocol == "nested" and nested and all(s is not None for s in nested):
-        for metric in ("accuracy", "balanced_accuracy"):
-            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = evaluation.mean_std(
-                s[metric] for s in nested)
-    repeats = [scores for scores in job["repeated"].values() if len(scores) == options.folds]
-    row["repeats"] = len(repeats)
-    for metric in ("accuracy", "balanced_accuracy"):
-        # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
-        row[f"repeated_{metric}"], row[f"repeated_{metric}_std"] = evaluation.mean_std(
-            np.mean([s[metric] for s in scores]) for scores in repeats)
-    row["headline"] = "nested" if options.protocol == "nested" else "tuned (optimistic)"
-    source = "nested_" if options.protocol == "nested" else "repeated_"
-    for metric in ("accuracy", "balanced_accuracy"):
-        row[metric], row[f"{metric}_std"] = row[f"{source}{metric}"], row[f"{source}{metric}_std"]
-    fit_seconds = job["fit_seconds"] or [s for t in finished for s in t.user_attrs.get("fit_seconds", [])]
-    row["fit_seconds"] = float(np.mean(fit_seconds)) if fit_seconds else None
-    row["one_class"] = any(s is not None and s["one_class"] for s in nested) or any(
-        s["one_class"] for scores in repeats for s in scores)
-    stopped = sum(bool(t.user_attrs.get("interrupted")) for t in job["main"].get_trials(deepcopy=False))
-    missing = [i for i, t in enumerate(job["outer_best"]) if t is None]
-    errors = job["errors"] + [t.user_attrs["error"] for t in finished
-                              if t.state.name == "FAIL" and not t.user_attrs.get("timed_out")]
-    if missing and best is not None:
-        errors.insert(0, f"no completed trial in outer split(s) {', '.join(map(str, missing))}: no nested "
-                         "figure (raise --timeout or --n-trials)")
-    one_class = sum(bool(t.user_attrs.get("one_class")) for t in finished)
-    if best is None and one_class:
-        errors.insert(0, f"{one_class} of {counts['trials']} trials predicted one class for every bag of a test "
-                         "fold (never a result)")
-    if best is None and not counts["trials"]:
-        errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
-                         "--timeout" if stopped else "no trial ran: raise --timeout")
-    row["error"] = errors[0] if errors else None
-    row["trials_stopped"] = stopped
-    predictions = job["predictions"].get("nested" if options.protocol == "nested" else "repeat")
-    if predictions and (options.protocol != "nested" or row["nested_accuracy"] is not None):
-        from sklearn.metrics import confusion_matrix
-
-        classes = np.unique(np.concatenate([y for y, _ in predictions]))
-        y_true, y_pred = (np.concatenate(part) for part in zip(*predictions))
-        row["classes"] = classes.tolist()
-        row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
-    row["status"] = _status(row, counts, best, job["errors"])
-    return row
-
-
-def _status(row, counts, best, final_errors) -> str:
-    """``ok``, ``partial``, or why there is no figure: ``T/O``, ``failed``, ``no result``, ``no trials``."""
-    if row["accuracy"] is not None:
-        return "ok" if best is not None and not final_errors else "partial"
-    if best is not None:
-        return "partial"
-    if not counts["trials"]:
-        return "no trials"
-    if counts["trials_timed_out"] == counts["trials"]:
-        return "T/O"
-    return "failed" if counts["trials_failed"] == counts["trials"] else "no result"
-
-
-def _skipped_row(dataset, spec, reason, options) -> dict:
-    return {"dataset": dataset, "learner": spec.name, "plugin": spec.plugin, "status": "skipped",
-            "error": reason, "protocol": options.protocol, "metric": options.metric, "trials": 0}
-
-
-def _rank(row):
-    """Best headline balanced accuracy first; rows without a figure last, by name."""
-    value = row.get(row.get("metric") or "balanced_accuracy")
-    return (value is None, -(value or 0.0), row["learner"])
-
-
-# ---- progress ----------------------------------------------------------------------------------------
-class Progress:
-    """Status lines on a terminal: one rewritten line per trial, one kept line per finished learner."""
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-        self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start = time.time()
-
-    def __call__(self, line: str):
-        self._clear()
-        print(f"automil: {line}", file=self.stream, flush=True)
-
-    def trial(self, unit: _Unit, study, plan: _Plan):
-        if not self.live:
-            return
-        counts, _ = _trial_counts(study)
-        best = _best(study)
-        where = "all folds" if unit.split is None else f"outer split {unit.split + 1}/{plan.options.folds}"
-        total = "" if plan.options.n_trials is None else f"/{plan.options.n_trials}"
-        score = "-" if best is None else f"{best.value:.3f}"
-        text = (f"  {unit.learner} ({where}): trial {counts['trials']}{total}, best {plan.options.metric} "
-                f"{score}, {counts['trials_timed_out']} T/O, {_clock(time.time() - self.start)}")
-        self.stream.write("\r\033[K" + text[:150])
-        self.stream.flush()
-
-    def tuned(self, unit: _Unit, study, plan: _Plan):
-        counts, _ = _trial_counts(study)
-        best = _best(study)
-        score = "-" if best is None else f"{best.value:.3f}"
-        self(f"{unit.learner}: tuned, {counts['trials']} trials ({counts['trials_pruned']} pruned, "
-             f"{counts['trials_timed_out']} T/O, {counts['trials_failed']} failed), best tuning "
-             f"{plan.options.metric} {score} [{_clock(time.time() - self.start)}]")
-
-    def learner_done(self, row: dict):
-        self._clear()
-        figure = "-" if row.get("balanced_accuracy") is None else f"{row['balanced_accuracy']:.3f}"
-        print(f"  {row['learner']}: {row['status']}, {row['trials']} trials ({row['trials_timed_out']} T/O), "
-              f"{row['headline']} BACC {figure} [{_clock(time.time() - self.start)}]", file=self.stream,
-              flush=True)
-
-    def _clear(self):
-        if self.live:
-            self.stream.write("\r\033[K")
-
-
-def _clock(seconds: float) -> str:
-    return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
