@@ -82,6 +82,36 @@ def sort_pairs(vals, idx, stack):
         lo, hi = stack[top], stack[top + 1]
 
 
+RADIX_BITS = 11  # digit of the radix sort: 2,048 buckets, two passes up to 4 million instances
+RADIX_MIN = 128  # nodes with fewer instances sort their values by comparison instead
+
+
+@njit(cache=True, nogil=True)
+def radix_sort_pairs(keys, idx, tmp_keys, tmp_idx, counts, n_bits):
+    """Sort the integer ``keys`` (< 2 ** n_bits) ascending in place, stably, permuting ``idx``
+    alongside: least-significant-digit radix sort, linear in the number of keys."""
+    n = keys.shape[0]
+    src_k, src_i, dst_k, dst_i = keys, idx, tmp_keys[:n], tmp_idx[:n]
+    mask = (1 << RADIX_BITS) - 1
+    shift = 0
+    while shift < n_bits:
+        counts[:] = 0
+        for i in range(n):
+            counts[((src_k[i] >> shift) & mask) + 1] += 1
+        for d in range(mask + 1):
+            counts[d + 1] += counts[d]
+        for i in range(n):
+            d = (src_k[i] >> shift) & mask
+            dst_k[counts[d]] = src_k[i]
+            dst_i[counts[d]] = src_i[i]
+            counts[d] += 1
+        src_k, src_i, dst_k, dst_i = dst_k, dst_i, src_k, src_i
+        shift += RADIX_BITS
+    if src_k is not keys:
+        keys[:] = src_k
+        idx[:] = src_i
+
+
 @njit(cache=True, nogil=True)
 def weighted_info(counts, nlogn):
     """``c(child) * Info_multi(child)`` from the table ``nlogn[c] = c log2 c``: no logarithm per
@@ -95,7 +125,7 @@ def weighted_info(counts, nlogn):
 
 
 @njit(cache=True, nogil=True)
-def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n_bags, max_features,
+def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_bags, max_features,
                     max_depth, min_samples_split, children_weights, seed):
     """Grow one ID3-MI tree (10.3, 10.4).
 
@@ -103,9 +133,10 @@ def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n
     ----------
     XT : ndarray of shape (n_features, n_instances)
         The instances feature-major (``X.T`` contiguous), so a node reads one feature from one row.
-    order : int64 array of shape (n_features, n_instances)
-        Every feature's instances in ascending order (``argsort`` of each row of ``XT``), shared by the
-        trees of a forest: a large node reads its sorted values from it instead of sorting.
+    rank : int32 array of shape (n_features, n_instances)
+        Every instance's position in the ascending order of each feature (the inverse of a stable
+        ``argsort`` of each row of ``XT``), shared by the trees of a forest: the integer keys that let a
+        node sort its instances in linear time.
     constant : bool array of shape (n_features,)
         Features constant over all instances (skipped without reading them).
     rows : int64 array of shape (n_train,)
@@ -138,20 +169,14 @@ def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n
         nlogn[c] = c * np.log2(c)
     samples = np.arange(n_train)
     n_rows = XT.shape[1]
-    sample_node = np.zeros(n_train, dtype=np.int64)  # the node holding each training instance
-    row_start = np.zeros(n_rows + 1, dtype=np.int64)  # the training instances of each row of XT
-    for s in range(n_train):
-        row_start[rows[s] + 1] += 1
-    for row in range(n_rows):
-        row_start[row + 1] += row_start[row]
-    row_samples = np.empty(n_train, dtype=np.int64)
-    cursor = row_start[:-1].copy()
-    for s in range(n_train):
-        row_samples[cursor[rows[s]]] = s
-        cursor[rows[s]] += 1
     perm = np.arange(n_features)
     vals = np.empty(n_train)
     sort_stack = np.empty(128, dtype=np.int64)
+    keys = np.empty(n_train, dtype=np.int32)
+    tmp_keys = np.empty(n_train, dtype=np.int32)
+    tmp_samples = np.empty(n_train, dtype=np.int64)
+    radix_counts = np.empty((1 << RADIX_BITS) + 1, dtype=np.int64)
+    n_bits = max(1, int(np.ceil(np.log2(max(n_rows, 2)))))
     node_count = np.zeros(n_bags, dtype=np.int64)  # instances of each bag at the node
     left_count = np.zeros(n_bags, dtype=np.int64)
     right_count = np.zeros(n_bags, dtype=np.int64)
@@ -188,9 +213,6 @@ def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n
 
         # 10.3: one sorted sweep per candidate feature
         info_c = weighted_info(c_node, nlogn)  # c * Info_multi(S)
-        # nodes that hold most instances (the long chains that zero-gain splits grow) filter the
-        # presorted order; small ones sort (10.5)
-        scan = n_v * np.log2(n_v) > n_rows + n_train
         draw_features(perm, max_features, n_features)
         node_samples = samples[start:end]
         node_vals = vals[:n_v]
@@ -201,15 +223,13 @@ def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n
             f = perm[j]
             if constant[f]:
                 continue  # constant over all instances, so at this node too
-            if scan:  # filter the presorted order: O(n) instead of O(n_v log n_v)
-                i = 0
-                for q in range(n_rows):
-                    row = order[f, q]
-                    for p in range(row_start[row], row_start[row + 1]):
-                        if sample_node[row_samples[p]] == node:
-                            node_samples[i] = row_samples[p]
-                            node_vals[i] = XT[f, row]
-                            i += 1
+            if n_v >= RADIX_MIN:  # sort by rank: linear in the node's instances (10.5's presort)
+                node_keys = keys[:n_v]
+                for i in range(n_v):
+                    node_keys[i] = rank[f, rows[node_samples[i]]]
+                radix_sort_pairs(node_keys, node_samples, tmp_keys, tmp_samples, radix_counts, n_bits)
+                for i in range(n_v):
+                    node_vals[i] = XT[f, rows[node_samples[i]]]
             else:
                 for i in range(n_v):
                     node_vals[i] = XT[f, rows[node_samples[i]]]
@@ -260,8 +280,6 @@ def grow_id3mi_tree(XT, order, constant, rows, inst_bag, bag_class, n_classes, n
             else:
                 samples[i], samples[r] = samples[r], samples[i]
                 r -= 1
-        for p in range(start, end):
-            sample_node[samples[p]] = n_nodes if p < i else n_nodes + 1
         feature[node] = best_feature
         threshold[node] = best_threshold
         left[node] = n_nodes

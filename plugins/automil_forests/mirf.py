@@ -51,6 +51,8 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
     XT = np.ascontiguousarray(bags.X.T)  # feature-major: a node's sweep reads one contiguous row
     constant = (XT == XT[:, :1]).all(axis=1)
     order = np.argsort(XT, axis=1, kind="stable")
+    rank = np.empty(order.shape, dtype=np.int32)
+    np.put_along_axis(rank, order, np.arange(XT.shape[1], dtype=np.int32), axis=1)
 
     def grow(seeds):
         rng, draw_seed = seeds
@@ -58,7 +60,7 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
         # 11: a bag drawn twice is two bags; its instances are listed once per draw
         rows = bags.instance_rows(sample)
         inst_bag = np.repeat(np.arange(len(sample)), sizes[sample])
-        tree = grow_id3mi_tree(XT, order, constant, rows, inst_bag, y[sample], n_classes, len(sample), m,
+        tree = grow_id3mi_tree(XT, rank, constant, rows, inst_bag, y[sample], n_classes, len(sample), m,
                                depth, min_split, split_weights == "children", draw_seed)
         return tree, sample
 
