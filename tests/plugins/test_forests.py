@@ -9,7 +9,7 @@ from automil import Bags
 from automil.checks import witness_bags
 from automil_forests.blrt import BLRTClassifier
 from automil_forests.blrt_tree import goes_left, split_loss
-from automil_forests.id3mi_tree import entropy
+from automil_forests.id3mi_tree import RADIX_MIN, entropy, radix_sort_pairs
 from automil_forests.midf import MIDFClassifier
 from automil_forests.mirf import ID3MIClassifier, MIRFClassifier, move_threshold, oob_threshold
 
@@ -49,6 +49,44 @@ def test_hand_example_tree_splits_where_the_gains_say(split_weights):
     assert value[left[inner]].tolist() == [1.0, 0.0] and value[right[inner]].tolist() == [0.0, 1.0]
     assert len(feature) == 7
     assert tree.predict(hand_bags()).tolist() == [1, 0, 0]
+
+
+def test_radix_sort_orders_keys_as_numpy_s_stable_argsort():
+    rng = np.random.default_rng(0)
+    for n, high in ((1, 2), (500, 40), (3000, 5000)):  # many ties; one pass; two passes (13 bits)
+        keys = rng.integers(0, high, n).astype(np.int32)
+        idx = np.arange(n) * 7
+        order = np.argsort(keys, kind="stable")
+        n_bits = max(1, int(np.ceil(np.log2(max(high, 2)))))
+        radix_sort_pairs(keys, idx, np.empty(n, np.int32), np.empty(n, np.int64), np.empty(2049, np.int64), n_bits)
+        np.testing.assert_array_equal(idx, order * 7)
+        assert np.all(np.diff(keys) >= 0)
+
+
+def _info(counts):
+    """Info_multi (10.2) of the class counts of the bags present."""
+    p = counts[counts > 0] / counts.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def _gain(bags, goes_left):
+    """Gain_multi (10.2) of a split of all instances, children weighted by c(L) + c(R) (MIRF's default),
+    and the class counts of the bags present on each side."""
+    sides = [np.bincount(bags.y[np.unique(bags.bag_index[side])], minlength=2) for side in (goes_left, ~goes_left)]
+    root = np.bincount(bags.y, minlength=2)
+    return _info(root) - sum(c.sum() * _info(c) for c in sides) / sum(c.sum() for c in sides), sides
+
+
+def test_a_large_root_takes_the_split_of_largest_gain_found_by_brute_force():
+    bags = witness_bags(60, 2, seed=4)
+    assert bags.n_instances >= RADIX_MIN, "the root sorts by radix"
+    feature, threshold, left, right, value, roots = ID3MIClassifier().fit(bags).forest_
+    gain, sides = _gain(bags, bags.X[:, feature[0]] <= threshold[0])
+    best = max(_gain(bags, bags.X[:, f] <= theta)[0] for f in range(bags.n_features)
+               for values in [np.unique(bags.X[:, f])] for theta in (values[1:] + values[:-1]) / 2)
+    assert gain == pytest.approx(best, abs=1e-12)
+    for child, counts in zip((left[0], right[0]), sides, strict=True):
+        np.testing.assert_allclose(value[child], counts / counts.sum())
 
 
 def test_bag_score_is_the_maximum_over_instances_of_the_positive_leaf_probability():
