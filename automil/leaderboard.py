@@ -15,7 +15,7 @@ from automil.trial_states import trial_counts
 if TYPE_CHECKING:
     from automil.tuning import _Plan
 
-__all__ = ["result_row", "skipped_row", "rank"]
+__all__ = ["result_row", "row_status", "skipped_row", "rank"]
 
 
 def result_row(plan: _Plan, job) -> dict:
@@ -77,13 +77,13 @@ def result_row(plan: _Plan, job) -> dict:
         y_true, y_pred = (np.concatenate(part) for part in zip(*predictions))
         row["classes"] = classes.tolist()
         row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
-    row["status"] = _status(row, counts, best, job["errors"])
+    row["status"] = row_status(row, counts, best, job["errors"])
     return row
 
 
-def _status(row, counts, best, final_errors) -> str:
+def row_status(row, counts, best, final_errors) -> str:
     """``ok``, ``partial``, or why there is no figure: ``T/O``, ``failed``, ``no result``, ``no trials``."""
-    if row["accuracy"] is not None:
+    if row.get("accuracy") is not None:
         return "ok" if best is not None and not final_errors else "partial"
     if best is not None:
         return "partial"

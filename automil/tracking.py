@@ -20,7 +20,9 @@ from pathlib import Path
 from mlflow.pyfunc import PythonModel
 
 import automil
+from automil.leaderboard import row_status
 from automil.storage import shown_storage
+from automil.trial_states import best_trial, trial_counts
 
 __all__ = ["Tracker", "BagModel", "default_tracking_uri", "start_ui", "trial_state"]
 
@@ -265,12 +267,15 @@ class Tracker:
             **{key: _text(value, _MAX_TAG_CHARS) for key, value in (tags or {}).items()},
         }
         same_study = f"tags.`{STUDY_TAG}` = {_quote(study_name)} and tags.`{KIND_TAG}` = 'study'"
-        run = self._find_one(experiment_id, same_study)
-        if run is None:
-            run = _retry(self.client.create_run, experiment_id, run_name=learner_spec.name, tags=all_tags)
-        else:
+        parents = _retry(self.client.search_runs, [experiment_id], same_study, max_results=50)
+        if parents:
+            run = self._one_parent(experiment_id, parents, study_name)
             self._log_batch(run.info.run_id, tags=all_tags)
-        run = self._one_parent(experiment_id, run, study_name)
+        else:
+            created = _retry(self.client.create_run, experiment_id, run_name=learner_spec.name, tags=all_tags)
+            # another process may have created one meanwhile: look again, and keep the oldest
+            run = self._one_parent(experiment_id, _retry(self.client.search_runs, [experiment_id], same_study,
+                                                         max_results=50) or [created], study_name)
         if run.info.status != "RUNNING":
             _retry(self.client.update_run, run.info.run_id, status="RUNNING")
         self._parents[run.info.run_id] = run
@@ -281,19 +286,17 @@ class Tracker:
                       order_by=["attributes.start_time ASC"], max_results=1)
         return runs[0] if runs else None
 
-    def _one_parent(self, experiment_id, run, study_name: str):
-        """The study's one parent run: the oldest (by start time, then run id) of those in the store.
+    def _one_parent(self, experiment_id, parents: list, study_name: str):
+        """The study's one parent run: the oldest (by start time, then run id) of ``parents``, the
+        study's parent runs in the store.
 
         Processes that open a new study at the same moment each create a parent, and one that looked
         before the other's run was stored keeps its own for a while. Every opening of the study (each
         worker opens it again before its final sweep) therefore merges: trial runs under any other
         parent move to the oldest one, and the others are deleted.
         """
-        same = _retry(self.client.search_runs, [experiment_id],
-                      f"tags.`{STUDY_TAG}` = {_quote(study_name)} and tags.`{KIND_TAG}` = 'study'",
-                      max_results=50)
-        keep = min([run, *same], key=lambda r: (r.info.start_time, r.info.run_id))
-        for other in same:
+        keep = min(parents, key=lambda r: (r.info.start_time, r.info.run_id))
+        for other in parents:
             if other.info.run_id != keep.info.run_id:
                 _retry(self.client.delete_run, other.info.run_id)
         strays = self._search_all(experiment_id,
@@ -403,14 +406,15 @@ class Tracker:
             For the trial counts, the optimization history and the parameter importances.
         """
         trials = list(study.get_trials(deepcopy=False)) if study is not None else []
-        metrics, tags, n_trials = _result_entries(result, trials)
-        if trials:
-            best = _best_trial(study)
-            if best is not None:
-                tags["automil.best_trial"] = str(best.number)
-                run_id = self._trial_run_id(parent_run_id, best.number)
-                if run_id is not None:
-                    tags["automil.best_trial_run"] = run_id
+        metrics, tags, n_trials = _result_entries(result, study)
+        best = result.get("best_trial")
+        if best is None and study is not None:
+            best = getattr(best_trial(study), "number", None)
+        if best is not None:
+            tags["automil.best_trial"] = str(best)
+            run_id = self._trial_run_id(parent_run_id, int(best))
+            if run_id is not None:
+                tags["automil.best_trial_run"] = run_id
         # A resumed study logs its result again: step = trials so far keeps the history readable, and
         # MLflow shows the value of the highest step.
         now = int(time.time() * 1000)
@@ -545,12 +549,12 @@ class BagModel(PythonModel):
         return self.estimator.predict(bags).tolist()
 
 
-def _result_entries(result: dict, trials) -> tuple[list, dict, int]:
+def _result_entries(result: dict, study) -> tuple[list, dict, int]:
     """Metrics ``(key, value, step or None)``, tags and the trial count of a leaderboard row.
 
     The trial counts (``trials``, ``trials_complete``, ``trials_pruned``, ``trials_failed``,
     ``trials_timed_out``) and the ``status`` come from the row when the driver wrote them, else from the
-    study's trials.
+    study's trials, counted and judged as the leaderboard does.
     """
     metrics, tags = [], {}
     for key, value in result.items():
@@ -567,29 +571,15 @@ def _result_entries(result: dict, trials) -> tuple[list, dict, int]:
     best_params = result.get("best_params") or {}
     tags.update({f"best.{name}": _text(value, _MAX_TAG_CHARS) for name, value in best_params.items()})
     tags["automil.best_params"] = _text(best_params, _MAX_TAG_CHARS)
-    counts = {"trials": 0, "trials_complete": 0, "trials_pruned": 0, "trials_failed": 0, "trials_timed_out": 0}
-    by_state = {"COMPLETE": "trials_complete", "PRUNED": "trials_pruned", "FAIL": "trials_failed",
-                TIMED_OUT: "trials_timed_out"}
-    for trial in trials:
-        counts["trials"] += 1
-        if trial_state(trial) in by_state:
-            counts[by_state[trial_state(trial)]] += 1
-    if trials and not _finite(result.get("trials")):
-        metrics.extend((key, float(value), None) for key, value in counts.items())
-    n_trials = int(result["trials"]) if _finite(result.get("trials")) else counts["trials"]
-    if not result.get("status"):
-        timed_out = counts["trials_timed_out"]
-        failed = counts["trials_failed"] + timed_out
-        tags[STATUS_TAG] = (TIMED_OUT if trials and timed_out == len(trials) else
-                            "failed" if trials and failed == len(trials) else "ok")
+    n_trials = int(result["trials"]) if _finite(result.get("trials")) else 0
+    if study is not None and not (_finite(result.get("trials")) and result.get("status")):
+        counts, _ = trial_counts(study)
+        if not _finite(result.get("trials")):
+            metrics.extend((key, float(value), None) for key, value in counts.items())
+            n_trials = counts["trials"]
+        if not result.get("status"):
+            tags[STATUS_TAG] = row_status(result, counts, best_trial(study), [])
     return metrics, tags, n_trials
-
-
-def _best_trial(study):
-    try:
-        return study.best_trial
-    except (ValueError, RuntimeError):  # no completed trial, or a multi-objective study
-        return None
 
 
 def _write_figures(folder: Path, result, model, bags, study, trials) -> dict:
