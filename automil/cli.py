@@ -286,13 +286,15 @@ def _run_run(args) -> int:
 
 # ---- automil report ---------------------------------------------------------------------------------
 def _add_report(commands):
+    from automil.report import FORMATS
+
     sub = _subcommand(commands, "report", _run_report, "the results table (datasets x learners) from MLflow",
                       "Print the paper-style table of every study in the tracking store: datasets as "
                       "columns, learners as rows, headline ACC and BACC as mean ± sd in %, T/O where every "
                       "trial timed out, the best of each column in bold.")
     sub.add_argument("--dataset", action="append", metavar="NAME",
                      help="only this dataset (repeatable; the columns keep this order)")
-    sub.add_argument("--format", choices=("markdown", "html", "csv"), default="markdown",
+    sub.add_argument("--format", choices=FORMATS, default="markdown",
                      help="output format (default markdown)")
     sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
                                             "sqlite:///mlruns/mlflow.db)")

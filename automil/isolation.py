@@ -33,6 +33,8 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 _PR_SET_PDEATHSIG = 1
 # How often the parent looks at the child's memory while it waits (only with a memory limit).
 MEMORY_POLL_SECONDS = 0.1
+# How often a waiting caller is told the fit is alive (a study's trial heartbeat).
+HEARTBEAT_SECONDS = 30.0
 
 
 class FitTimeout(Exception):
@@ -70,8 +72,6 @@ class FitWorker:
     memory_limit : int, optional
         Resident memory cap of the child in bytes (Linux, read from ``/proc``); passing it kills the
         child and raises :class:`FitMemoryExceeded`.
-    env : dict, optional
-        Extra environment variables for the child.
     preload : callable, optional
         Run in a new child before its first task (``preload(None)``), e.g. to import the learners, so
         that start-up never counts against a task's time limit.
@@ -87,13 +87,12 @@ class FitWorker:
     plugins as the parent). ``fn`` must be importable by name (a module-level function).
     """
 
-    def __init__(self, threads: int | None = None, memory_limit: int | None = None, env: dict | None = None,
+    def __init__(self, threads: int | None = None, memory_limit: int | None = None,
                  preload: Callable | None = None, startup_timeout: float = 600.0, spare: bool = False):
         self.threads = threads
         self.spare = spare
         self._spare = None
         self.memory_limit = memory_limit
-        self.env = dict(env or {})
         self.preload = preload
         self.startup_timeout = startup_timeout
         self._starting = False
@@ -103,7 +102,6 @@ class FitWorker:
         self._data = None
         self._data_sent = False
         self._deadline = None
-        self.kills = 0
 
     # ---- life cycle ----------------------------------------------------------------------------------
     @property
@@ -133,7 +131,7 @@ class FitWorker:
         """A new child with its pipes, already told to preload."""
         task_read, task_write = os.pipe()
         reply_read, reply_write = os.pipe()
-        env = {**os.environ, **self.env, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         if self.threads is not None:
             env.update({name: str(self.threads) for name in THREAD_VARIABLES})
         try:
@@ -238,7 +236,7 @@ class FitWorker:
                     raise WorkerDied(f"the worker process could not be started: {error}") from None
         self._deadline = float("inf") if timeout is None else time.monotonic() + timeout
 
-    def result(self, heartbeat: Callable | None = None, heartbeat_every: float = 30.0):
+    def result(self, heartbeat: Callable | None = None, heartbeat_every: float = HEARTBEAT_SECONDS):
         """Wait for the task's reply and return it, or raise.
 
         Raises :class:`FitTimeout` or :class:`FitMemoryExceeded` (the child is killed first),
@@ -277,7 +275,6 @@ class FitWorker:
             if status == "ok":
                 return payload
             raise FitError(*payload)
-        self.kills += 1
         rss = _resident_bytes(self.pid)
         self.kill()
         self.start()  # the replacement starts up while the caller records the outcome

@@ -32,6 +32,10 @@ class UnknownNameError(LookupError):
     """A learner or dataset name that no loaded plugin registered."""
 
 
+class DuplicateNameError(ValueError):
+    """Two plugins registered the same learner or dataset name."""
+
+
 @dataclass
 class Registry:
     """What the loaded plugins registered, plus the plugins that failed and why."""
@@ -132,16 +136,14 @@ def registry(kind: str) -> Registry:
 
         def register(spec, plugin_name=plugin_name):
             if spec.name in specs:
-                raise ValueError(f"{kind[:-1]} name {spec.name!r} is registered twice: by plugin "
+                raise DuplicateNameError(f"{kind[:-1]} name {spec.name!r} is registered twice: by plugin "
                                  f"{specs[spec.name].plugin!r} and by plugin {plugin_name!r}")
             specs[spec.name] = replace(spec, plugin=plugin_name)
 
         try:
             impl.function(register=register)
-        except ValueError as error:
-            if "registered twice" in str(error):
-                raise
-            result.failures[plugin_name] = f"register_{kind} failed: {type(error).__name__}: {error}"
+        except DuplicateNameError:
+            raise
         except Exception as error:  # noqa: BLE001
             result.failures[plugin_name] = f"register_{kind} failed: {type(error).__name__}: {error}"
     _registries[kind] = result

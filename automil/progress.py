@@ -12,7 +12,7 @@ from automil.trial_states import best_trial, trial_counts
 if TYPE_CHECKING:
     from automil.tuning import _Plan, _Unit
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "Silent"]
 
 
 class Progress:
@@ -62,3 +62,22 @@ class Progress:
 
 def _clock(seconds: float) -> str:
     return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
+class Silent(Progress):
+    """Progress that says nothing: ``tune`` called as a library, and its helper processes."""
+
+    def __init__(self):
+        pass
+
+    def __call__(self, line: str):
+        pass
+
+    def trial(self, unit, study, plan):
+        pass
+
+    def tuned(self, unit, study, plan):
+        pass
+
+    def learner_done(self, row: dict):
+        pass

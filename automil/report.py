@@ -95,8 +95,6 @@ def build_table(studies: list[dict], datasets=None) -> Table:
 
 
 def _status_text(status: str) -> str:
-    if status == "T/O":
-        return "T/O"
     return {"": "running", "ok": "-", "partial": "-"}.get(status, status)
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import time
 
-from automil.isolation import process_alive
+from automil.isolation import HEARTBEAT_SECONDS, process_alive
 
 __all__ = ["counts_toward_budget", "abandoned", "fail_stale_trials", "best_trial", "trial_counts"]
 
 # A RUNNING trial of another machine is taken as abandoned when its heartbeat is older than this.
-HEARTBEAT_SECONDS = 30.0
 STALE_AFTER_SECONDS = 10 * HEARTBEAT_SECONDS
 
 

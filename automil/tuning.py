@@ -25,6 +25,7 @@ import numpy as np
 from automil.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, OutOfTime, WorkerDied,
                                process_identity, run_tasks)
 from automil.leaderboard import rank, result_row, skipped_row
+from automil.progress import Silent
 from automil.storage import DEFAULT_STORAGE, open_storage, shown_storage
 from automil.trial_states import best_trial, counts_toward_budget, fail_stale_trials
 
@@ -193,7 +194,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
     """Tune ``learners`` (default: every registered learner that fits the data) on ``dataset``.
 
     Returns the leaderboard: one result row (a dict, keys in ``docs/tune.md``) per learner, best first.
-    ``progress`` receives status lines (``Progress`` prints them to a terminal).
+    ``progress`` (an :class:`automil.progress.Progress`, default silent) receives the status lines.
     """
     import optuna
 
@@ -202,7 +203,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
     options = options or TuneOptions()
     options.check()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    progress = progress or (lambda *a, **k: None)
+    progress = progress or Silent()
     start = time.time()
     worker = _fit_worker(options)
     worker.start()  # it imports the learners while the data loads and the studies are prepared
@@ -398,9 +399,9 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
             frozen = _run_trial(study, spec, unit, plan, bags, splits, n_classes, worker)
             if parent is not None:
                 _track(tracker, progress, "log_trial", parent, frozen, name)
-            progress.trial(unit, study, plan) if hasattr(progress, "trial") else None
+            progress.trial(unit, study, plan)
         last_of_learner = u + 1 == len(plan.units) or plan.units[u + 1].learner != unit.learner
-        if last_of_learner and hasattr(progress, "tuned"):
+        if last_of_learner:
             progress.tuned(unit, main, plan)
 
 
@@ -521,7 +522,7 @@ def _helper_main(plan: _Plan, bags, index: int, parent_pid: int):
     try:
         with _sigterm_interrupts():
             _tune_units(plan, bags, open_storage(plan.options.storage), worker,
-                        _tracker(plan.options), lambda *a, **k: None, index)
+                        _tracker(plan.options), Silent(), index)
     except KeyboardInterrupt:
         pass
     finally:
@@ -582,8 +583,6 @@ def _track(tracker, progress, method, *args):
         return None
     try:
         return getattr(tracker, method)(*args)
-    except NotImplementedError:
-        return None
     except Exception as error:  # noqa: BLE001
         progress(f"warning: MLflow {method} failed ({type(error).__name__}: {error}); tuning goes on and a "
                  "rerun logs what is missing")
@@ -618,17 +617,18 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
         stored = main.user_attrs.get("result")
         if stored is not None and main.user_attrs.get("result_key") == key:
             rows[learner] = stored
-            progress.learner_done(stored) if hasattr(progress, "learner_done") else None
+            progress.learner_done(stored)
             continue
         jobs[learner] = {"spec": spec, "main": main, "best": best, "outer_best": outer_best, "key": key,
                          "nested": [None] * len(subs), "repeated": {}, "fit_seconds": [], "errors": [],
                          "model": None, "predictions": {}}
     tasks, owners = [], []
     seeds = evaluation.repeat_seeds(options.seed, options.repeats)
+    outer = evaluation.fold_splits(plan.assignment)
     for learner, job in jobs.items():
         for i, trial in enumerate(job["outer_best"]):
             if trial is not None:
-                train, test = evaluation.fold_splits(plan.assignment)[i]
+                train, test = outer[i]
                 tasks.append((evaluation.fit_predict, learner, trial.user_attrs["estimator_params"], train,
                               test, options.seed))
                 owners.append((learner, "nested", (i, test)))
@@ -640,11 +640,12 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
         for r, seed in enumerate(seeds):
             if r > 0 and time.time() >= plan.final_deadline:
                 break
+            splits = evaluation.fold_splits(evaluation.bag_folds(bags.y, options.folds, seed))
             for learner, job in jobs.items():
                 if job["best"] is None:
                     continue
                 params = job["best"].user_attrs["estimator_params"]
-                for train, test in evaluation.fold_splits(evaluation.bag_folds(bags.y, options.folds, seed)):
+                for train, test in splits:
                     tasks.append((evaluation.fit_predict, learner, params, train, test, options.seed))
                     owners.append((learner, "repeat", (r, test)))
             for index, out in run_tasks(workers, tasks, timeout=options.fit_timeout,
@@ -667,7 +668,7 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
                 if trial.state.is_finished():
                     _track(tracker, progress, "log_trial", parent, trial, study_name(plan.dataset, learner))
             _track(tracker, progress, "log_result", parent, row, job["model"], bags, job["main"])
-        progress.learner_done(row) if hasattr(progress, "learner_done") else None
+        progress.learner_done(row)
     return [rows[learner] for learner in plan.learners]
 
 

@@ -22,15 +22,21 @@ def plugin_site() -> Path:
 
 
 def install_test_plugin(root: Path) -> Path:
-    """pip-install ``tests/plugins/testlearners`` into ``root/site`` (the source tree stays clean)."""
-    source = root / "source"
-    shutil.copytree(PLUGIN_SOURCE, source,
-                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    site = root / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "--target", str(site), str(source)], check=True,
-                   capture_output=True)
-    return site
+    """pip-install ``tests/plugins/testlearners`` into ``root/site``."""
+    return pip_install([PLUGIN_SOURCE], root / "site")
+
+
+def pip_install(packages, target: Path) -> Path:
+    """pip-install plugin packages into ``target`` (kept off the developer's environment) from copies, so
+    that the build leaves nothing in the source tree."""
+    with tempfile.TemporaryDirectory(prefix="automil-plugin-build-") as scratch:
+        copies = [shutil.copytree(package, Path(scratch) / Path(package).name,
+                                  ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+                  for package in packages]
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                        "--disable-pip-version-check", "--target", str(target), *map(str, copies)], check=True,
+                       capture_output=True)
+    return target
 
 
 def plugin_env(site: Path, records: Path) -> dict:

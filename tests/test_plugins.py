@@ -10,14 +10,13 @@ from pathlib import Path
 import pytest
 
 from automil import hookspecs, plugins
+from driver_support import pip_install
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def install(package_dir: Path, target: Path):
-    """pip-install a plugin package into ``target`` (kept off the developer's environment)."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--target", str(target), str(package_dir)], check=True)
+    pip_install([package_dir], target)
 
 
 def make_plugin(root: Path, name: str, body: str) -> Path:

@@ -12,6 +12,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
+from automil.storage import open_storage
 from driver_support import plugin_env, plugin_site
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -33,9 +34,7 @@ def automil(tmp_path, *args, wait=True, records=None, fit_delay=0.0):
 
 
 def load(tmp_path, name):
-    storage = optuna.storages.JournalStorage(
-        optuna.storages.journal.JournalFileBackend(str(tmp_path / "studies.journal")))
-    return optuna.load_study(study_name=name, storage=storage)
+    return optuna.load_study(study_name=name, storage=open_storage(f"journal:{tmp_path / 'studies.journal'}"))
 
 
 def records(directory: Path, kind: str) -> list[dict]:

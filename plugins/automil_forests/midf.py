@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.model_selection import StratifiedKFold
 
 from automil.bags import Bags
+from automil.evaluation import bag_folds, fold_splits
 from automil.learner import BagClassifier
 from automil_forests.blrt import BLRTClassifier
 from automil_forests.forest import check_int, seed_sequence
@@ -94,9 +94,7 @@ class MIDFClassifier(BagClassifier):
         oof_vectors = []  # per level: out-of-fold class vectors of every training instance, (n, 4K)
         scores = []
         if n_folds >= 2:
-            folds = list(StratifiedKFold(n_folds, shuffle=True,
-                                         random_state=int(fold_seed.generate_state(1)[0]))
-                         .split(np.zeros(bags.n_bags), y))
+            folds = fold_splits(bag_folds(y, n_folds, int(fold_seed.generate_state(1)[0])))
             level_seeds = cascade1_seed.spawn(max_layers)
             best, since_best = -np.inf, 0
             for level in range(max_layers):

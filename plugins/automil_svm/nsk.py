@@ -8,7 +8,6 @@ from automil import kernels
 from automil_svm.ovr import (
     CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, OneVsRestBagSVM, learner_doc,
 )
-from automil_svm.svm_problem import bag_examples
 
 
 class NSK(OneVsRestBagSVM):
@@ -45,7 +44,7 @@ class NSK(OneVsRestBagSVM):
 
     def _begin_fit(self, bags):
         # Every one-vs-rest problem has the same examples: the normalized bag sums.
-        self._examples = bag_examples(bags, np.arange(bags.n_bags), 1.0 / self._normalizer(bags))
+        self._examples = kernels.bag_matrix(bags.offsets, 1.0 / self._normalizer(bags))
 
     def _end_fit(self):
         del self._examples

@@ -66,7 +66,6 @@ class Solution:
     b: float
     w: np.ndarray | None = None
     beta: np.ndarray | None = None
-    n_iter: int = 0
 
 
 class TrainingKernel:
@@ -129,23 +128,23 @@ class TrainingKernel:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     svm.fit(Z, t, sample_weight=C)
-                return Solution(b=float(svm.intercept_[0]), w=svm.coef_[0].copy(), n_iter=int(svm.n_iter_))
-            w, b, _, epochs = margin_solvers.dual_cd(Z, t, rho, C)
-            return Solution(b=b, w=w, n_iter=epochs)
+                return Solution(b=float(svm.intercept_[0]), w=svm.coef_[0].copy())
+            w, b, _, _ = margin_solvers.dual_cd(Z, t, rho, C)
+            return Solution(b=b, w=w)
         G = self.example_gram(R)
         coef = np.zeros(len(t))
         if rho is None:
             svm = SVC(kernel="precomputed", C=1.0, tol=1e-3)
             svm.fit(G, t, sample_weight=C)
             coef[svm.support_] = svm.dual_coef_[0]
-            b, n_iter = float(svm.intercept_[0]), int(np.sum(svm.n_iter_))
+            b = float(svm.intercept_[0])
         else:
-            alpha, b, n_iter = margin_solvers.smo(G, t, rho, C)
+            alpha, b, _ = margin_solvers.smo(G, t, rho, C)
             coef = alpha * t
         beta = coef if R is None else np.asarray(R.T @ coef).ravel()
         if self.kernel == "linear":
-            return Solution(b=b, w=np.asarray(self.X.T @ beta).ravel(), n_iter=n_iter)
-        return Solution(b=b, beta=beta, n_iter=n_iter)
+            return Solution(b=b, w=np.asarray(self.X.T @ beta).ravel())
+        return Solution(b=b, beta=beta)
 
     def scores(self, solution: Solution) -> np.ndarray:
         """``f(x)`` on every training instance (reuses the cached kernel)."""
@@ -184,6 +183,6 @@ def bag_examples(bags, bag_indices, scale) -> sp.csr_matrix:
     """Examples ``scale_i * sum_{x in B_i} x`` for the bags ``bag_indices`` (``scale = 1/|B|`` gives the
     bag means), as rows of ``R``."""
     bag_indices = np.asarray(bag_indices, dtype=np.int64)
-    sizes = bags.sizes[bag_indices]
-    return sp.csr_matrix((np.repeat(np.asarray(scale, dtype=np.float64), sizes), bags.instance_rows(bag_indices),
-                          np.concatenate(([0], np.cumsum(sizes)))), shape=(len(bag_indices), bags.n_instances))
+    weights = np.zeros(bags.n_bags)
+    weights[bag_indices] = scale
+    return kernels.bag_matrix(bags.offsets, weights)[bag_indices]

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from driver_support import pip_install
+
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "tests" / "plugins"
 POSTGRES_SCRIPT = REPO / ".ci" / "postgres.sh"
@@ -34,11 +36,8 @@ FAST = ("--folds", "2", "--repeats", "1", "--protocol", "tuned", "--timeout", "n
 
 
 def install_plugins(target: Path) -> Path:
-    """pip-install both test plugins into ``target`` (kept off the developer's environment)."""
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--disable-pip-version-check", "--target", str(target), str(PLUGINS / "testlearners"),
-                    str(PLUGINS / "faultlearners")], check=True, capture_output=True)
-    return target
+    """pip-install both test plugins into ``target``."""
+    return pip_install([PLUGINS / "testlearners", PLUGINS / "faultlearners"], target)
 
 
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.05):

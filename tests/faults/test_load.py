@@ -31,11 +31,8 @@ def test_four_workers_on_postgresql_and_two_on_sqlite_record_200_trials_exactly_
             result = tune.wait(400)
             assert result.returncode == 0, result.stderr
             assert "tracking is off" not in result.stderr, "every worker logs (none lost a race for the store)"
-    total = 0
     for name, (workers, n_trials) in groups.items():
         trials = workers[0].trials("centroid")
         harness.assert_study_complete(trials, n_trials, workers=len(workers))
         logged = harness.assert_tracked_once(workers[0].tracking_uri, {f"{harness.DATASET}/centroid": trials})
-        total += len(harness.counted(trials))
         harness.report(f"load: {len(workers)} workers on {name}", {**harness.figures(trials), "in MLflow": logged})
-    assert total >= POSTGRES_TRIALS + SQLITE_TRIALS == 200
