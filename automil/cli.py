@@ -136,7 +136,7 @@ def _add_tune(commands):
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
     from automil.storage import DEFAULT_STORAGE
-    from automil.tuning import TuneOptions, parse_size
+    from automil.tuning import METRICS, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
 
     d = TuneOptions() if defaults else None
 
@@ -155,11 +155,11 @@ def _add_tune_options(sub, defaults: bool):
         sub.add_argument("--folds", type=int, default=d.folds, help=f"k of k-fold CV (default {d.folds})")
         sub.add_argument("--repeats", type=int, default=d.repeats,
                          help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats})")
-        sub.add_argument("--metric", choices=("balanced_accuracy", "accuracy"), default=d.metric,
+        sub.add_argument("--metric", choices=METRICS, default=d.metric,
                          help="what the tuner maximizes (both are recorded; default balanced_accuracy)")
         sub.add_argument("--seed", type=int, default=d.seed, help="seeds folds, samplers and learners")
-        sub.add_argument("--sampler", choices=("tpe", "random"), default=d.sampler, help="Optuna sampler")
-        sub.add_argument("--protocol", choices=("nested", "tuned"), default=d.protocol,
+        sub.add_argument("--sampler", choices=SAMPLERS, default=d.sampler, help="Optuna sampler")
+        sub.add_argument("--protocol", choices=PROTOCOLS, default=d.protocol,
                          help="nested (default): headline scores from folds the tuner never saw; tuned: tune "
                               "and score on the same folds (the papers' protocol, optimistic)")
         sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",

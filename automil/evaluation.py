@@ -12,7 +12,7 @@ from automil.bags import Bags, as_bags
 
 __all__ = ["Standardized", "instance_scaling", "bag_folds", "repeat_seeds", "fold_splits", "cross_validated_predictions",
            "fold_digest",
-           "fit_predict", "load_learners", "fold_scores", "mean_std", "METRICS", "PROTOCOLS"]
+           "fit_predict", "load_learners", "fold_scores", "mean_std"]
 
 
 def instance_scaling(X):
@@ -238,11 +238,6 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
 
 
 # ---- metrics ---------------------------------------------------------------------------------------
-METRICS = ("balanced_accuracy", "accuracy")
-PROTOCOLS = {
-    "nested": "nested cross-validation: every outer fold is scored by a model tuned without it",
-    "tuned": "tuned and scored on the same folds (the papers' protocol): optimistic",
-}
 
 
 def fold_scores(y_true, y_pred) -> dict:

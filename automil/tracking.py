@@ -299,11 +299,13 @@ class Tracker:
         for other in parents:
             if other.info.run_id != keep.info.run_id:
                 _retry(self.client.delete_run, other.info.run_id)
-        strays = self._search_all(experiment_id,
-                                  f"tags.`{KIND_TAG}` = 'trial' and tags.`{STUDY_TAG}` = {_quote(study_name)} "
-                                  f"and tags.`{PARENT_TAG}` != {_quote(keep.info.run_id)}")
-        for stray in strays:
-            _retry(self.client.set_tag, stray.info.run_id, PARENT_TAG, keep.info.run_id)
+        trial_runs = self._search_all(experiment_id, f"tags.`{KIND_TAG}` = 'trial' and "
+                                                     f"tags.`{STUDY_TAG}` = {_quote(study_name)}")
+        for run in trial_runs:
+            if run.data.tags.get(PARENT_TAG) != keep.info.run_id:
+                _retry(self.client.set_tag, run.info.run_id, PARENT_TAG, keep.info.run_id)
+        # what is logged so far, so that the final sweep asks the store only about trials logged since
+        self._logged_trials[study_name] = {int(run.data.tags[TRIAL_TAG]): run.info.run_id for run in trial_runs}
         return keep
 
     def _trial_run_id(self, parent_run_id, number: int) -> str | None:

@@ -32,6 +32,8 @@ from automil.trial_states import best_trial, counts_toward_budget, fail_stale_tr
 __all__ = ["TuneOptions", "tune", "study_name", "read_study_file"]
 
 SAMPLERS = ("tpe", "random")
+METRICS = ("balanced_accuracy", "accuracy")
+PROTOCOLS = ("nested", "tuned")
 # Share of --timeout spent tuning; the rest goes to the final evaluation (nested refits, repeated CV).
 TUNING_SHARE = 0.75
 
@@ -57,8 +59,6 @@ class TuneOptions:
 
     def check(self):
         """Raise ``ValueError`` naming the first bad option."""
-        from automil import evaluation
-
         positive = {"--n-trials": self.n_trials, "--timeout": self.timeout, "--fit-timeout": self.fit_timeout,
                     "--repeats": self.repeats, "--jobs": self.jobs, "--fit-memory": self.fit_memory}
         for name, value in positive.items():
@@ -71,8 +71,7 @@ class TuneOptions:
         if self.protocol == "nested" and self.folds < 3:
             raise ValueError("--protocol nested needs --folds 3 or more (each outer split is tuned with "
                              "the other folds)")
-        for name, value, allowed in (("--metric", self.metric, evaluation.METRICS),
-                                     ("--protocol", self.protocol, tuple(evaluation.PROTOCOLS)),
+        for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, PROTOCOLS),
                                      ("--sampler", self.sampler, SAMPLERS)):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")

@@ -84,6 +84,7 @@ class TrainingKernel:
         if self.solver == "auto":
             self.solver = "smo"
         self._gram = None
+        self._last_examples = self._last_gram = None  # see example_gram
 
     @property
     def n(self) -> int:
@@ -107,12 +108,18 @@ class TrainingKernel:
         return dict(kernel=self.kernel, gamma=self.gamma, degree=self.degree)
 
     def example_gram(self, R) -> np.ndarray:
-        """``R K R^T``; ``R = None`` means every instance is an example."""
+        """``R K R^T``; ``R = None`` means every instance is an example. From the cached instance kernel
+        when it fits in memory (every later solve and score of the fit reuses it), else block by block;
+        the same ``R`` again (NSK's one-vs-rest classes) returns the same matrix."""
         if R is None:
             return self.gram
-        if self._gram is not None:
-            return np.asarray(R @ (R @ self._gram).T)
-        return kernels.combination_gram(self.X, R, **self._params())
+        if R is not self._last_examples:
+            if 8 * self.n * self.n <= MAX_GRAM_BYTES:
+                self._last_gram = np.asarray(R @ (R @ self.gram).T)
+            else:
+                self._last_gram = kernels.combination_gram(self.X, R, **self._params())
+            self._last_examples = R
+        return self._last_gram
 
     def solve(self, R, t, C, rho=None) -> Solution:
         """Solve 1.8 for examples ``R`` (sparse ``m x n``, or None for the instances), targets ``t`` in
