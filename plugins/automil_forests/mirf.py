@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from automil.bag_scores import witness
 from automil_forests.forest import (TreeEnsemble, check_int, map_threads, resolve_max_depth,
                                     resolve_max_features, resolve_n_jobs, stack_trees, tree_seeds)
 from automil_forests.id3mi_tree import grow_id3mi_tree, id3mi_bag_proba, id3mi_instance_proba
@@ -79,14 +80,8 @@ class _ID3MIForest(TreeEnsemble):
         """11: the instance with the largest forest-mean singleton score for the predicted class
         (binary: for the positive class, whose maximum decides the bag)."""
         instance = id3mi_instance_proba(bags.X, *self.forest_)
-        if len(self.classes_) == 2:
-            column = np.ones(bags.n_bags, dtype=np.int64)
-        else:
-            column = np.argmax(self._predict_proba(bags), axis=1)
-        score = instance[np.arange(bags.n_instances), column[bags.bag_index]]
-        # arg-max inside each bag: sort by (bag, -score) and take each bag's first row
-        order = np.lexsort((-score, bags.bag_index))
-        return order[bags.offsets[:-1]] - bags.offsets[:-1]
+        # the predicted class has the largest per-class maximum (10.4), so the arg-max column decides
+        return witness(bags.offsets, instance[:, 1] if len(self.classes_) == 2 else instance)
 
 
 class ID3MIClassifier(_ID3MIForest):

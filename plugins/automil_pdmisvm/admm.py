@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from automil.bag_scores import bag_max, witness
 from automil.learner import BagClassifier
 
 from . import updates
@@ -142,9 +143,8 @@ class PdMISVMBase(BagClassifier):
         raise NotImplementedError
 
     def _decision_function(self, bags):
-        return updates.bag_max(bags.offsets, self._instance_scores(bags))[0]
+        return bag_max(bags.offsets, self._instance_scores(bags))[0]
 
     def _witness(self, bags):
         """Position of the instance with the largest score for the predicted class (2.1)."""
-        best, where = updates.bag_max(bags.offsets, self._instance_scores(bags))
-        return where[np.arange(bags.n_bags), np.argmax(best, axis=1)]
+        return witness(bags.offsets, self._instance_scores(bags))

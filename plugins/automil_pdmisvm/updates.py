@@ -189,21 +189,3 @@ def column_and_class_sq_norms(offsets, codes, XG, col_sq, cls_sq):
                 v = XG[j, m] * XG[j, m]
                 col_sq[m] += v
             cls_sq[c] += XG[j, c] * XG[j, c]
-
-
-@njit(cache=True, nogil=True)
-def bag_max(offsets, scores):
-    """Per-bag maximum and its position inside the bag (first on ties), for every column (2.1)."""
-    N, K = len(offsets) - 1, scores.shape[1]
-    best = np.empty((N, K))
-    where = np.zeros((N, K), dtype=np.int64)
-    for i in range(N):
-        lo = offsets[i]
-        for m in range(K):
-            best[i, m] = scores[lo, m]
-        for j in range(lo + 1, offsets[i + 1]):
-            for m in range(K):
-                if scores[j, m] > best[i, m]:
-                    best[i, m] = scores[j, m]
-                    where[i, m] = j - lo
-    return best, where

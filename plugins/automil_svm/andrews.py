@@ -9,9 +9,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
+from automil.bag_scores import bag_max
 from automil_svm.ovr import (
-    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, MaxInstanceMixin, OneVsRestBagSVM, bag_max,
-    learner_doc,
+    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, MaxInstanceMixin, OneVsRestBagSVM, learner_doc,
 )
 from automil_svm.svm_problem import instance_examples
 
@@ -82,7 +82,7 @@ def relabel_positive_bags(scores, positive, offsets):
     """
     index = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     labels = np.where((scores >= 0) & positive[index], 1.0, -1.0)
-    _, where = bag_max(scores, offsets)
+    _, where = bag_max(offsets, scores)
     top = offsets[:-1] + where
     labels[top[positive]] = 1.0
     return labels
@@ -155,7 +155,7 @@ class MISVM(_AndrewsSVM):
             solved = R
             solution = space.solve(solved, targets, C)  # step 2
             scores = space.scores(solution)[positive_rows]
-            witnesses = positive_rows[local_offsets[:-1] + bag_max(scores, local_offsets)[1]]  # step 3
+            witnesses = positive_rows[local_offsets[:-1] + bag_max(local_offsets, scores)[1]]  # step 3
             converged = selectors is not None and np.array_equal(witnesses, selectors)  # step 4
             if converged:
                 break

@@ -10,28 +10,11 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from numba import njit
 
 from automil import kernels
+from automil.bag_scores import bag_max, witness
 from automil.learner import BagClassifier
 from automil_svm.svm_problem import SOLVERS, TrainingKernel
-
-
-@njit(cache=True, nogil=True)
-def bag_max(scores, offsets):
-    """Per bag, the maximal instance score and its position inside the bag (first on ties)."""
-    n_bags = offsets.shape[0] - 1
-    best = np.empty(n_bags)
-    where = np.empty(n_bags, dtype=np.int64)
-    for i in range(n_bags):
-        lo = offsets[i]
-        best[i] = scores[lo]
-        where[i] = 0
-        for j in range(lo + 1, offsets[i + 1]):
-            if scores[j] > best[i]:
-                best[i] = scores[j]
-                where[i] = j - lo
-    return best, where
 
 
 def bag_mean(scores, offsets) -> np.ndarray:
@@ -124,15 +107,10 @@ class MaxInstanceMixin:
     model of the predicted class (the one model for K = 2)."""
 
     def _bag_scores(self, model, bags):
-        return bag_max(model(bags.X), bags.offsets)[0]
+        return bag_max(bags.offsets, model(bags.X))[0]
 
     def _witness(self, bags):
-        if len(self.classes_) == 2:
-            return bag_max(self.models_[0](bags.X), bags.offsets)[1]
-        per_class = [bag_max(model(bags.X), bags.offsets) for model in self.models_]
-        scores = np.column_stack([best for best, _ in per_class])
-        where = np.column_stack([pos for _, pos in per_class])
-        return where[np.arange(bags.n_bags), np.argmax(scores, axis=1)]
+        return witness(bags.offsets, np.column_stack([model(bags.X) for model in self.models_]))
 
 
 # numpydoc text of the parameters every learner of the family shares (composed into each class docstring).
