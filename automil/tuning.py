@@ -304,17 +304,17 @@ def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
     if assignment is None:
         assignment = fresh
     record = {"dataset": dataset, "metric": options.metric, "seed": options.seed,
-              "folds": {**folds, "digest": evaluation.fold_digest(assignment)},
-              "fold_assignment": assignment.tolist(), "labels_digest": labels}
+              "folds": {**folds, "digest": evaluation.fold_digest(assignment)}, "labels_digest": labels}
     for study, spec, split in studies:
         attrs = study.user_attrs
-        for key, value in {**record, "learner": spec.name, "plugin": spec.plugin, "split": split}.items():
+        protocol = options.protocol if split is None else "nested"
+        # The fold assignment goes last: other workers opening the study at the same moment check it only
+        # once it is there, so by then every attribute they compare against is written.
+        wanted = {**record, "learner": spec.name, "plugin": spec.plugin, "split": split, "protocol": protocol,
+                  "fold_assignment": assignment.tolist()}
+        for key, value in wanted.items():
             if attrs.get(key) != value:
                 study.set_user_attr(key, value)
-        if attrs.get("protocol") != options.protocol and split is None:
-            study.set_user_attr("protocol", options.protocol)
-        if split is not None and attrs.get("protocol") != "nested":
-            study.set_user_attr("protocol", "nested")
         fail_stale_trials(study)
     return assignment
 

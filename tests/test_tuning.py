@@ -241,6 +241,25 @@ def test_rerun_with_other_folds_is_refused_rather_than_regenerating_them(mixed_r
     assert "was made with 6 folds" in done.stderr and "4 folds" in done.stderr
 
 
+def test_fold_assignment_is_written_last_so_workers_opening_a_study_at_once_see_a_whole_record(tmp_path):
+    # A worker checks a study's folds, metric and labels only once its fold assignment is there; were any of
+    # them written after it, a worker opening the study meanwhile would refuse it as made on other data.
+    import sqlite3
+
+    automil(tmp_path, "--learner", "centroid", "--n-trials", "1", "--folds", "3", "--protocol", "nested",
+            "--storage", f"sqlite:///{tmp_path / 'studies.db'}", *FAST)
+    with sqlite3.connect(tmp_path / "studies.db") as db:
+        written = db.execute("SELECT study_id, key FROM study_user_attributes ORDER BY study_user_attribute_id")
+        by_study = {}
+        for study, key in written:
+            by_study.setdefault(study, []).append(key)
+    assert len(by_study) == 4  # the main study and one per outer split
+    for keys in by_study.values():
+        assert {"labels_digest", "metric", "folds", "protocol"} <= set(keys)
+        tuning_keys = [key for key in keys if key not in ("result", "result_key")]  # the final evaluation's
+        assert tuning_keys[-1] == "fold_assignment"
+
+
 def test_budget_gives_each_learner_an_equal_share_of_what_is_left_and_caps_its_fits():
     import numpy as np
 
