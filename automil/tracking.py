@@ -299,14 +299,31 @@ class Tracker:
         for other in parents:
             if other.info.run_id != keep.info.run_id:
                 _retry(self.client.delete_run, other.info.run_id)
-        trial_runs = self._search_all(experiment_id, f"tags.`{KIND_TAG}` = 'trial' and "
-                                                     f"tags.`{STUDY_TAG}` = {_quote(study_name)}")
+        trial_runs = self._one_run_per_trial(self._search_all(
+            experiment_id, f"tags.`{KIND_TAG}` = 'trial' and tags.`{STUDY_TAG}` = {_quote(study_name)}"))
         for run in trial_runs:
             if run.data.tags.get(PARENT_TAG) != keep.info.run_id:
                 _retry(self.client.set_tag, run.info.run_id, PARENT_TAG, keep.info.run_id)
         # what is logged so far, so that the final sweep asks the store only about trials logged since
         self._logged_trials[study_name] = {int(run.data.tags[TRIAL_TAG]): run.info.run_id for run in trial_runs}
         return keep
+
+    def _one_run_per_trial(self, trial_runs: list) -> list:
+        """``trial_runs`` (of one study) with one run per trial number: the lowest run id. The other
+        copies are deleted once they are finished (a running one is still being written).
+
+        Two processes can log one trial at the same moment (one's final sweep meets a trial the other has
+        just finished). Each finishes its run and then searches again, so the last of them sees every copy
+        finished, and the rule picks the same run whoever applies it.
+        """
+        kept = {}
+        for run in sorted(trial_runs, key=lambda r: r.info.run_id):
+            number = int(run.data.tags[TRIAL_TAG])
+            if number not in kept:
+                kept[number] = run
+            elif run.info.status != "RUNNING":
+                _retry(self.client.delete_run, run.info.run_id)
+        return list(kept.values())
 
     def _trial_run_id(self, parent_run_id, number: int) -> str | None:
         """The run id of trial ``number`` of the parent's study, if logged (by any process, under any
@@ -315,13 +332,16 @@ class Tracker:
         study_name = parent.data.tags[STUDY_TAG]
         known = self._logged_trials.setdefault(study_name, {})
         if number not in known:
-            run = self._find_one(parent.info.experiment_id, f"tags.`{KIND_TAG}` = 'trial' and "
-                                                f"tags.`{STUDY_TAG}` = {_quote(study_name)} and "
-                                                f"tags.`{TRIAL_TAG}` = {_quote(str(number))}")
+            run = self._find_one(parent.info.experiment_id, self._trial_filter(study_name, number))
             if run is None:
                 return None
             known[number] = run.info.run_id
         return known[number]
+
+    @staticmethod
+    def _trial_filter(study_name: str, number: int) -> str:
+        return (f"tags.`{KIND_TAG}` = 'trial' and tags.`{STUDY_TAG}` = {_quote(study_name)} and "
+                f"tags.`{TRIAL_TAG}` = {_quote(str(number))}")
 
     def _parent(self, parent_run_id):
         if parent_run_id not in self._parents:
@@ -333,7 +353,8 @@ class Tracker:
         """One nested run for a finished Optuna trial (``optuna.trial.FrozenTrial``); returns its id.
 
         Idempotent per trial number: a trial of the study already logged (by this or any other process)
-        is not logged again, and its existing run id is returned. The run holds
+        is not logged again, and its existing run id is returned; processes logging one trial at once
+        leave one run. The run holds
 
         - params: ``trial.params``;
         - metrics: ``accuracy``, ``balanced_accuracy`` and their ``*_std`` over folds, ``fold_accuracy``
@@ -378,7 +399,9 @@ class Tracker:
         self._log_batch(run_id, metrics=[(key, value, timestamp, step) for key, value, step in metrics],
                         params=params)
         _retry(self.client.set_terminated, run_id, status=_RUN_STATUS.get(state, "FINISHED"), end_time=end)
-        self._logged_trials[parent.data.tags[STUDY_TAG]][number] = run_id
+        copies = self._search_all(parent.info.experiment_id, self._trial_filter(study_name, number))
+        run_id = self._one_run_per_trial(copies)[0].info.run_id
+        self._logged_trials[study_name][number] = run_id
         return run_id
 
     # ---- final results -----------------------------------------------------------------------------
@@ -414,7 +437,8 @@ class Tracker:
             best = getattr(best_trial(study), "number", None)
         if best is not None:
             tags["automil.best_trial"] = str(best)
-            run_id = self._trial_run_id(parent_run_id, int(best))
+            self._logged_trials.get(self._parent(parent_run_id).data.tags[STUDY_TAG], {}).pop(int(best), None)
+            run_id = self._trial_run_id(parent_run_id, int(best))  # looked up afresh: a copy may be gone
             if run_id is not None:
                 tags["automil.best_trial_run"] = run_id
         # A resumed study logs its result again: step = trials so far keeps the history readable, and

@@ -219,6 +219,31 @@ def test_parents_made_in_a_race_merge_into_the_oldest_and_every_trial_stays_logg
     assert len(_children(client, parent)) == len(trials)
 
 
+def test_workers_logging_the_same_trials_at_once_leave_one_finished_run_per_trial(logged):
+    # One worker's final sweep can meet a trial another has just finished: both look, find nothing, log.
+    trials = logged["study"].trials
+    trackers = [Tracker(logged["uri"]) for _ in range(2)]
+    parents = [tracker.study_run("elephant/meanpool", "elephant", SPEC) for tracker in trackers]
+    barrier = threading.Barrier(2)
+    returned = [[], []]
+
+    def log_all(i):
+        for trial in trials:
+            barrier.wait()
+            returned[i].append(trackers[i].log_trial(parents[i], trial, "elephant/meanpool"))
+
+    threads = [threading.Thread(target=log_all, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    runs = _children(logged["client"], parents[0])
+    assert sorted(int(run.data.tags["automil.trial"]) for run in runs) == [t.number for t in trials]
+    assert all(run.info.status == "FINISHED" and "balanced_accuracy" in run.data.metrics for run in runs)
+    kept = {int(run.data.tags["automil.trial"]): run.info.run_id for run in runs}
+    assert all(kept[t.number] in (first, second) for t, first, second in zip(trials, *returned))
+
+
 def test_parent_run_holds_the_final_figures_and_best_parameters(logged):
     run = logged["client"].get_run(logged["parent"])
     result, study = logged["result"], logged["study"]
