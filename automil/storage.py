@@ -53,9 +53,12 @@ def _rdb_storage(url: str, attempts: int = 3):
     import optuna
     import sqlalchemy.exc
 
+    # sqlite makes a writer wait 5 s for another's lock and then fails the call, which ends the worker
+    # (Optuna does not retry); processes sharing one study file on a slow disk can wait longer than that.
+    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
     for attempt in range(attempts):
         try:
-            return optuna.storages.RDBStorage(url)
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine)
         except sqlalchemy.exc.DBAPIError as error:
             raced = isinstance(error, sqlalchemy.exc.IntegrityError | sqlalchemy.exc.ProgrammingError) or (
                 "already exists" in str(error))

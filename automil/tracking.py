@@ -165,6 +165,11 @@ def _directory_lock(directory: Path | None):
         os.close(handle)
 
 
+# MLflow's words for a write to a deleted run; another worker merging a study's parents deletes runs.
+_RUN_DELETED = "must be in the 'active' state"
+_MERGE_ATTEMPTS = 5
+
+
 def _retry(call, *args, attempts=8, **kwargs):
     """Run one store call, retrying when another process holds sqlite's write lock."""
     from mlflow.exceptions import MlflowException
@@ -266,20 +271,34 @@ class Tracker:
             NOTE_TAG: f"{learner_spec.name} on {dataset}: {getattr(learner_spec, 'description', '')}".strip(),
             **{key: _text(value, _MAX_TAG_CHARS) for key, value in (tags or {}).items()},
         }
+        from mlflow.exceptions import MlflowException
+
+        for attempt in range(_MERGE_ATTEMPTS):
+            try:
+                run = self._open_parent(experiment_id, study_name, learner_spec.name, all_tags)
+                break
+            except MlflowException as error:
+                # a third worker's merge deleted the run this one kept (or a trial copy it re-tagged):
+                # look again, and the newest search says which parent survives
+                if _RUN_DELETED not in str(error) or attempt == _MERGE_ATTEMPTS - 1:
+                    raise
+        self._parents[run.info.run_id] = run
+        return run.info.run_id
+
+    def _open_parent(self, experiment_id, study_name: str, run_name: str, tags: dict):
         same_study = f"tags.`{STUDY_TAG}` = {_quote(study_name)} and tags.`{KIND_TAG}` = 'study'"
         parents = _retry(self.client.search_runs, [experiment_id], same_study, max_results=50)
         if parents:
             run = self._one_parent(experiment_id, parents, study_name)
-            self._log_batch(run.info.run_id, tags=all_tags)
+            self._log_batch(run.info.run_id, tags=tags)
         else:
-            created = _retry(self.client.create_run, experiment_id, run_name=learner_spec.name, tags=all_tags)
+            created = _retry(self.client.create_run, experiment_id, run_name=run_name, tags=tags)
             # another process may have created one meanwhile: look again, and keep the oldest
             run = self._one_parent(experiment_id, _retry(self.client.search_runs, [experiment_id], same_study,
                                                          max_results=50) or [created], study_name)
         if run.info.status != "RUNNING":
             _retry(self.client.update_run, run.info.run_id, status="RUNNING")
-        self._parents[run.info.run_id] = run
-        return run.info.run_id
+        return run
 
     def _find_one(self, experiment_id, filter_string):
         runs = _retry(self.client.search_runs, [experiment_id], filter_string,

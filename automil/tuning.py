@@ -614,9 +614,10 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
         stored = main.user_attrs.get("result")
-        if stored is not None and main.user_attrs.get("result_key") == key:
-            rows[learner] = stored
-            progress.learner_done(stored)
+        if stored is not None and stored.get("key") == key:
+            rows[learner] = stored["row"]
+            _log_study(plan, tracker, progress, spec, main)  # what this worker could not log as it went
+            progress.learner_done(stored["row"])
             continue
         jobs[learner] = {"spec": spec, "main": main, "best": best, "outer_best": outer_best, "key": key,
                          "nested": [None] * len(subs), "repeated": {}, "fit_seconds": [], "errors": [],
@@ -657,18 +658,26 @@ def _final_evaluation(plan: _Plan, bags, storage, worker, tracker, progress) -> 
             w.close()
     for learner, job in jobs.items():
         row = result_row(plan, job)
-        job["main"].set_user_attr("result", row)
-        job["main"].set_user_attr("result_key", job["key"])
+        # one attribute, so that a worker never pairs one worker's row with another's key
+        job["main"].set_user_attr("result", {"key": job["key"], "row": row})
         rows[learner] = row
-        parent = _track(tracker, progress, "study_run", study_name(plan.dataset, learner), plan.dataset,
-                        job["spec"], {"automil.protocol": options.protocol})
-        if parent is not None:
-            for trial in job["main"].get_trials(deepcopy=False):
-                if trial.state.is_finished():
-                    _track(tracker, progress, "log_trial", parent, trial, study_name(plan.dataset, learner))
-            _track(tracker, progress, "log_result", parent, row, job["model"], bags, job["main"])
+        _log_study(plan, tracker, progress, job["spec"], job["main"], row, job["model"], bags)
         progress.learner_done(row)
     return [rows[learner] for learner in plan.learners]
+
+
+def _log_study(plan: _Plan, tracker, progress, spec, main, row=None, model=None, bags=None):
+    """Log every finished trial of the study not logged yet (by any worker), then ``row``, if given, as
+    its result."""
+    parent = _track(tracker, progress, "study_run", main.study_name, plan.dataset, spec,
+                    {"automil.protocol": plan.options.protocol})
+    if parent is None:
+        return
+    for trial in main.get_trials(deepcopy=False):
+        if trial.state.is_finished():
+            _track(tracker, progress, "log_trial", parent, trial, main.study_name)
+    if row is not None:
+        _track(tracker, progress, "log_result", parent, row, model, bags, main)
 
 
 def _collect(job, kind, where, out, bags):

@@ -174,24 +174,31 @@ def test_logging_a_trial_again_keeps_one_run_per_trial_number(logged):
     assert len(_children(logged["client"], parent)) == N_TRIALS
 
 
-def test_concurrent_trackers_create_a_single_parent_run(logged):
+def test_trackers_opening_a_study_at_once_agree_on_one_parent_run_when_they_open_it_again(logged):
+    # Each may keep its own parent for a moment (one can look before another's run is stored); the next
+    # opening, which every worker makes before its final sweep, leaves one parent for all of them.
     barrier = threading.Barrier(3)
-    found = []
+    trackers = [Tracker(logged["uri"]) for _ in range(3)]
+    first, errors = [], []
 
-    def open_study():
-        tracker = Tracker(logged["uri"])
+    def open_study(tracker):
         barrier.wait()
-        found.append(tracker.study_run("fox/meanpool", "fox", SPEC))
+        try:
+            first.append(tracker.study_run("fox/meanpool", "fox", SPEC))
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
 
-    threads = [threading.Thread(target=open_study) for _ in range(3)]
+    threads = [threading.Thread(target=open_study, args=(tracker,)) for tracker in trackers]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert len(set(found)) == 1
+    assert not errors and len(first) == 3
+    again = {tracker.study_run("fox/meanpool", "fox", SPEC) for tracker in trackers}
+    assert len(again) == 1
     experiment = logged["client"].get_experiment_by_name("fox")
     runs = logged["client"].search_runs([experiment.experiment_id], "tags.`automil.study` = 'fox/meanpool'")
-    assert [run.info.run_id for run in runs] == found[:1]
+    assert [run.info.run_id for run in runs] == list(again)
 
 
 def test_parents_made_in_a_race_merge_into_the_oldest_and_every_trial_stays_logged_once(logged):
@@ -217,6 +224,34 @@ def test_parents_made_in_a_race_merge_into_the_oldest_and_every_trial_stays_logg
     swept = [reopened.log_trial(parent, trial, "tiger/meanpool") for trial in trials]
     assert swept[:5] == [*by_first, *by_second[1:]]
     assert len(_children(client, parent)) == len(trials)
+
+
+class OvertakenTracker(Tracker):
+    """A worker whose first merge is overtaken: right after it picks the parent to keep, a third worker's
+    run with an older start time lands and that worker's merge deletes the one this worker kept."""
+
+    overtaken = False
+
+    def _one_parent(self, experiment_id, parents, study_name):
+        keep = super()._one_parent(experiment_id, parents, study_name)
+        if not self.overtaken:
+            self.overtaken = True
+            older = self.client.create_run(experiment_id, start_time=keep.info.start_time - 1000,
+                                           tags={"automil.kind": "study", "automil.study": study_name})
+            Tracker(self.tracking_uri)._one_parent(experiment_id, [keep, older], study_name)
+        return keep
+
+
+def test_a_worker_whose_kept_parent_is_deleted_meanwhile_opens_the_surviving_one(logged):
+    client = logged["client"]
+    first = Tracker(logged["uri"]).study_run("musk2/meanpool", "musk2", SPEC)
+    opened = OvertakenTracker(logged["uri"]).study_run("musk2/meanpool", "musk2", SPEC)
+    assert client.get_run(first).info.lifecycle_stage == "deleted"
+    survivor = client.get_run(opened)
+    assert survivor.info.lifecycle_stage == "active" and survivor.info.status == "RUNNING"
+    assert survivor.data.tags["automil.learner"] == "meanpool", "the survivor got the study's tags"
+    experiment_id = survivor.info.experiment_id
+    assert [r.info.run_id for r in client.search_runs([experiment_id], "tags.`automil.kind` = 'study'")] == [opened]
 
 
 def test_workers_logging_the_same_trials_at_once_leave_one_finished_run_per_trial(logged):

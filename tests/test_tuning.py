@@ -256,8 +256,28 @@ def test_fold_assignment_is_written_last_so_workers_opening_a_study_at_once_see_
     assert len(by_study) == 4  # the main study and one per outer split
     for keys in by_study.values():
         assert {"labels_digest", "metric", "folds", "protocol"} <= set(keys)
-        tuning_keys = [key for key in keys if key not in ("result", "result_key")]  # the final evaluation's
+        tuning_keys = [key for key in keys if key != "result"]  # the final evaluation's
         assert tuning_keys[-1] == "fold_assignment"
+
+
+def test_a_rerun_of_a_finished_study_logs_the_trials_mlflow_lacks(tmp_path):
+    # A worker that could not log a trial (its MLflow call failed) and then found its result already
+    # computed by another worker must still leave every finished trial in MLflow.
+    import mlflow
+
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    args = ["--learner", "centroid", "--n-trials", "3", "--protocol", "tuned", "--repeats", "1",
+            "--timeout", "none", "--jobs", "1", "--tracking-uri", uri]
+    automil(tmp_path, *args)
+    client = mlflow.MlflowClient(uri)
+    experiment_id = client.get_experiment_by_name("test-bags").experiment_id
+    trial_runs = client.search_runs([experiment_id], "tags.`automil.kind` = 'trial'")
+    assert len(trial_runs) == 3
+    client.delete_run(trial_runs[0].info.run_id)
+    automil(tmp_path, *args)
+    assert len(load(tmp_path, "test-bags/centroid").trials) == 3  # no new trial: the stored result is reused
+    logged = client.search_runs([experiment_id], "tags.`automil.kind` = 'trial'")
+    assert sorted(int(r.data.tags["automil.trial"]) for r in logged) == [0, 1, 2]
 
 
 def test_budget_gives_each_learner_an_equal_share_of_what_is_left_and_caps_its_fits():
