@@ -315,7 +315,6 @@ def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
         for key, value in wanted.items():
             if attrs.get(key) != value:
                 study.set_user_attr(key, value)
-        fail_stale_trials(study)
     return assignment
 
 
