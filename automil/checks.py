@@ -229,6 +229,33 @@ def _raises(error, call, what, *must_mention):
     raise AssertionError(f"{what} was accepted silently; expected {error.__name__}")
 
 
+def check_first_trial_is_a_point_of_the_search_space(spec):
+    """The driver runs ``spec.first_trial`` as the first trial of every new study: it must name exactly
+    the parameters ``search_space`` suggests on that path, each inside its range, and build a learner
+    that fits."""
+    import warnings
+
+    import optuna
+
+    study = optuna.create_study(study_name="first-trial-check")
+    study.enqueue_trial(spec.first_trial)
+    trial = study.ask()
+    bags = witness_bags(8)
+    trial.set_user_attr("n_features", bags.n_features)
+    trial.set_user_attr("n_classes", 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Optuna only warns about a fixed value outside its range
+        try:
+            params = spec.search_space(trial)
+        except (ValueError, UserWarning) as error:
+            raise AssertionError(f"first_trial {spec.first_trial} is not a point of the search space: "
+                                 f"{error}") from error
+    unknown, unset = set(spec.first_trial) - set(trial.params), set(trial.params) - set(spec.first_trial)
+    assert not unknown, f"first_trial names parameters the search space never asks for: {sorted(unknown)}"
+    assert not unset, f"first_trial leaves parameters to the sampler: {sorted(unset)}"
+    spec.build(**params).fit(bags, bags.y)
+
+
 _GENERAL = (check_clone_and_params, check_binary, check_multiclass, check_list_and_bags_input,
             check_deterministic, check_refit_forgets, check_bad_input)
 _MIL = (check_witness_copy_flips_negative_bag, check_negative_instances_keep_bag_negative,
@@ -241,6 +268,8 @@ def learner_checks(spec) -> list:
     checks = list(_GENERAL)
     if isinstance(spec, LearnerSpec) and spec.standard_mil:
         checks += _MIL
+    if isinstance(spec, LearnerSpec) and spec.first_trial:
+        checks.append(check_first_trial_is_a_point_of_the_search_space)
     return [functools.update_wrapper(functools.partial(check, spec), check) for check in checks]
 
 

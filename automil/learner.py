@@ -128,6 +128,10 @@ class LearnerSpec:
         contract suite then runs the algorithmic unit tests of Raff & Holt (2023).
     defaults : dict
         Parameters used when a learner is evaluated without tuning, on top of the class defaults.
+    first_trial : dict
+        Optuna parameters (the names ``search_space`` suggests) of the first trial of every new study:
+        the learner's defaults, so that even a budget of one trial tries the setting known to work.
+        Empty: the sampler chooses from the start.
     plugin : str
         Filled in by the registry: the plugin that registered the learner.
     """
@@ -140,6 +144,7 @@ class LearnerSpec:
     sparse: bool = False
     standard_mil: bool = False
     defaults: dict = field(default_factory=dict)
+    first_trial: dict = field(default_factory=dict)
     plugin: str = ""
 
     @property

@@ -394,6 +394,8 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
             # learner's hard stop (a nested figure needs a trial in every outer split).
             if time.time() >= (unit.deadline if done else unit.hard_stop):
                 break
+            if not trials and spec.first_trial:
+                study.enqueue_trial(spec.first_trial, skip_if_exists=True)  # the learner's defaults first
             frozen = _run_trial(study, spec, unit, plan, bags, splits, n_classes, worker)
             if parent is not None:
                 _track(tracker, progress, "log_trial", parent, frozen, name)

@@ -280,6 +280,15 @@ def test_a_rerun_of_a_finished_study_logs_the_trials_mlflow_lacks(tmp_path):
     assert sorted(int(r.data.tags["automil.trial"]) for r in logged) == [0, 1, 2]
 
 
+def test_every_new_study_tries_the_learners_first_trial_first(tmp_path):
+    automil(tmp_path, "--learner", "recorder", "--n-trials", "3", "--folds", "3", "--protocol", "nested", *FAST)
+    for name in ["test-bags/recorder", *(f"test-bags/recorder/outer-{i}" for i in range(3))]:
+        trials = sorted(load(tmp_path, name).trials, key=lambda t: t.number)
+        assert len(trials) == 3
+        assert trials[0].params == {"shrink": 0.25}, name  # the test plugin's first_trial
+        assert all(t.params["shrink"] != 0.25 for t in trials[1:]), "later trials come from the sampler"
+
+
 def test_budget_gives_each_learner_an_equal_share_of_what_is_left_and_caps_its_fits():
     import numpy as np
 

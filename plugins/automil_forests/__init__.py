@@ -25,9 +25,10 @@ def register_learners(register):
     # follows the standard MIL assumption.
     register(LearnerSpec("mirf", MIRFClassifier, spaces.mirf_space,
                          "MIRF: random forest of ID3-MI trees on bootstrap samples of bags",
-                         standard_mil=True, defaults=SEEDED))
+                         standard_mil=True, defaults=SEEDED, first_trial=spaces.MIRF_FIRST_TRIAL))
     register(LearnerSpec("blrt", BLRTClassifier, spaces.blrt_space,
-                         "BLRT: bag-level randomized trees (Komarek & Somol)", defaults=SEEDED))
+                         "BLRT: bag-level randomized trees (Komarek & Somol)", defaults=SEEDED,
+                         first_trial=spaces.BLRT_FIRST_TRIAL))
     register(LearnerSpec("midf", MIDFClassifier, spaces.midf_space,
                          "MIDF: cascade of MIRF and BLRT forests (multiple-instance deep forest)",
-                         defaults=SEEDED))
+                         defaults=SEEDED, first_trial=spaces.MIDF_FIRST_TRIAL))

@@ -30,3 +30,9 @@ def midf_space(trial) -> dict:
     return {"n_estimators": trial.suggest_int("n_estimators", 25, 200),
             "max_layers": trial.suggest_int("max_layers", 1, 10),
             "patience": trial.suggest_categorical("patience", [1, 2, 3])}
+
+
+# The estimators' defaults as points of the spaces above: the first trial of every new study.
+MIRF_FIRST_TRIAL = {"n_estimators": 100, "max_features_kind": "sqrt", "max_depth_limited": False}
+BLRT_FIRST_TRIAL = {**MIRF_FIRST_TRIAL, "n_rules": 16, "min_samples": 1}
+MIDF_FIRST_TRIAL = {"n_estimators": 50, "max_layers": 10, "patience": 1}

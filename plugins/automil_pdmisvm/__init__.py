@@ -10,7 +10,8 @@ def register_learners(register):
 
     from .kernel import KernelPdMISVMClassifier
     from .linear import InexactPdMISVMClassifier, PdMISVMClassifier
-    from .search import kernel_space, linear_space
+    from .search import (INEXACT_FIRST_TRIAL, KERNEL_FIRST_TRIAL, LINEAR_FIRST_TRIAL, kernel_space,
+                         linear_space)
 
     # standard_mil=False: every class (the negative one too) scores a bag by its best instance, so a
     # pattern that only negative bags carry is evidence for the negative class; Raff & Holt's checks
@@ -20,13 +21,14 @@ def register_learners(register):
     KERNEL_DEFAULTS = {"ell": "auto", "gamma": 1.0}
     common = dict(multiclass=True, sparse=False, standard_mil=False)
     register(LearnerSpec("pdmisvm", PdMISVMClassifier, linear_space,
-                         "primal-dual multi-class MI-SVM (ADMM), exact W-step; linear in bags", **common))
+                         "primal-dual multi-class MI-SVM (ADMM), exact W-step; linear in bags",
+                         first_trial=LINEAR_FIRST_TRIAL, **common))
     # One gradient step per iteration needs a small initial penalty, or the constraints freeze W before
     # it has moved: every inexact setting the authors tuned has mu0 <= 1e-5 (algorithms.md 2.6), and
     # untuned accuracy rises by 2 to 13 points over mu0 = 1e-3 (docs/accuracy-pdmisvm.md).
     register(LearnerSpec("pdmisvm-inexact", InexactPdMISVMClassifier, linear_space,
                          "primal-dual multi-class MI-SVM (ADMM), line-search W-step; linear in bags "
-                         "and features", defaults={"mu0": 1e-6}, **common))
+                         "and features", defaults={"mu0": 1e-6}, first_trial=INEXACT_FIRST_TRIAL, **common))
     register(LearnerSpec("pdmisvm-kernel", KernelPdMISVMClassifier, kernel_space,
                          "primal-dual multi-class MI-SVM with a gamma-exponential kernel (small data)",
-                         defaults=KERNEL_DEFAULTS, **common))
+                         defaults=KERNEL_DEFAULTS, first_trial=KERNEL_FIRST_TRIAL, **common))

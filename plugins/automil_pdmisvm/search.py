@@ -9,6 +9,12 @@ import math
 MU_BOUND = 1e250
 
 
+# The estimators' defaults as points of the spaces below: the first trial of every new study.
+LINEAR_FIRST_TRIAL = {"C": 1.0, "mu0": 1e-3, "rho": 1.2, "maxiter": 1000, "tol": 1e-6}
+INEXACT_FIRST_TRIAL = {**LINEAR_FIRST_TRIAL, "mu0": 1e-6}
+KERNEL_FIRST_TRIAL = {**LINEAR_FIRST_TRIAL, "gamma": 1.0, "ell_scale": 1.0}  # ell = sqrt(d), "auto"
+
+
 def linear_space(trial) -> dict:
     """C, mu0, rho, maxiter and tol; raises ``optuna.TrialPruned`` when ``mu0 * rho^maxiter > 1e250``."""
     params = {

@@ -36,4 +36,4 @@ def register_learners(register):
     # standard_mil: the bag score is the maximum instance score (for sMIL its default bag_score="max").
     for name, estimator, space, standard_mil, description in learners:
         register(LearnerSpec(name, estimator, space, description=description, multiclass=True, sparse=True,
-                             standard_mil=standard_mil))
+                             standard_mil=standard_mil, first_trial=spaces.FIRST_TRIALS[name]))

@@ -26,3 +26,10 @@ def smil_space(trial) -> dict:
 
 def sbmil_space(trial) -> dict:
     return {**kernel_space(trial), "eta": trial.suggest_float("eta", 0.0, 1.0)}
+
+
+# The estimators' defaults as points of the spaces above: the first trial of every new study.
+_DEFAULT = {"C": 1.0, "kernel": "linear"}
+FIRST_TRIALS = {"sil": _DEFAULT, "mi-svm": _DEFAULT, "MI-SVM": _DEFAULT,
+                "nsk": {**_DEFAULT, "normalization": "averaging"}, "smil": {**_DEFAULT, "bag_score": "max"},
+                "sbmil": {**_DEFAULT, "eta": 0.1}}

@@ -24,7 +24,8 @@ def register_learners(register):
                                  description="predicts one label more than there are bags"))
     register(automil.LearnerSpec(name="recorder", estimator=learners.Recorder,
                                  search_space=learners.recorder_space,
-                                 description="a centroid that records the bags it is fit on and scores"))
+                                 description="a centroid that records the bags it is fit on and scores",
+                                 first_trial={"shrink": 0.25}))
 
 
 @automil.hookimpl
