@@ -448,8 +448,10 @@ def _run_trial(study, spec, unit: _Unit, plan: _Plan, bags, splits, n_classes, w
             if fold < len(splits) - 1 and trial.should_prune():
                 raise optuna.TrialPruned()
         value = float(np.mean(record[f"fold_{plan.options.metric}"]))
-    except optuna.TrialPruned:
+    except optuna.TrialPruned as pruned:
         state = TrialState.PRUNED
+        if str(pruned) and "error" not in record:  # the search space's reason (the pruner gives none)
+            record["error"] = f"pruned: {pruned}"
     except FitTimeout as error:
         state = TrialState.FAIL
         if limit < plan.options.fit_timeout:  # cut by the run's budget: not the learner's fault

@@ -51,10 +51,10 @@ def pid_gone(pid: int) -> bool:
 
 @pytest.fixture(scope="module")
 def mixed_run(tmp_path_factory):
-    """One run of a sleeping, a crashing and a working learner under a 2 s fit time-out."""
+    """One run of a sleeping, a crashing, a pruned and a working learner under a 2 s fit time-out."""
     tmp_path = tmp_path_factory.mktemp("mixed")
-    done = automil(tmp_path, "--learner", "sleepy", "--learner", "crashy", "--learner", "centroid",
-                   "--fit-timeout", "2", "--n-trials", "2", "--protocol", "tuned", "--json", "out.json",
+    done = automil(tmp_path, "--learner", "sleepy", "--learner", "crashy", "--learner", "centroid", "--learner",
+                   "pruney", "--fit-timeout", "2", "--n-trials", "2", "--protocol", "tuned", "--json", "out.json",
                    *FAST)
     rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
     return tmp_path, rows, done
@@ -82,6 +82,13 @@ def test_crashing_learner_is_recorded_as_failed_with_its_error_and_the_study_goe
     for trial in trials:
         assert trial.state == TrialState.FAIL and not trial.user_attrs["timed_out"]
         assert "RuntimeError: crashy always fails in fit" in trial.user_attrs["error"]
+
+
+def test_a_learner_whose_every_trial_is_pruned_says_why_it_has_no_result(mixed_run):
+    _, rows, _ = mixed_run
+    assert rows["pruney"]["status"] == "no result" and rows["pruney"]["accuracy"] is None
+    assert rows["pruney"]["error"] == ("no trial completed: 2 of 2 pruned (pruned: no setting fits 5 features), "
+                                       "0 stopped by the --timeout budget")
 
 
 def test_trial_record_holds_the_attributes_tracking_reads(mixed_run):

@@ -19,6 +19,9 @@ def register_learners(register):
                                  description="sleeps in fit (and writes its pid first)"))
     register(automil.LearnerSpec(name="crashy", estimator=learners.Crashy,
                                  search_space=learners.centroid_space, description="raises in fit"))
+    register(automil.LearnerSpec(name="pruney", estimator=learners.Centroid,
+                                 search_space=learners.pruney_space,
+                                 description="its search space prunes every trial, giving a reason"))
     register(automil.LearnerSpec(name="misshapen", estimator=learners.Misshapen,
                                  search_space=learners.centroid_space,
                                  description="predicts one label more than there are bags"))

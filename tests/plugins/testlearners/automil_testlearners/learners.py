@@ -26,6 +26,12 @@ def centroid_space(trial):
     return {"shrink": trial.suggest_float("shrink", 0.0, 1.0)}
 
 
+def pruney_space(trial):
+    import optuna
+
+    raise optuna.TrialPruned(f"no setting fits {trial.user_attrs['n_features']} features")
+
+
 def sleepy_space(trial):
     return {"seconds": trial.suggest_float("seconds", 60.0, 120.0)}
 
