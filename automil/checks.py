@@ -237,7 +237,12 @@ def check_first_trial_is_a_point_of_the_search_space(spec):
 
     import optuna
 
-    study = optuna.create_study(study_name="first-trial-check")
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line in the user's log
+    try:
+        study = optuna.create_study()
+    finally:
+        optuna.logging.set_verbosity(verbosity)
     study.enqueue_trial(spec.first_trial)
     trial = study.ask()
     bags = witness_bags(8)
