@@ -249,11 +249,12 @@ def check_first_trial_is_a_point_of_the_search_space(spec):
     trial.set_user_attr("n_features", bags.n_features)
     trial.set_user_attr("n_classes", 2)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # Optuna only warns about a fixed value outside its range
+        warnings.simplefilter("error", UserWarning)  # Optuna only warns about a fixed value outside its range
         try:
             params = spec.search_space(trial)
-        except (ValueError, UserWarning) as error:
-            raise AssertionError(f"first_trial {spec.first_trial} is not a point of the search space: "
+        except (ValueError, UserWarning, optuna.TrialPruned) as error:
+            raise AssertionError(f"first_trial {spec.first_trial} is not a point of the search space"
+                                 f"{' (it prunes it)' if isinstance(error, optuna.TrialPruned) else ''}: "
                                  f"{error}") from error
     unknown, unset = set(spec.first_trial) - set(trial.params), set(trial.params) - set(spec.first_trial)
     assert not unknown, f"first_trial names parameters the search space never asks for: {sorted(unknown)}"

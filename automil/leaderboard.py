@@ -67,10 +67,12 @@ def result_row(plan: _Plan, job) -> dict:
     if best is None and not counts["trials"]:
         errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
                          "--timeout" if stopped else "no trial ran: raise --timeout")
-    if best is None and not errors:
-        reasons = [t.user_attrs["error"] for t in finished if t.user_attrs.get("error")]
+    if best is None and not errors and counts["trials_pruned"]:
+        reasons = [t.user_attrs["error"] for t in finished
+                   if t.state.name == "PRUNED" and t.user_attrs.get("error")]
         errors.append(f"no trial completed: {counts['trials_pruned']} of {counts['trials']} pruned"
-                      + (f" ({reasons[0]})" if reasons else "") + f", {stopped} stopped by the --timeout budget")
+                      + (f" ({reasons[0]})" if reasons else "") + f", {counts['trials_timed_out']} timed out, "
+                      f"{stopped} stopped by the --timeout budget")
     row["error"] = errors[0] if errors else None
     row["trials_stopped"] = stopped
     predictions = job["predictions"].get("nested" if options.protocol == "nested" else "repeat")

@@ -318,8 +318,7 @@ class Tracker:
         for other in parents:
             if other.info.run_id != keep.info.run_id:
                 _retry(self.client.delete_run, other.info.run_id)
-        trial_runs = self._one_run_per_trial(self._search_all(
-            experiment_id, f"tags.`{KIND_TAG}` = 'trial' and tags.`{STUDY_TAG}` = {_quote(study_name)}"))
+        trial_runs = self._one_run_per_trial(self._search_all(experiment_id, self._trial_filter(study_name)))
         for run in trial_runs:
             if run.data.tags.get(PARENT_TAG) != keep.info.run_id:
                 _retry(self.client.set_tag, run.info.run_id, PARENT_TAG, keep.info.run_id)
@@ -358,9 +357,10 @@ class Tracker:
         return known[number]
 
     @staticmethod
-    def _trial_filter(study_name: str, number: int) -> str:
-        return (f"tags.`{KIND_TAG}` = 'trial' and tags.`{STUDY_TAG}` = {_quote(study_name)} and "
-                f"tags.`{TRIAL_TAG}` = {_quote(str(number))}")
+    def _trial_filter(study_name: str, number: int | None = None) -> str:
+        """The search for the study's trial runs, or for trial ``number``'s."""
+        runs = f"tags.`{KIND_TAG}` = 'trial' and tags.`{STUDY_TAG}` = {_quote(study_name)}"
+        return runs if number is None else f"{runs} and tags.`{TRIAL_TAG}` = {_quote(str(number))}"
 
     def _parent(self, parent_run_id):
         if parent_run_id not in self._parents:
@@ -479,6 +479,11 @@ class Tracker:
             status = "FINISHED"
         finally:  # a parent never stays "running" after its result; FAILED if the model could not be logged
             _retry(self.client.set_terminated, parent_run_id, status=status)
+
+    def end_study(self, parent_run_id: str) -> None:
+        """Mark the parent run ``FINISHED`` again after a sweep that logged no result (the result was
+        logged before, by this or another process, and :meth:`study_run` marked the run running)."""
+        _retry(self.client.set_terminated, parent_run_id, status="FINISHED")
 
     def log_model(self, parent_run_id: str, model, bags=None) -> str:
         """Log ``model`` as the pyfunc model ``model`` of the run; returns its ``models:/`` URI (also

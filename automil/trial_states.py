@@ -14,9 +14,12 @@ STALE_AFTER_SECONDS = 10 * HEARTBEAT_SECONDS
 
 
 def counts_toward_budget(trial) -> bool:
-    """Every trial counts except those a killed or interrupted process left unfinished."""
+    """Every trial counts except those a killed or interrupted process left unfinished, and a queued one
+    not started yet (the next worker to ask runs it)."""
     from optuna.trial import TrialState
 
+    if trial.state == TrialState.WAITING:
+        return False
     if trial.state == TrialState.RUNNING:
         return not abandoned(trial)
     return not (trial.user_attrs.get("stale") or trial.user_attrs.get("interrupted"))

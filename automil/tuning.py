@@ -365,6 +365,7 @@ def _sampler(plan: _Plan, name: str, index: int, n_existing: int):
 def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: int):
     """Tune every study of the plan in order until its trial count or deadline is reached."""
     import optuna
+    from optuna.trial import TrialState
 
     from automil import evaluation, plugins
 
@@ -394,8 +395,8 @@ def _tune_units(plan: _Plan, bags, storage, worker, tracker, progress, index: in
             # learner's hard stop (a nested figure needs a trial in every outer split).
             if time.time() >= (unit.deadline if done else unit.hard_stop):
                 break
-            if not trials and spec.first_trial:
-                study.enqueue_trial(spec.first_trial, skip_if_exists=True)  # the learner's defaults first
+            if not done and spec.first_trial and not any(t.state == TrialState.WAITING for t in trials):
+                study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
             frozen = _run_trial(study, spec, unit, plan, bags, splits, n_classes, worker)
             if parent is not None:
                 _track(tracker, progress, "log_trial", parent, frozen, name)
@@ -681,6 +682,8 @@ def _log_study(plan: _Plan, tracker, progress, spec, main, row=None, model=None,
             _track(tracker, progress, "log_trial", parent, trial, main.study_name)
     if row is not None:
         _track(tracker, progress, "log_result", parent, row, model, bags, main)
+    else:
+        _track(tracker, progress, "end_study", parent)
 
 
 def _collect(job, kind, where, out, bags):

@@ -25,3 +25,11 @@ def test_a_first_trial_outside_the_search_space_fails_the_contract(first_trial, 
     spec = dataclasses.replace(automil.get_learner("mirf"), first_trial=first_trial)
     with pytest.raises(AssertionError, match=problem):
         check_first_trial_is_a_point_of_the_search_space(spec)
+
+
+def test_a_first_trial_the_search_space_prunes_fails_the_contract():
+    # mu0 * rho^maxiter = 1e-2 * 1.5^3000 would overflow: pdMISVM's space prunes such a point
+    spec = automil.get_learner("pdmisvm")
+    spec = dataclasses.replace(spec, first_trial={**spec.first_trial, "mu0": 1e-2, "rho": 1.5, "maxiter": 3000})
+    with pytest.raises(AssertionError, match="it prunes it"):
+        check_first_trial_is_a_point_of_the_search_space(spec)

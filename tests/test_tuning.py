@@ -88,7 +88,8 @@ def test_a_learner_whose_every_trial_is_pruned_says_why_it_has_no_result(mixed_r
     _, rows, _ = mixed_run
     assert rows["pruney"]["status"] == "no result" and rows["pruney"]["accuracy"] is None
     assert rows["pruney"]["error"] == ("no trial completed: 2 of 2 pruned (pruned: no setting fits 5 features), "
-                                       "0 stopped by the --timeout budget")
+                                       "0 timed out, 0 stopped by the --timeout budget")
+    assert rows["sleepy"]["error"] is None, "a learner whose every trial timed out is T/O; that says it all"
 
 
 def test_trial_record_holds_the_attributes_tracking_reads(mixed_run):
@@ -285,6 +286,25 @@ def test_a_rerun_of_a_finished_study_logs_the_trials_mlflow_lacks(tmp_path):
     assert len(load(tmp_path, "test-bags/centroid").trials) == 3  # no new trial: the stored result is reused
     logged = client.search_runs([experiment_id], "tags.`automil.kind` = 'trial'")
     assert sorted(int(r.data.tags["automil.trial"]) for r in logged) == [0, 1, 2]
+    parents = client.search_runs([experiment_id], "tags.`automil.kind` = 'study'")
+    assert [p.info.status for p in parents] == ["FINISHED"], "the sweep leaves the parent run finished"
+
+
+def test_a_first_trial_cut_short_is_tried_again_by_the_rerun(tmp_path):
+    args = ["--learner", "recorder", "--n-trials", "2", "--protocol", "tuned", *FAST]
+    process = automil(tmp_path, *args, wait=False, fit_delay=30)
+    deadline = time.monotonic() + 60
+    while not list((tmp_path / "records").glob("fit-*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the first fit of the first trial has started
+    process.send_signal(signal.SIGINT)
+    process.communicate(timeout=120)
+    assert process.returncode == 130
+    automil(tmp_path, *args)
+    trials = sorted(load(tmp_path, "test-bags/recorder").trials, key=lambda t: t.number)
+    assert trials[0].user_attrs.get("interrupted") and trials[0].params == {"shrink": 0.25}
+    counted = [t for t in trials if not t.user_attrs.get("interrupted")]
+    assert len(counted) == 2 and counted[0].params == {"shrink": 0.25}, "the defaults ran once in full"
+    assert all(t.state.name != "WAITING" for t in trials)
 
 
 def test_every_new_study_tries_the_learners_first_trial_first(tmp_path):
