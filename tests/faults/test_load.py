@@ -34,5 +34,8 @@ def test_four_workers_on_postgresql_and_two_on_sqlite_record_200_trials_exactly_
     for name, (workers, n_trials) in groups.items():
         trials = workers[0].trials("centroid")
         harness.assert_study_complete(trials, n_trials, workers=len(workers))
+        # the learner's defaults (first_trial) ran first, and at most once per worker that found the study empty
+        defaults = sorted(t.number for t in trials if t.params == {"shrink": 0.0})
+        assert defaults[:1] == [0] and len(defaults) <= len(workers), defaults
         logged = harness.assert_tracked_once(workers[0].tracking_uri, {f"{harness.DATASET}/centroid": trials})
         harness.report(f"load: {len(workers)} workers on {name}", {**harness.figures(trials), "in MLflow": logged})

@@ -12,7 +12,7 @@ def register_learners(register):
     from automil_testlearners import learners
 
     register(automil.LearnerSpec(name="centroid", estimator=learners.Centroid,
-                                 search_space=learners.centroid_space,
+                                 search_space=learners.centroid_space, first_trial={"shrink": 0.0},
                                  description="nearest class centroid of bag means"))
     register(automil.LearnerSpec(name="sleepy", estimator=learners.Sleepy,
                                  search_space=learners.sleepy_space,
