@@ -288,22 +288,15 @@ class Tracker:
     def _open_parent(self, experiment_id, study_name: str, run_name: str, tags: dict):
         same_study = f"tags.`{STUDY_TAG}` = {_quote(study_name)} and tags.`{KIND_TAG}` = 'study'"
         parents = _retry(self.client.search_runs, [experiment_id], same_study, max_results=50)
-        if parents:
-            run = self._one_parent(experiment_id, parents, study_name)
-            self._log_batch(run.info.run_id, tags=tags)
-        else:
-            created = _retry(self.client.create_run, experiment_id, run_name=run_name, tags=tags)
+        if not parents:
+            _retry(self.client.create_run, experiment_id, run_name=run_name, tags=tags)
             # another process may have created one meanwhile: look again, and keep the oldest
-            run = self._one_parent(experiment_id, _retry(self.client.search_runs, [experiment_id], same_study,
-                                                         max_results=50) or [created], study_name)
+            parents = _retry(self.client.search_runs, [experiment_id], same_study, max_results=50)
+        run = self._one_parent(experiment_id, parents, study_name)
+        self._log_batch(run.info.run_id, tags=tags)
         if run.info.status != "RUNNING":
             _retry(self.client.update_run, run.info.run_id, status="RUNNING")
         return run
-
-    def _find_one(self, experiment_id, filter_string):
-        runs = _retry(self.client.search_runs, [experiment_id], filter_string,
-                      order_by=["attributes.start_time ASC"], max_results=1)
-        return runs[0] if runs else None
 
     def _one_parent(self, experiment_id, parents: list, study_name: str):
         """The study's one parent run: the oldest (by start time, then run id) of ``parents``, the
@@ -343,17 +336,19 @@ class Tracker:
                 _retry(self.client.delete_run, run.info.run_id)
         return list(kept.values())
 
-    def _trial_run_id(self, parent_run_id, number: int) -> str | None:
+    def _trial_run_id(self, parent_run_id, number: int, fresh: bool = False) -> str | None:
         """The run id of trial ``number`` of the parent's study, if logged (by any process, under any
-        parent of the study)."""
+        parent of the study): the copy :meth:`_one_run_per_trial` keeps. ``fresh`` asks the store even
+        when this process knows an id (another process may have deleted that copy since)."""
         parent = self._parent(parent_run_id)
         study_name = parent.data.tags[STUDY_TAG]
         known = self._logged_trials.setdefault(study_name, {})
-        if number not in known:
-            run = self._find_one(parent.info.experiment_id, self._trial_filter(study_name, number))
-            if run is None:
+        if fresh or number not in known:
+            copies = _retry(self.client.search_runs, [parent.info.experiment_id],
+                            self._trial_filter(study_name, number))
+            if not copies:
                 return None
-            known[number] = run.info.run_id
+            known[number] = min(run.info.run_id for run in copies)
         return known[number]
 
     @staticmethod
@@ -456,8 +451,7 @@ class Tracker:
             best = getattr(best_trial(study), "number", None)
         if best is not None:
             tags["automil.best_trial"] = str(best)
-            self._logged_trials.get(self._parent(parent_run_id).data.tags[STUDY_TAG], {}).pop(int(best), None)
-            run_id = self._trial_run_id(parent_run_id, int(best))  # looked up afresh: a copy may be gone
+            run_id = self._trial_run_id(parent_run_id, int(best), fresh=True)
             if run_id is not None:
                 tags["automil.best_trial_run"] = run_id
         # A resumed study logs its result again: step = trials so far keeps the history readable, and

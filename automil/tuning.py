@@ -305,13 +305,14 @@ def _prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
         assignment = fresh
     record = {"dataset": dataset, "metric": options.metric, "seed": options.seed,
               "folds": {**folds, "digest": evaluation.fold_digest(assignment)}, "labels_digest": labels}
+    stored_assignment = assignment.tolist()
     for study, spec, split in studies:
         attrs = study.user_attrs
         protocol = options.protocol if split is None else "nested"
         # The fold assignment goes last: other workers opening the study at the same moment check it only
         # once it is there, so by then every attribute they compare against is written.
         wanted = {**record, "learner": spec.name, "plugin": spec.plugin, "split": split, "protocol": protocol,
-                  "fold_assignment": assignment.tolist()}
+                  "fold_assignment": stored_assignment}
         for key, value in wanted.items():
             if attrs.get(key) != value:
                 study.set_user_attr(key, value)

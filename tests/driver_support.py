@@ -4,6 +4,7 @@ import atexit
 import os
 import shutil
 import subprocess
+import time
 import sys
 import tempfile
 from pathlib import Path
@@ -56,3 +57,14 @@ def load_in_process(monkeypatch, records: Path):
         if os.environ.get(key) != value:
             monkeypatch.setenv(key, value)
     plugins.reset()
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 0.05):
+    """Poll ``predicate`` until it returns something truthy; fail the test naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")

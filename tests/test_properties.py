@@ -328,6 +328,9 @@ def test_a_garbled_feature_is_a_value_error_naming_the_file_and_its_line(tmp_pat
 def test_a_garbled_label_is_a_value_error_naming_the_file_and_its_line(tmp_path, format, data, where, label):
     arrays, labels, names = data
     text, numbers = write_file(format, arrays, labels, names)
+    # Whitespace-separated fields have no empty field: an emptied label shifts the line's fields left,
+    # which only its width against the other lines reveals; a file of one line has no other line.
+    assume(not (format == "spaced" and label == "" and len(numbers) == 1))
     lines = text.splitlines()
     line = where.draw(st.sampled_from(numbers))
     sep = " " if format == "spaced" else ","

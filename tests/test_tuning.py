@@ -13,7 +13,7 @@ import pytest
 from optuna.trial import TrialState
 
 from automil.storage import open_storage
-from driver_support import plugin_env, plugin_site
+from driver_support import plugin_env, plugin_site, wait_for
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 FAST = ["--no-track", "--repeats", "1", "--timeout", "none", "--jobs", "1"]
@@ -293,9 +293,7 @@ def test_a_rerun_of_a_finished_study_logs_the_trials_mlflow_lacks(tmp_path):
 def test_a_first_trial_cut_short_is_tried_again_by_the_rerun(tmp_path):
     args = ["--learner", "recorder", "--n-trials", "2", "--protocol", "tuned", *FAST]
     process = automil(tmp_path, *args, wait=False, fit_delay=30)
-    deadline = time.monotonic() + 60
-    while not list((tmp_path / "records").glob("fit-*.json")) and time.monotonic() < deadline:
-        time.sleep(0.05)  # the first fit of the first trial has started
+    wait_for(lambda: list((tmp_path / "records").glob("fit-*.json")), 60, "the first fit of the first trial")
     process.send_signal(signal.SIGINT)
     process.communicate(timeout=120)
     assert process.returncode == 130

@@ -10,15 +10,14 @@ def register_learners(register):
 
     from .kernel import KernelPdMISVMClassifier
     from .linear import InexactPdMISVMClassifier, PdMISVMClassifier
-    from .search import (INEXACT_FIRST_TRIAL, KERNEL_FIRST_TRIAL, LINEAR_FIRST_TRIAL, kernel_space,
-                         linear_space)
+    from .search import (INEXACT_DEFAULTS, INEXACT_FIRST_TRIAL, KERNEL_DEFAULTS, KERNEL_FIRST_TRIAL,
+                         LINEAR_FIRST_TRIAL, kernel_space, linear_space)
 
     # standard_mil=False: every class (the negative one too) scores a bag by its best instance, so a
     # pattern that only negative bags carry is evidence for the negative class; Raff & Holt's checks
     # for the standard MIL assumption do not hold by construction.
     # The reference code's kernel (gamma=2, ell=1) is nearly the identity on standardized data (3.5);
     # untuned, the learner uses a length scale of sqrt(d) and the exponent 1 (docs/accuracy-pdmisvm.md).
-    KERNEL_DEFAULTS = {"ell": "auto", "gamma": 1.0}
     common = dict(multiclass=True, sparse=False, standard_mil=False)
     register(LearnerSpec("pdmisvm", PdMISVMClassifier, linear_space,
                          "primal-dual multi-class MI-SVM (ADMM), exact W-step; linear in bags",
@@ -28,7 +27,7 @@ def register_learners(register):
     # untuned accuracy rises by 2 to 13 points over mu0 = 1e-3 (docs/accuracy-pdmisvm.md).
     register(LearnerSpec("pdmisvm-inexact", InexactPdMISVMClassifier, linear_space,
                          "primal-dual multi-class MI-SVM (ADMM), line-search W-step; linear in bags "
-                         "and features", defaults={"mu0": 1e-6}, first_trial=INEXACT_FIRST_TRIAL, **common))
+                         "and features", defaults=INEXACT_DEFAULTS, first_trial=INEXACT_FIRST_TRIAL, **common))
     register(LearnerSpec("pdmisvm-kernel", KernelPdMISVMClassifier, kernel_space,
                          "primal-dual multi-class MI-SVM with a gamma-exponential kernel (small data)",
                          defaults=KERNEL_DEFAULTS, first_trial=KERNEL_FIRST_TRIAL, **common))

@@ -9,10 +9,14 @@ import math
 MU_BOUND = 1e250
 
 
+# The registered learners' defaults on top of the estimator classes' own (reasons in __init__.py).
+INEXACT_DEFAULTS = {"mu0": 1e-6}
+KERNEL_DEFAULTS = {"ell": "auto", "gamma": 1.0}
+
 # The estimators' defaults as points of the spaces below: the first trial of every new study.
 LINEAR_FIRST_TRIAL = {"C": 1.0, "mu0": 1e-3, "rho": 1.2, "maxiter": 1000, "tol": 1e-6}
-INEXACT_FIRST_TRIAL = {**LINEAR_FIRST_TRIAL, "mu0": 1e-6}
-KERNEL_FIRST_TRIAL = {**LINEAR_FIRST_TRIAL, "gamma": 1.0, "ell_scale": 1.0}  # ell = sqrt(d), "auto"
+INEXACT_FIRST_TRIAL = {**LINEAR_FIRST_TRIAL, **INEXACT_DEFAULTS}
+KERNEL_FIRST_TRIAL = {**LINEAR_FIRST_TRIAL, "gamma": KERNEL_DEFAULTS["gamma"], "ell_scale": 1.0}  # ell "auto"
 
 
 def linear_space(trial) -> dict:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from driver_support import pip_install
+from driver_support import pip_install, wait_for  # noqa: F401 (wait_for: the tests' helper)
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "tests" / "plugins"
@@ -38,17 +38,6 @@ FAST = ("--folds", "2", "--repeats", "1", "--protocol", "tuned", "--timeout", "n
 def install_plugins(target: Path) -> Path:
     """pip-install both test plugins into ``target``."""
     return pip_install([PLUGINS / "testlearners", PLUGINS / "faultlearners"], target)
-
-
-def wait_for(predicate, timeout: float, what: str, interval: float = 0.05):
-    """Poll ``predicate`` until it returns something truthy; fail the test naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def free_port() -> int:

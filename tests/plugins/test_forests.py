@@ -9,7 +9,7 @@ from automil import Bags
 from automil.checks import witness_bags
 from automil_forests.blrt import BLRTClassifier
 from automil_forests.blrt_tree import goes_left, split_loss
-from automil_forests.id3mi_tree import RADIX_MIN, entropy, radix_sort_pairs
+from automil_forests.id3mi_tree import RADIX_BITS, RADIX_MIN, entropy, radix_sort_pairs
 from automil_forests.midf import MIDFClassifier
 from automil_forests.mirf import ID3MIClassifier, MIRFClassifier, move_threshold, oob_threshold
 
@@ -53,12 +53,12 @@ def test_hand_example_tree_splits_where_the_gains_say(split_weights):
 
 def test_radix_sort_orders_keys_as_numpy_s_stable_argsort():
     rng = np.random.default_rng(0)
-    for n, high in ((1, 2), (500, 40), (3000, 5000)):  # many ties; one pass; two passes (13 bits)
+    for n, high in ((1, 2), (500, 40), (3000, 1 << (RADIX_BITS + 2))):  # many ties; one pass; two passes
         keys = rng.integers(0, high, n).astype(np.int32)
         idx = np.arange(n) * 7
         order = np.argsort(keys, kind="stable")
         n_bits = max(1, int(np.ceil(np.log2(max(high, 2)))))
-        radix_sort_pairs(keys, idx, np.empty(n, np.int32), np.empty(n, np.int64), np.empty(2049, np.int64), n_bits)
+        radix_sort_pairs(keys, idx, np.empty(n, np.int32), np.empty(n, np.int64), np.empty((1 << RADIX_BITS) + 1, np.int64), n_bits)
         np.testing.assert_array_equal(idx, order * 7)
         assert np.all(np.diff(keys) >= 0)
 

@@ -17,7 +17,10 @@ def _record_pid(kind: str):
     directory = os.environ.get("AUTOMIL_TEST_RECORDS")
     if directory:
         Path(directory).mkdir(parents=True, exist_ok=True)
-        (Path(directory) / f"{kind}-{os.getpid()}-{time.monotonic_ns()}.pid").write_text(str(os.getpid()))
+        name = Path(directory) / f"{kind}-{os.getpid()}-{time.monotonic_ns()}"
+        # written whole, then renamed: the tests poll for *.pid files and must never read a half-written one
+        name.with_suffix(".tmp").write_text(str(os.getpid()))
+        os.replace(name.with_suffix(".tmp"), name.with_suffix(".pid"))
 
 
 class MeanMargin(automil.BagClassifier):
