@@ -20,12 +20,21 @@ _EXPORTS = {
     "datasets": "automil.plugins",
     "get_learner": "automil.plugins",
     "get_dataset": "automil.plugins",
+    # the plugin API: what a learner or dataset plugin may use besides the names above
+    "fetch": "automil.data",
+    "read_bags": "automil.formats",
+    "bag_max": "automil.bag_scores",
+    "witness": "automil.bag_scores",
+    "bag_folds": "automil.evaluation",
+    "fold_splits": "automil.evaluation",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name):
+    if name in ("kernels", "checks"):  # public submodules: kernels for learners, checks for their tests
+        return import_module(f"automil.{name}")
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'automil' has no attribute {name!r}")

@@ -8,8 +8,7 @@ from automil_datasets.catalog import (DIGITS, SIVAL_CLASSES, SIVAL_IMAGES_PER_CL
 
 def load_benchmark(entry: BenchmarkFile):
     """Fetch (verify or download) the entry's file and read it; SIVAL gets its labels from the bag ids."""
-    from automil.data import DataFile, fetch
-    from automil.formats import read_bags
+    from automil import DataFile, fetch, read_bags
 
     bags = read_bags(fetch(DataFile(entry.path, entry.sha256, entry.url)), format=entry.format)
     if entry.labels == "file":

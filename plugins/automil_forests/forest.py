@@ -9,7 +9,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from automil.learner import BagClassifier
+from automil import BagClassifier
 
 
 def resolve_max_features(max_features, n_features: int) -> int:

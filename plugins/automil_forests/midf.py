@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from automil.bags import Bags
-from automil.evaluation import bag_folds, fold_splits
-from automil.learner import BagClassifier
+from automil import BagClassifier, Bags, bag_folds, fold_splits
 from automil_forests.blrt import BLRTClassifier
 from automil_forests.forest import check_int, seed_sequence
 from automil_forests.mirf import MIRFClassifier

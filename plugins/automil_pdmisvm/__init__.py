@@ -6,7 +6,7 @@ import automil
 @automil.hookimpl
 def register_learners(register):
     """Register pdmisvm, pdmisvm-inexact and pdmisvm-kernel."""
-    from automil.learner import LearnerSpec
+    from automil import LearnerSpec
 
     from .kernel import KernelPdMISVMClassifier
     from .linear import InexactPdMISVMClassifier, PdMISVMClassifier

@@ -12,8 +12,7 @@ import warnings
 
 import numpy as np
 
-from automil.bag_scores import bag_max, witness
-from automil.learner import BagClassifier
+from automil import BagClassifier, bag_max, witness
 
 from . import updates
 from .updates import admm_sweep, prepare

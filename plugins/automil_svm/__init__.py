@@ -9,7 +9,7 @@ import automil
 
 @automil.hookimpl
 def register_learners(register):
-    from automil.learner import LearnerSpec
+    from automil import LearnerSpec
     from automil_svm import spaces
     from automil_svm.andrews import MISVM, MiSVM
     from automil_svm.nsk import NSK

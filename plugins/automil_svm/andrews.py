@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from automil.bag_scores import bag_max
+from automil import bag_max
 from automil_svm.ovr import (
     CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, MaxInstanceMixin, OneVsRestBagSVM, learner_doc,
 )

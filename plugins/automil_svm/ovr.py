@@ -11,9 +11,7 @@ import numbers
 
 import numpy as np
 
-from automil import kernels
-from automil.bag_scores import bag_max, witness
-from automil.learner import BagClassifier
+from automil import BagClassifier, bag_max, kernels, witness
 from automil_svm.svm_problem import SOLVERS, TrainingKernel
 
 
