@@ -25,8 +25,8 @@ _EXPORTS = {
     "read_bags": "automil.formats",
     "bag_max": "automil.bag_scores",
     "witness": "automil.bag_scores",
-    "bag_folds": "automil.evaluation",
-    "fold_splits": "automil.evaluation",
+    "bag_folds": "automil.folds",
+    "fold_splits": "automil.folds",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -1,4 +1,5 @@
-"""How a learner is scored: the standardizer, folds over bags, metrics, and the two protocols."""
+"""How a learner is scored: the standardizer fitted on training bags only, fold metrics, and the
+fixed-parameter cross-validation of the accuracy checks."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
+from automil.folds import bag_folds, fold_splits
 
-__all__ = ["Standardized", "instance_scaling", "bag_folds", "repeat_seeds", "fold_splits", "cross_validated_predictions",
-           "fold_digest",
-           "fit_predict", "load_learners", "fold_scores", "mean_std"]
+__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "fold_scores", "mean_std"]
 
 
 def instance_scaling(X):
@@ -114,45 +114,6 @@ class Standardized(ClassifierMixin, BaseEstimator):
         return tags
 
 
-# ---- folds over bags ---------------------------------------------------------------------------------
-def bag_folds(y, n_splits: int, seed: int) -> np.ndarray:
-    """The fold (0..n_splits-1) of every bag: stratified by bag label, shuffled by ``seed``.
-
-    Bags are the units, so a bag's instances always land in one fold together.
-    """
-    from sklearn.model_selection import StratifiedKFold
-
-    y = np.asarray(y)
-    if n_splits < 2:
-        raise ValueError(f"folds must be at least 2, got {n_splits}")
-    _, counts = np.unique(y, return_counts=True)
-    if counts.min() < n_splits:
-        raise ValueError(f"{n_splits}-fold cross-validation needs at least {n_splits} bags of every class; "
-                         f"the smallest class has {counts.min()}")
-    assignment = np.empty(len(y), dtype=np.int64)
-    splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
-    for fold, (_, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
-        assignment[test] = fold
-    return assignment
-
-
-def repeat_seeds(seed: int, n_repeats: int) -> list[int]:
-    """Independent fold seeds for repeated cross-validation, derived from ``seed`` (algorithms.md 1.6)."""
-    return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n_repeats)]
-
-
-def fold_splits(assignment, exclude=None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``(train, test)`` bag indices, one pair per fold, leaving fold ``exclude`` out of both.
-
-    With ``exclude=i`` these are the inner splits of outer split ``i`` in nested cross-validation: the
-    outer test fold reaches neither a training nor a test set while split ``i`` is tuned.
-    """
-    assignment = np.asarray(assignment)
-    folds = [f for f in np.unique(assignment) if f != exclude]
-    usable = assignment != exclude
-    return [(np.flatnonzero(usable & (assignment != f)), np.flatnonzero(assignment == f)) for f in folds]
-
-
 def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed: int = 0):
     """Out-of-fold bag predictions with fixed parameters: the protocol of the accuracy checks.
 
@@ -170,76 +131,7 @@ def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed:
     return predicted, assignment, time.perf_counter() - start
 
 
-def fold_digest(assignment) -> str:
-    """A short fingerprint of a fold assignment (stored with the study, shown in reports)."""
-    import hashlib
-
-    return hashlib.sha256(np.asarray(assignment, dtype=np.int64).tobytes()).hexdigest()[:16]
-
-
-# ---- one fit ---------------------------------------------------------------------------------------
-def load_learners(_=None):
-    """Import every learner (a worker's preload, so imports never count against a fit's time limit)."""
-    from automil import plugins
-
-    plugins.learners()
-
-
-def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=None, return_model=False):
-    """Fit ``Standardized(learner(**params))`` on the ``train`` bags and predict the ``test`` bags.
-
-    This is the unit of work a :class:`~automil.isolation.FitWorker` runs: its arguments are small
-    (a learner name and bag indices into data the worker already holds). ``seed`` goes to the learner's
-    ``random_state`` unless ``params`` sets it. Returns a dict with ``y_pred`` (``None`` without
-    ``test``), ``fit_seconds``, ``predict_seconds`` and, with ``return_model``, ``model``.
-
-    Raises
-    ------
-    ValueError
-        When the learner's predictions have the wrong shape or labels it was not trained on; the message
-        names the learner's plugin.
-    """
-    import time
-
-    from automil import plugins
-
-    try:
-        spec = plugins.get_learner(learner)
-    except plugins.UnknownNameError as error:
-        failures = "; ".join(f"{name}: {why}" for name, why in plugins.registry("learners").failures.items())
-        where = f"; plugins that failed to load there: {failures}" if failures else ""
-        raise ValueError(f"{error} (in the worker process{where})") from None
-    estimator = spec.build(**params)
-    if seed is not None and "random_state" in estimator.get_params() and "random_state" not in params:
-        estimator.set_params(random_state=seed)
-    model = Standardized(estimator)
-    training = bags.subset(train)
-    start = time.perf_counter()
-    model.fit(training)
-    fit_seconds = time.perf_counter() - start
-    y_pred, predict_seconds = None, 0.0
-    if test is not None:
-        testing = bags.subset(test)
-        start = time.perf_counter()
-        try:
-            y_pred = np.asarray(model.predict(testing))
-        except ValueError as error:  # e.g. scores of the wrong shape or NaN (BagClassifier checks them)
-            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r}: {error}") from None
-        predict_seconds = time.perf_counter() - start
-        if y_pred.shape != (testing.n_bags,):
-            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted an array of shape "
-                             f"{y_pred.shape} for {testing.n_bags} bags (expected ({testing.n_bags},))")
-        unknown = np.setdiff1d(y_pred, training.classes)
-        if unknown.size:
-            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
-                             f"trained on: {unknown[:5].tolist()}")
-    return {"y_pred": y_pred, "fit_seconds": fit_seconds, "predict_seconds": predict_seconds,
-            "model": model if return_model else None}
-
-
 # ---- metrics ---------------------------------------------------------------------------------------
-
-
 def fold_scores(y_true, y_pred) -> dict:
     """ACC, BACC and whether every bag was given one class (``one_class``: a degenerate fit)."""
     from sklearn.metrics import accuracy_score, balanced_accuracy_score

@@ -25,8 +25,8 @@ from pathlib import Path
 def trial_overhead(dataset: str, learner: str, n_trials: int, storage: str):
     import optuna
 
-    from automil.storage import open_storage
-    from automil.tuning import TuneOptions, study_name, tune
+    from automil.tune.storage import open_storage
+    from automil.tune import TuneOptions, study_name, tune
 
     options = TuneOptions(n_trials=n_trials, timeout=None, protocol="tuned", repeats=1, track=False,
                           storage=storage)
@@ -45,11 +45,11 @@ def trial_overhead(dataset: str, learner: str, n_trials: int, storage: str):
 
 
 def worker_costs(repeats: int = 200):
-    from automil import evaluation
-    from automil.isolation import FitWorker
+    from automil.tune.fits import load_learners
+    from automil.tune.isolation import FitWorker
 
     start = time.perf_counter()
-    worker = FitWorker(threads=1, preload=evaluation.load_learners)
+    worker = FitWorker(threads=1, preload=load_learners)
     worker.set_data(1)
     worker.call(operator.add, 1, timeout=600)
     start_seconds = time.perf_counter() - start
@@ -59,7 +59,7 @@ def worker_costs(repeats: int = 200):
     round_trip = (time.perf_counter() - start) / repeats
     worker.close()
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "from automil import evaluation; evaluation.load_learners()"],
+    subprocess.run([sys.executable, "-c", "from automil.tune.fits import load_learners; load_learners()"],
                    check=True)
     interpreter = time.perf_counter() - start
     return start_seconds, round_trip, interpreter
@@ -70,7 +70,7 @@ def journal_write_costs(directory: Path, writes: int = 100):
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    from automil.storage import open_storage
+    from automil.tune.storage import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     costs = {}

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import optuna
 
-from automil.learner import LearnerSpec
-from automil.tracking import Tracker
+from automil import LearnerSpec
+from automil.track import Tracker
 
 
 def finished_trials(n_trials: int, n_folds: int, seed: int = 0):

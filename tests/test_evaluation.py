@@ -7,8 +7,9 @@ from sklearn.base import clone
 
 from automil import plugins
 from automil.bags import Bags
-from automil.evaluation import (Standardized, bag_folds, fit_predict, fold_digest, fold_scores, fold_splits,
-                                instance_scaling, mean_std, repeat_seeds)
+from automil.evaluation import Standardized, fold_scores, instance_scaling, mean_std
+from automil.folds import bag_folds, fold_digest, fold_splits, repeat_seeds
+from automil.tune.fits import fit_predict
 from driver_support import load_in_process
 
 

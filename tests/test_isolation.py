@@ -11,7 +11,7 @@ import time
 import pytest
 
 from automil import plugins
-from automil.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, process_alive,
+from automil.tune.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, process_alive,
                                process_identity, run_tasks)
 from driver_support import load_in_process
 
@@ -134,7 +134,7 @@ def test_run_tasks_goes_on_after_a_timeout(tasks):
 def test_worker_dies_with_its_parent_even_on_sigkill(tmp_path):
     script = textwrap.dedent("""
         import sys, time, operator
-        from automil.isolation import FitWorker
+        from automil.tune.isolation import FitWorker
         w = FitWorker()
         w.set_data(1)
         w.call(operator.add, 1, timeout=60)

@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from automil.report import build_table, render
+from automil.track.report import build_table, render
 
 
 def study(learner, dataset, acc=None, bacc=None, status="ok", end_time=1, protocol="nested", sd=0.02):

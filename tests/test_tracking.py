@@ -13,8 +13,9 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score
 
 import automil
 from automil import BagClassifier, LearnerSpec, cli
-from automil.evaluation import Standardized, bag_folds, fold_scores, fold_splits, mean_std
-from automil.tracking import Tracker
+from automil.evaluation import Standardized, fold_scores, mean_std
+from automil.folds import bag_folds, fold_splits
+from automil.track import Tracker
 
 N_TRIALS = 4
 N_FOLDS = 3

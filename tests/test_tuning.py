@@ -12,7 +12,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from automil.storage import open_storage
+from automil.tune.storage import open_storage
 from driver_support import plugin_env, plugin_site, wait_for
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
@@ -317,21 +317,22 @@ def test_every_new_study_tries_the_learners_first_trial_first(tmp_path):
 def test_budget_gives_each_learner_an_equal_share_of_what_is_left_and_caps_its_fits():
     import numpy as np
 
-    from automil.tuning import TuneOptions, _Plan, _schedule, _share_time
+    from automil.tune.options import TuneOptions
+    from automil.tune.plan import Plan, schedule, share_time
 
     options = TuneOptions(timeout=400, protocol="nested", folds=3)  # tuning: the first 300 s
-    plan = _Plan("d", ["a", "b", "c"], options, np.zeros(9, dtype=int), start=time.time())
-    units = _schedule(plan)
+    plan = Plan("d", ["a", "b", "c"], options, np.zeros(9, dtype=int), start=time.time())
+    units = schedule(plan)
     assert [(u.learner, u.split) for u in units[:4]] == [("a", None), ("a", 0), ("a", 1), ("a", 2)]
-    _share_time(plan, units, 0)
+    share_time(plan, units, 0)
     learner_a = units[0].learner_deadline - plan.start
     assert learner_a == pytest.approx(100, abs=1)  # 300 s over 3 learners
     assert units[0].deadline - plan.start == pytest.approx(25, abs=1)  # 100 s over a's 4 studies
     assert units[0].hard_stop - plan.start == pytest.approx(150, abs=1)
-    _share_time(plan, units, 1)
+    share_time(plan, units, 1)
     assert units[1].hard_stop == units[0].hard_stop and units[1].learner_deadline == units[0].learner_deadline
     # Learner b starts when a is done (here: at once) and shares what is left with c.
-    _share_time(plan, units, 4)
+    share_time(plan, units, 4)
     assert units[4].learner_deadline - plan.start == pytest.approx(150, abs=1)
 
 

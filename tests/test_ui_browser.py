@@ -17,7 +17,7 @@ import optuna
 import pytest
 
 from automil import LearnerSpec
-from automil.tracking import Tracker
+from automil.track import Tracker
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

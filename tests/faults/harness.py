@@ -140,7 +140,7 @@ def study_trials(storage: str, study: str) -> list:
     """Every trial of ``study`` in ``storage`` (an automil ``--storage`` string), read afresh."""
     import optuna
 
-    from automil.storage import open_storage
+    from automil.tune.storage import open_storage
 
     store = open_storage(storage)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from automil.isolation import HEARTBEAT_SECONDS, process_alive
+from automil.tune.isolation import HEARTBEAT_SECONDS, process_alive
 
 __all__ = ["counts_toward_budget", "abandoned", "fail_stale_trials", "best_trial", "trial_counts"]
 

@@ -6,7 +6,7 @@ second, so a :class:`FitWorker` keeps one process alive across fits and replaces
 killed (or died). The data is sent to the process once and cached there; each task then carries only
 a function, its small arguments (fold indices, parameters) and the reply (predictions).
 
-The child is ``python -m automil.isolation`` talking over two pipes with ``multiprocessing`` framing. It
+The child is ``python -m automil.tune.isolation`` talking over two pipes with ``multiprocessing`` framing. It
 dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and an EOF check elsewhere), ignores Ctrl-C (the
 parent decides), and runs with BLAS/OpenMP/numba threads capped so that several workers share the cores.
 """
@@ -136,10 +136,10 @@ class FitWorker:
             env.update({name: str(self.threads) for name in THREAD_VARIABLES})
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "automil.isolation", str(task_read), str(reply_write),
+                [sys.executable, "-m", "automil.tune.isolation", str(task_read), str(reply_write),
                  str(os.getpid())],
                 pass_fds=(task_read, reply_write), env=env, stdin=subprocess.DEVNULL, stdout=2,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None)
+                preexec_fn=die_with_parent if sys.platform == "linux" else None)
         finally:
             os.close(task_read)
             os.close(reply_write)
@@ -389,7 +389,7 @@ def _exit_reason(code: int) -> str:
     return f"exit code {code}"
 
 
-def _die_with_parent():
+def die_with_parent():
     """In the child before exec: ask Linux to SIGKILL it when the parent dies (even by SIGKILL)."""
     import ctypes
 

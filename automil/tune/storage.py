@@ -10,7 +10,7 @@ import json
 import os
 import time
 
-__all__ = ["DEFAULT_STORAGE", "open_storage", "shown_storage"]
+__all__ = ["DEFAULT_STORAGE", "open_storage"]
 
 DEFAULT_STORAGE = "journal:studies/automil.journal"
 
@@ -31,19 +31,6 @@ def open_storage(storage: str):
     if not os.access(directory, os.W_OK):
         raise ValueError(f"the study directory {directory} is not writable")
     return JournalStorage(_journal_backend(path))
-
-
-def shown_storage(storage: str) -> str:
-    """``storage`` fit for a terminal or a log: the password of a database URL replaced by ``***``."""
-    if "://" not in storage:
-        return storage
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        return make_url(storage).render_as_string(hide_password=True)
-    except ArgumentError:
-        return storage.split("://", 1)[0] + "://..."
 
 
 def _rdb_storage(url: str, attempts: int = 3):

@@ -1,7 +1,7 @@
 """The leaderboard: one row per learner from its studies and final evaluation, and their ranking.
 
 The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints the rows and
-:mod:`automil.tracking` logs them.
+:mod:`automil.track` logs them.
 """
 
 from __future__ import annotations
@@ -10,18 +10,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from automil.trial_states import trial_counts
+from automil.tune.trial_states import trial_counts
+from automil.evaluation import mean_std
 
 if TYPE_CHECKING:
-    from automil.tuning import _Plan
+    from automil.tune.plan import Plan
 
 __all__ = ["result_row", "row_status", "skipped_row", "rank"]
 
 
-def result_row(plan: _Plan, job) -> dict:
+def result_row(plan: Plan, job) -> dict:
     """The leaderboard row of one learner (keys documented in docs/tune.md)."""
-    from automil import evaluation
-
     options, spec, best = plan.options, job["spec"], job["best"]
     counts, finished = trial_counts(job["main"])
     row = {"dataset": plan.dataset, "learner": spec.name, "plugin": spec.plugin,
@@ -37,13 +36,13 @@ def result_row(plan: _Plan, job) -> dict:
     nested = job["nested"]
     if options.protocol == "nested" and nested and all(s is not None for s in nested):
         for metric in ("accuracy", "balanced_accuracy"):
-            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = evaluation.mean_std(
+            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = mean_std(
                 s[metric] for s in nested)
     repeats = [scores for scores in job["repeated"].values() if len(scores) == options.folds]
     row["repeats"] = len(repeats)
     for metric in ("accuracy", "balanced_accuracy"):
         # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
-        row[f"repeated_{metric}"], row[f"repeated_{metric}_std"] = evaluation.mean_std(
+        row[f"repeated_{metric}"], row[f"repeated_{metric}_std"] = mean_std(
             np.mean([s[metric] for s in scores]) for scores in repeats)
     row["headline"] = "nested" if options.protocol == "nested" else "tuned (optimistic)"
     source = "nested_" if options.protocol == "nested" else "repeated_"

@@ -2,7 +2,7 @@
 
 Datasets are columns, learners rows; each cell holds the headline ACC or BACC of a learner-dataset study
 as mean +- sd in percent, ``T/O`` when every trial timed out, and the best of each column in bold.
-The numbers are the parent-run metrics :mod:`automil.tracking` logged; nothing is recomputed.
+The numbers are the parent-run metrics :mod:`automil.track` logged; nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class Table:
 
 
 def build_table(studies: list[dict], datasets=None) -> Table:
-    """The table from :meth:`automil.tracking.Tracker.studies` entries.
+    """The table from :meth:`automil.track.Tracker.studies` entries.
 
     A learner-dataset pair logged by several studies shows the most recently finished one. ``datasets``
     fixes the columns and their order (default: every dataset found, sorted).

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 import sys
 import time
 
-from automil.trial_states import best_trial, trial_counts
+from automil.tune.trial_states import best_trial, trial_counts
 
 if TYPE_CHECKING:
-    from automil.tuning import _Plan, _Unit
+    from automil.tune.plan import Plan, Unit
 
 __all__ = ["Progress", "Silent"]
 
@@ -27,7 +27,7 @@ class Progress:
         self._clear()
         print(f"automil: {line}", file=self.stream, flush=True)
 
-    def trial(self, unit: _Unit, study, plan: _Plan):
+    def trial(self, unit: Unit, study, plan: Plan):
         if not self.live:
             return
         counts, _ = trial_counts(study)
@@ -40,7 +40,7 @@ class Progress:
         self.stream.write("\r\033[K" + text[:150])
         self.stream.flush()
 
-    def tuned(self, unit: _Unit, study, plan: _Plan):
+    def tuned(self, unit: Unit, study, plan: Plan):
         counts, _ = trial_counts(study)
         best = best_trial(study)
         score = "-" if best is None else f"{best.value:.3f}"

@@ -1,0 +1,37 @@
+"""What every subcommand shares: the common options, the subparser set-up, the plain text table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_common", "subcommand", "print_table"]
+
+
+def add_common(parser):
+    parser.add_argument("--data-dir", default=argparse.SUPPRESS if parser.prog != "automil" else None,
+                        help="directory holding dataset files (default: $AUTOMIL_DATA_DIR, then the "
+                             "download cache)")
+    parser.add_argument("--debug", action="store_true",
+                        default=argparse.SUPPRESS if parser.prog != "automil" else False,
+                        help="show tracebacks and plugin load errors in full")
+
+
+def subcommand(commands, name, run, help, description=None):
+    sub = commands.add_parser(name, help=help, description=description or help)
+    add_common(sub)
+    sub.set_defaults(run=run)
+    return sub
+
+
+def print_table(header, rows, file=None):
+    """A plain, aligned text table."""
+    rows = [tuple(str(c) for c in row) for row in rows]
+    widths = [max(len(str(h)), *(len(r[i]) for r in rows)) if rows else len(str(h))
+              for i, h in enumerate(header)]
+    out = file or sys.stdout
+    line = "  ".join(str(h).ljust(w) for h, w in zip(header, widths))
+    print(line.rstrip(), file=out)
+    print("  ".join("-" * w for w in widths), file=out)
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(), file=out)

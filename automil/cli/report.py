@@ -1,0 +1,38 @@
+"""``automil report``: the paper-style results table from the MLflow store."""
+
+from __future__ import annotations
+
+from automil.cli.common import subcommand
+
+__all__ = ["add_report"]
+
+
+# ---- automil report ---------------------------------------------------------------------------------
+def add_report(commands):
+    from automil.track.report import FORMATS
+
+    sub = subcommand(commands, "report", _run_report, "the results table (datasets x learners) from MLflow",
+                      "Print the paper-style table of every study in the tracking store: datasets as "
+                      "columns, learners as rows, headline ACC and BACC as mean ± sd in %, T/O where every "
+                      "trial timed out, the best of each column in bold.")
+    sub.add_argument("--dataset", action="append", metavar="NAME",
+                     help="only this dataset (repeatable; the columns keep this order)")
+    sub.add_argument("--format", choices=FORMATS, default="markdown",
+                     help="output format (default markdown)")
+    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
+                                            "sqlite:///mlruns/mlflow.db)")
+
+
+def _run_report(args) -> int:
+    from automil.track.report import build_table, render
+    from automil.track import Tracker, default_tracking_uri
+    from automil.uris import shown_storage
+
+    uri = args.tracking_uri or default_tracking_uri()
+    studies = Tracker(uri, create=False).studies(args.dataset)
+    if not studies:
+        raise ValueError(f"no automil study in the tracking store {shown_storage(uri)}"
+                         + (f" for dataset {', '.join(args.dataset)}" if args.dataset else "")
+                         + "; run automil tune first, or pass --tracking-uri")
+    print(render(build_table(studies, args.dataset), args.format), end="")
+    return 0

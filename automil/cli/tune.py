@@ -1,0 +1,175 @@
+"""``automil tune`` and ``automil run``: tune, then print the leaderboard."""
+
+from __future__ import annotations
+
+import sys
+
+from automil.cli.common import print_table, subcommand
+
+__all__ = ["add_tune", "add_run"]
+
+
+# ---- automil tune -----------------------------------------------------------------------------------
+def add_tune(commands):
+    sub = subcommand(commands, "tune", _run_tune, "tune learners on a dataset with Optuna and rank them",
+                      "Tune every learner (or those given) on a dataset: one persistent Optuna study per "
+                      "learner, fixed folds over bags, every fit in a worker process killed at "
+                      "--fit-timeout, then an honest leaderboard (nested cross-validation). Rerun the same "
+                      "command to continue; run it on several processes or machines to share the work.")
+    sub.add_argument("--dataset", required=True, help="registered dataset name or a bag file")
+    sub.add_argument("--learner", action="append", metavar="NAME",
+                     help="learner to tune (repeatable; default: every learner that fits the data)")
+    _add_tune_options(sub, defaults=True)
+
+
+def _add_tune_options(sub, defaults: bool):
+    """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
+    from automil.tune.storage import DEFAULT_STORAGE
+    from automil.tune.options import METRICS, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
+
+    d = TuneOptions() if defaults else None
+
+    def default(name):
+        return getattr(d, name) if defaults else None
+
+    if defaults:
+        sub.add_argument("--n-trials", type=_count_or_none, default=d.n_trials, metavar="N",
+                         help=f"trials per study (default {d.n_trials}; 'none': until --timeout)")
+        sub.add_argument("--timeout", type=_seconds_or_none, default=d.timeout, metavar="SECONDS",
+                         help=f"budget of the whole run: {int(d.timeout)} s by default, 3/4 tuning and the "
+                              "rest for the final evaluation; 'none': no limit")
+        sub.add_argument("--fit-timeout", type=float, default=d.fit_timeout, metavar="SECONDS",
+                         help=f"a fit running longer is killed and its trial recorded T/O (default "
+                              f"{int(d.fit_timeout)})")
+        sub.add_argument("--folds", type=int, default=d.folds, help=f"k of k-fold CV (default {d.folds})")
+        sub.add_argument("--repeats", type=int, default=d.repeats,
+                         help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats})")
+        sub.add_argument("--metric", choices=METRICS, default=d.metric,
+                         help="what the tuner maximizes (both are recorded; default balanced_accuracy)")
+        sub.add_argument("--seed", type=int, default=d.seed, help="seeds folds, samplers and learners")
+        sub.add_argument("--sampler", choices=SAMPLERS, default=d.sampler, help="Optuna sampler")
+        sub.add_argument("--protocol", choices=PROTOCOLS, default=d.protocol,
+                         help="nested (default): headline scores from folds the tuner never saw; tuned: tune "
+                              "and score on the same folds (the papers' protocol, optimistic)")
+        sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",
+                         help="kill a fit whose process passes this resident memory (e.g. 4G; Linux)")
+    sub.add_argument("--jobs", type=int, default=default("jobs"),
+                     help="tuning processes on this machine sharing the storage (default: one per core, "
+                          "at most 4)")
+    sub.add_argument("--storage", default=default("storage"),
+                     help=f"study storage: journal:PATH (default {DEFAULT_STORAGE}; safe for local "
+                          "processes), sqlite:///FILE (one process) or postgresql://... (many machines)")
+    sub.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                     help="write the leaderboard as JSON (to PATH, or to stdout instead of the table)")
+    sub.add_argument("--no-track", dest="track", action="store_false", default=None if not defaults else True,
+                     help="do not log to MLflow")
+    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
+                                            "sqlite:///mlruns/mlflow.db)")
+
+
+def _run_tune(args) -> int:
+    from automil.uris import shown_storage
+    from automil.tune.progress import Progress
+    from automil.tune.driver import tune
+    from automil.tune.options import TuneOptions
+
+    options = TuneOptions(**{name: getattr(args, name) for name in TuneOptions.__dataclass_fields__})
+    try:
+        rows = tune(args.dataset, args.learner, options, progress=Progress())
+    except KeyboardInterrupt:
+        print(f"automil: interrupted; every completed trial is kept in {shown_storage(options.storage)}: run the same command "
+              "to continue", file=sys.stderr)
+        return 130
+    return _print_leaderboard(rows, args.json)
+
+
+def _print_leaderboard(rows, json_path, table=True) -> int:
+    """The leaderboard as a table, and as JSON to ``json_path`` ('-': to stdout instead of the table)."""
+    import json
+
+    if json_path:
+        text = json.dumps(rows, indent=2)
+        if json_path == "-":
+            print(text)
+            return 0
+        with open(json_path, "w") as f:
+            f.write(text + "\n")
+    if not rows or not table:
+        return 0
+    nested = rows[0]["protocol"] == "nested"
+    metric = "BACC" if rows[0]["metric"] == "balanced_accuracy" else "ACC"
+    head = "nested" if nested else "tuned*"
+    header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC",
+              f"tuning {metric}*", "fit s", "trials", "T/O", "best parameters")
+    table = []
+    for row in rows:
+        if row["status"] in ("T/O", "failed", "no result", "no trials", "skipped"):
+            what = row["status"] if row["status"] != "skipped" else f"skipped: {row['error']}"
+            table.append((row["learner"], what, what, "", "", "", "", row["trials"],
+                          row.get("trials_timed_out", ""), (row.get("error") or "")[:70]
+                          if row["status"] != "T/O" else ""))
+            continue
+        table.append((row["learner"], _pm(row["accuracy"], row["accuracy_std"]),
+                      _pm(row["balanced_accuracy"], row["balanced_accuracy_std"]),
+                      _pm(row["repeated_accuracy"], row["repeated_accuracy_std"]),
+                      _pm(row["repeated_balanced_accuracy"], row["repeated_balanced_accuracy_std"]),
+                      _pm(row["tuning_score"], None),
+                      "-" if row["fit_seconds"] is None else f"{row['fit_seconds']:.2f}",
+                      row["trials"], row["trials_timed_out"], _params(row["best_params"])))
+    print_table(header, table)
+    first = rows[0]
+    print(f"\n{first['dataset']}: {first['folds']}-fold CV over bags, seed {first['seed']}; repeated CV = "
+          f"best parameters re-evaluated over {max(r.get('repeats') or 0 for r in rows)} repeats (mean +- sd "
+          "over repeats).")
+    print("* optimistic: scored on the folds the parameters were tuned on." + (
+        "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
+    for row in rows:
+        if row["status"] in ("partial", "no result") and row.get("error"):
+            print(f"{row['learner']}: {row['status']}: {row['error']}")
+    return 0
+
+
+def _pm(mean, std) -> str:
+    if mean is None:
+        return "-"
+    return f"{100 * mean:.1f}" + ("" if std is None else f" +- {100 * std:.1f}")
+
+
+def _params(params) -> str:
+    if not params:
+        return ""
+    return " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+def _count_or_none(text):
+    return None if text.lower() == "none" else int(text)
+
+
+def _seconds_or_none(text):
+    return None if text.lower() == "none" else float(text)
+
+
+# ---- automil run ------------------------------------------------------------------------------------
+def add_run(commands):
+    sub = subcommand(commands, "run", _run_run, "run the studies a TOML file declares",
+                      "Run a grid of datasets x learners with the budgets a study file declares (see "
+                      "studies/quickstart.toml); options given here override the file.")
+    sub.add_argument("study_file", metavar="FILE", help="a study file, e.g. studies/quickstart.toml")
+    _add_tune_options(sub, defaults=False)
+
+
+def _run_run(args) -> int:
+    from automil.tune.progress import Progress
+    from automil.tune.driver import tune
+    from automil.tune.study_file import read_study_file
+
+    overrides = {name: getattr(args, name) for name in ("jobs", "storage", "track", "tracking_uri")
+                 if getattr(args, name) is not None}
+    rows = []
+    for dataset, learners, options in read_study_file(args.study_file, overrides):
+        found = tune(dataset, learners, options, progress=Progress())
+        rows += found
+        if args.json != "-":
+            _print_leaderboard(found, None)
+            print()
+    return _print_leaderboard(rows, args.json, table=False) if args.json else 0

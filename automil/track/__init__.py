@@ -1,0 +1,18 @@
+"""MLflow tracking, and only here: studies, trials and final results as runs of a tracking store, the
+pyfunc model, the figures, the results table read back from the store, and the MLflow UI.
+
+It takes the driver's plain records (:mod:`automil.track.records`) and never imports Optuna.
+"""
+
+from importlib import import_module
+
+_EXPORTS = {"Tracker": "automil.track.tracker", "BagModel": "automil.track.model",
+            "default_tracking_uri": "automil.track.store", "start_ui": "automil.track.server"}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'automil.track' has no attribute {name!r}")

@@ -1,0 +1,231 @@
+"""A study's final result on its parent run: metrics, tags, figures, ``result.json`` and the model."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from automil.track.model import BagModel
+from automil.track.store import (MAX_TAG_CHARS, MODEL_NAME, RESULT_TAG_KEYS, STATUS_TAG, finite, global_tracking_uri,
+                                 jsonable, quiet_mlflow, retry, clip_text, trial_state)
+from automil.tune.leaderboard import row_status
+from automil.tune.trial_states import best_trial, trial_counts
+
+__all__ = ["ResultLogging"]
+
+
+class ResultLogging:
+    """The result half of :class:`automil.track.Tracker` (it provides ``client``, ``tracking_uri``,
+    ``_parent``, ``_trial_run_id`` and ``_log_batch``)."""
+
+    # ---- final results -----------------------------------------------------------------------------
+    def log_result(self, parent_run_id: str, result: dict, model=None, bags=None, study=None) -> None:
+        """The final evaluation of a study on its parent run, which is then marked finished.
+
+        Parameters
+        ----------
+        parent_run_id : str
+            From :meth:`study_run`.
+        result : dict
+            The driver's leaderboard row. Every finite number becomes a metric under its own key (a dict
+            of numbers ``{"k": {"a": 1}}`` becomes ``k_a``, a list of numbers one metric with a step per
+            entry), every string a tag ``automil.<key>``; ``best_params`` become tags ``best.<name>``
+            (tags, not params: MLflow params cannot change, and a resumed study can find a new best).
+            The headline figures are expected under ``accuracy``, ``balanced_accuracy`` and their
+            ``*_std``; ``confusion_matrix`` (rows true, columns predicted, out-of-fold counts) with
+            ``classes``, when present, is drawn instead of predicting ``bags``. Missing keys are skipped.
+        model : estimator, optional
+            The fitted best model (``automil.evaluation.Standardized``), logged as the MLflow pyfunc
+            model ``model`` (see :class:`BagModel` for the input format).
+        bags : Bags, optional
+            Labelled bags (the driver gives the dataset): the confusion matrix of ``model`` on them when
+            ``result`` has none, two of them as the model's input example, and, for a witness learner on
+            image-like bags, the witness and coefficient figures.
+        study : optuna.Study, optional
+            For the trial counts, the optimization history and the parameter importances.
+        """
+        trials = list(study.get_trials(deepcopy=False)) if study is not None else []
+        metrics, tags, n_trials = _result_entries(result, study)
+        best = result.get("best_trial")
+        if best is None and study is not None:
+            best = getattr(best_trial(study), "number", None)
+        if best is not None:
+            tags["automil.best_trial"] = str(best)
+            run_id = self._trial_run_id(parent_run_id, int(best), fresh=True)
+            if run_id is not None:
+                tags["automil.best_trial_run"] = run_id
+        # A resumed study logs its result again: step = trials so far keeps the history readable, and
+        # MLflow shows the value of the highest step.
+        now = int(time.time() * 1000)
+        self._log_batch(parent_run_id, tags=tags,
+                        metrics=[(key, value, now, n_trials if index is None else index)
+                                 for key, value, index in metrics])
+        status = "FAILED"
+        try:
+            with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:
+                failures = _write_figures(Path(tmp), result, model, bags, study, trials)
+                (Path(tmp) / "result.json").write_text(json.dumps(result, indent=2, default=jsonable))
+                retry(self.client.log_artifacts, parent_run_id, tmp)
+            if failures:
+                self._log_batch(parent_run_id, tags={"automil.figure_errors": clip_text(failures, MAX_TAG_CHARS)})
+            if model is not None:
+                self.log_model(parent_run_id, model, bags)
+            status = "FINISHED"
+        finally:  # a parent never stays "running" after its result; FAILED if the model could not be logged
+            retry(self.client.set_terminated, parent_run_id, status=status)
+
+
+    def log_model(self, parent_run_id: str, model, bags=None) -> str:
+        """Log ``model`` as the pyfunc model ``model`` of the run; returns its ``models:/`` URI (also
+        in the run's tag ``automil.model_uri``; ``runs:/<run id>/model`` loads it too)."""
+        import mlflow
+        from mlflow.models import Model
+
+        parent = self._parent(parent_run_id)
+        logged = retry(self.client.create_logged_model, parent.info.experiment_id, name=MODEL_NAME,
+                        source_run_id=parent_run_id,
+                        tags={"automil.learner": parent.data.tags.get("automil.learner", ""),
+                              "automil.dataset": parent.data.tags.get("automil.dataset", "")})
+        example = None
+        if bags is not None and bags.n_bags and not bags.is_sparse:
+            example = [bags[i].tolist() for i in range(min(2, bags.n_bags))]
+        with quiet_mlflow(), global_tracking_uri(self.tracking_uri):  # Model.log reads the global URI
+            info = Model.log(artifact_path=None, name=MODEL_NAME, flavor=mlflow.pyfunc,
+                             python_model=BagModel(model), run_id=parent_run_id, model_id=logged.model_id,
+                             input_example=example, pip_requirements=_requirements(model),
+                             metadata={"classes": [jsonable(c) for c in getattr(model, "classes_", [])],
+                                       "input": BagModel.INPUT_FORMAT})
+        self._log_batch(parent_run_id, tags={"automil.model_uri": info.model_uri})
+        return info.model_uri
+
+
+def _result_entries(result: dict, study) -> tuple[list, dict, int]:
+    """Metrics ``(key, value, step or None)``, tags and the trial count of a leaderboard row.
+
+    The trial counts (``trials``, ``trials_complete``, ``trials_pruned``, ``trials_failed``,
+    ``trials_timed_out``) and the ``status`` come from the row when the driver wrote them, else from the
+    study's trials, counted and judged as the leaderboard does.
+    """
+    metrics, tags = [], {}
+    for key, value in result.items():
+        if key in ("best_params", "confusion_matrix", "classes") or value is None:
+            continue
+        if finite(value) and key not in RESULT_TAG_KEYS:
+            metrics.append((key, float(value), None))
+        elif isinstance(value, dict) and value and all(finite(v) for v in value.values()):
+            metrics.extend((f"{key}_{sub}", float(v), None) for sub, v in value.items())
+        elif isinstance(value, (list, tuple)) and value and all(finite(v) for v in value):
+            metrics.extend((key, float(v), index) for index, v in enumerate(value))
+        else:
+            tags[f"automil.{key}"] = clip_text(value, MAX_TAG_CHARS)
+    best_params = result.get("best_params") or {}
+    tags.update({f"best.{name}": clip_text(value, MAX_TAG_CHARS) for name, value in best_params.items()})
+    tags["automil.best_params"] = clip_text(best_params, MAX_TAG_CHARS)
+    n_trials = int(result["trials"]) if finite(result.get("trials")) else 0
+    if study is not None and not (finite(result.get("trials")) and result.get("status")):
+        counts, _ = trial_counts(study)
+        if not finite(result.get("trials")):
+            metrics.extend((key, float(value), None) for key, value in counts.items())
+            n_trials = counts["trials"]
+        if not result.get("status"):
+            tags[STATUS_TAG] = row_status(result, counts, best_trial(study), [])
+    return metrics, tags, n_trials
+
+
+def _write_figures(folder: Path, result, model, bags, study, trials) -> dict:
+    """The PNGs of one study into ``folder/figures``; each one that does not apply is skipped. A figure
+    whose drawing raises (a third-party learner's ``witness``, say) is left out and its error returned
+    as ``{name: message}``, so that a picture never costs the result."""
+    out = folder / "figures"
+    out.mkdir()
+    failures = {}
+    for name, draw in _figures(result, model, bags, study, trials):
+        try:
+            draw().savefig(out / f"{name}.png", dpi=100)
+        except Exception as error:  # noqa: BLE001 - reported in a tag of the run
+            failures[name] = f"{type(error).__name__}: {error}"
+    return failures
+
+
+def _figures(result, model, bags, study, trials):
+    """``(name, draw)`` pairs of the figures that apply; ``draw()`` returns the Figure."""
+    from automil.track import figures
+
+    classes = result.get("classes") if result.get("classes") is not None else getattr(model, "classes_", None)
+    if result.get("confusion_matrix") is not None and classes is not None:
+        yield "confusion_matrix", lambda: figures.confusion_matrix_figure(
+            result["confusion_matrix"], classes, "Confusion matrix\n(out-of-fold predictions)")
+    elif model is not None and bags is not None and bags.y is not None:
+        from sklearn.metrics import confusion_matrix
+
+        yield "confusion_matrix", lambda: figures.confusion_matrix_figure(
+            confusion_matrix(bags.y, model.predict(bags), labels=model.classes_), model.classes_,
+            f"Confusion matrix of the final\nmodel on {bags.n_bags} bags")
+    if study is not None:
+        direction = study.direction.name.lower() if len(study.directions) == 1 else "maximize"
+        yield "optimization_history", lambda: figures.optimization_history_figure(
+            [(t.number, trial_state(t), t.value) for t in trials], direction,
+            str(result.get("metric", "objective")))
+        yield "param_importances", lambda: figures.param_importances_figure(*_importances(study, trials))
+    shape = figures.image_shape(bags) if bags is not None else None
+    if model is None or shape is None:
+        return
+    inner = getattr(model, "estimator_", model)
+    if getattr(inner, "_witness", None) is not None:
+        yield "witness", lambda: figures.witness_figure(bags, model.witness(bags), model.predict(bags), shape)
+    coef = _coefficients(model)
+    if coef is not None and coef.shape[1] == shape[0] * shape[1]:
+        labels = model.classes_ if len(coef) == len(model.classes_) else [model.classes_[-1]]
+        yield "coefficients", lambda: figures.coefficients_figure(coef, shape, labels)
+
+
+def _importances(study, trials) -> tuple[dict | None, str]:
+    import optuna
+
+    complete = [t for t in trials if t.state.name == "COMPLETE"]
+    if len(complete) < 2:
+        return None, f"needs at least 2 completed trials ({len(complete)} so far)"
+    if not any(t.params for t in complete):
+        return None, "no hyperparameter was searched"
+    try:
+        evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)  # named on the figure
+        return optuna.importance.get_param_importances(study, evaluator=evaluator), ""
+    except (ValueError, RuntimeError) as error:  # e.g. every trial has the same parameters
+        return None, f"not computable: {error}"
+
+
+def _coefficients(model):
+    """The learner's per-class weights, shape ``(n_classes or 1, n_features)``, or ``None`` without
+    ``coef_``. They act on standardized features, so every pixel is on the same scale."""
+    import numpy as np
+
+    inner = getattr(model, "estimator_", model)
+    coef = getattr(inner, "coef_", None)
+    d = getattr(model, "n_features_in_", None)
+    if coef is None or d is None:
+        return None
+    coef = np.atleast_2d(np.asarray(coef, dtype=float))
+    return coef.T if coef.shape[0] == d and coef.shape[1] != d else coef  # automil's (n_features, K)
+
+
+def _requirements(model) -> list[str]:
+    """Pinned requirements of the pyfunc model: automil, its numerical stack, and the distribution that
+    provides the learner's plugin when that is not automil itself (found through its entry point)."""
+    from importlib import metadata
+
+    names = ["automil", "mlflow", "numpy", "scipy", "scikit-learn", "numba", "cloudpickle"]
+    inner = getattr(model, "estimator_", model)
+    top = type(inner).__module__.split(".")[0]
+    for entry_point in metadata.entry_points(group="automil"):
+        if entry_point.value.split(".")[0].split(":")[0] == top and entry_point.dist is not None:
+            if entry_point.dist.name not in names:
+                names.append(entry_point.dist.name)
+    out = []
+    for name in names:
+        try:
+            out.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return out

@@ -1,0 +1,20 @@
+"""The Optuna driver: studies, trials in killable workers, the time budget, the final evaluation and the
+leaderboard. It hands tracking plain records and reports progress to a listener; it never prints and never
+imports MLflow.
+
+Entry points: :func:`automil.tune.driver.tune`, :class:`automil.tune.options.TuneOptions` and
+:func:`automil.tune.study_file.read_study_file` (``from automil.tune import tune`` works too).
+"""
+
+from importlib import import_module
+
+_EXPORTS = {"tune": "automil.tune.driver", "TuneOptions": "automil.tune.options",
+            "read_study_file": "automil.tune.study_file", "study_name": "automil.tune.studies"}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'automil.tune' has no attribute {name!r}")

@@ -1,0 +1,161 @@
+"""The Optuna driver: one persistent study per learner-dataset pair, every fit in a killable worker.
+
+``tune(dataset, learners, options)`` tunes each learner on fixed, stored folds over bags, then scores the
+best parameters honestly (nested cross-validation) and re-evaluates them with repeated cross-validation.
+Studies live in a storage that several processes share (a journal file by default, any Optuna RDB URL
+otherwise), so a rerun continues them and several ``automil tune`` processes cooperate on them.
+
+The names of the study and trial user attributes are a contract with :mod:`automil.track`; they are
+listed in ``docs/tune.md`` ("What a study stores").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+from automil.tune.final import final_evaluation
+from automil.tune.fits import fit_worker
+from automil.tune.isolation import die_with_parent
+from automil.tune.leaderboard import rank, skipped_row
+from automil.tune.options import TuneOptions
+from automil.tune.plan import Plan, schedule
+from automil.tune.progress import Silent
+from automil.tune.storage import open_storage
+from automil.uris import shown_storage
+from automil.tune.studies import prepare_studies
+from automil.tune.tracking import open_tracker
+from automil.tune.trials import tune_units
+
+__all__ = ["tune"]
+
+
+def tune(dataset: str, learners=None, options: TuneOptions | None = None, progress=None) -> list[dict]:
+    """Tune ``learners`` (default: every registered learner that fits the data) on ``dataset``.
+
+    Returns the leaderboard: one result row (a dict, keys in ``docs/tune.md``) per learner, best first.
+    ``progress`` (an :class:`automil.progress.Progress`, default silent) receives the status lines.
+    """
+    import optuna
+
+    from automil.data import load_bags
+
+    options = options or TuneOptions()
+    options.check()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    progress = progress or Silent()
+    start = time.time()
+    worker = fit_worker(options)
+    worker.start()  # it imports the learners while the data loads and the studies are prepared
+    try:
+        bags = load_bags(dataset)
+        if bags.y is None:
+            raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
+        specs, skipped = _choose_learners(bags, learners)
+        storage = open_storage(options.storage)
+        assignment = prepare_studies(storage, dataset, bags, specs, options)
+        plan = Plan(dataset, [s.name for s in specs], options, assignment, start)
+        plan.units = schedule(plan)
+        tracker = open_tracker(options)
+        progress(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
+                 f"protocol {options.protocol}; studies in {shown_storage(options.storage)})")
+        helpers = [_start_helper(plan, bags, index) for index in range(1, options.jobs)]
+        try:
+            with _sigterm_interrupts():
+                tune_units(plan, bags, storage, worker, tracker, progress, index=0)
+                for helper in helpers:
+                    helper.join()
+                rows = final_evaluation(plan, bags, storage, worker, tracker, progress)
+        except BaseException:
+            for helper in helpers:
+                _interrupt(helper)
+            raise
+    finally:
+        worker.close()
+    rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
+    return sorted(rows, key=rank)
+
+
+def _choose_learners(bags, names):
+    from automil import plugins
+
+    if names:
+        specs = [plugins.get_learner(name) for name in dict.fromkeys(names)]
+    else:
+        specs = sorted(plugins.learners().values(), key=lambda s: s.name.lower())
+        if not specs:
+            raise ValueError("no learners are registered (see `automil learners`)")
+    usable, skipped = [], []
+    n_classes = len(bags.classes)
+    for spec in specs:
+        if n_classes > 2 and not spec.multiclass:
+            skipped.append((spec, f"binary only; {bags.source or 'the dataset'} has {n_classes} classes"))
+        elif bags.is_sparse and not spec.sparse:
+            skipped.append((spec, "does not accept sparse instances"))
+        else:
+            usable.append(spec)
+    if names and skipped:
+        spec, reason = skipped[0]
+        raise ValueError(f"learner {spec.name!r} cannot run on this dataset: {reason}")
+    return usable, skipped
+
+
+
+def _start_helper(plan: Plan, bags, index: int):
+    import multiprocessing
+
+    process = multiprocessing.get_context("spawn").Process(
+        target=_helper_main, args=(plan, bags, index, os.getpid()), name=f"automil-tune-{index}")
+    process.start()
+    return process
+
+
+def _helper_main(plan: Plan, bags, index: int, parent_pid: int):
+    """A ``--jobs`` tuning process: the same plan as the main process, on the same storage."""
+    import optuna
+
+    die_with_parent()
+    if os.getppid() != parent_pid:
+        return
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    worker = fit_worker(plan.options)
+    try:
+        with _sigterm_interrupts():
+            tune_units(plan, bags, open_storage(plan.options.storage), worker,
+                        open_tracker(plan.options), Silent(), index)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        worker.close()
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """Within the block SIGTERM acts as Ctrl-C: the running trial is recorded as interrupted."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(process):
+    import signal
+
+    if process.is_alive():
+        os.kill(process.pid, signal.SIGINT)
+        process.join(5.0)
+    if process.is_alive():
+        process.kill()
+        process.join()

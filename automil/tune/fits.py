@@ -1,0 +1,80 @@
+"""One fit, the unit of work a fit worker runs: a learner by name on bag indices of data it holds."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from automil.bags import Bags
+from automil.evaluation import Standardized
+from automil.tune.isolation import FitWorker
+from automil.tune.options import TuneOptions
+
+__all__ = ["fit_worker", "fit_predict", "load_learners"]
+
+
+def load_learners(_=None):
+    """Import every learner (a worker's preload, so imports never count against a fit's time limit)."""
+    from automil import plugins
+
+    plugins.learners()
+
+
+def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=None, return_model=False):
+    """Fit ``Standardized(learner(**params))`` on the ``train`` bags and predict the ``test`` bags.
+
+    This is the unit of work a :class:`~automil.tune.isolation.FitWorker` runs: its arguments are small
+    (a learner name and bag indices into data the worker already holds). ``seed`` goes to the learner's
+    ``random_state`` unless ``params`` sets it. Returns a dict with ``y_pred`` (``None`` without
+    ``test``), ``fit_seconds``, ``predict_seconds`` and, with ``return_model``, ``model``.
+
+    Raises
+    ------
+    ValueError
+        When the learner's predictions have the wrong shape or labels it was not trained on; the message
+        names the learner's plugin.
+    """
+    import time
+
+    from automil import plugins
+
+    try:
+        spec = plugins.get_learner(learner)
+    except plugins.UnknownNameError as error:
+        failures = "; ".join(f"{name}: {why}" for name, why in plugins.registry("learners").failures.items())
+        where = f"; plugins that failed to load there: {failures}" if failures else ""
+        raise ValueError(f"{error} (in the worker process{where})") from None
+    estimator = spec.build(**params)
+    if seed is not None and "random_state" in estimator.get_params() and "random_state" not in params:
+        estimator.set_params(random_state=seed)
+    model = Standardized(estimator)
+    training = bags.subset(train)
+    start = time.perf_counter()
+    model.fit(training)
+    fit_seconds = time.perf_counter() - start
+    y_pred, predict_seconds = None, 0.0
+    if test is not None:
+        testing = bags.subset(test)
+        start = time.perf_counter()
+        try:
+            y_pred = np.asarray(model.predict(testing))
+        except ValueError as error:  # e.g. scores of the wrong shape or NaN (BagClassifier checks them)
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r}: {error}") from None
+        predict_seconds = time.perf_counter() - start
+        if y_pred.shape != (testing.n_bags,):
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted an array of shape "
+                             f"{y_pred.shape} for {testing.n_bags} bags (expected ({testing.n_bags},))")
+        unknown = np.setdiff1d(y_pred, training.classes)
+        if unknown.size:
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
+                             f"trained on: {unknown[:5].tolist()}")
+    return {"y_pred": y_pred, "fit_seconds": fit_seconds, "predict_seconds": predict_seconds,
+            "model": model if return_model else None}
+
+
+def fit_worker(options: TuneOptions, spare: bool = True) -> FitWorker:
+    """A tuning process's fit worker; its spare makes the replacement of a killed fit immediate."""
+    threads = max(1, (os.cpu_count() or 1) // options.jobs)
+    return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=load_learners,
+                     spare=spare)

@@ -1,0 +1,74 @@
+"""The budget and protocol of a tuning run: the options of ``automil tune`` and their checks."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from automil.tune.storage import DEFAULT_STORAGE
+
+__all__ = ["TuneOptions", "default_jobs", "parse_size", "SAMPLERS", "METRICS", "PROTOCOLS", "TUNING_SHARE"]
+
+SAMPLERS = ("tpe", "random")
+METRICS = ("balanced_accuracy", "accuracy")
+PROTOCOLS = ("nested", "tuned")
+# Share of --timeout spent tuning; the rest goes to the final evaluation (nested refits, repeated CV).
+TUNING_SHARE = 0.75
+
+
+@dataclass
+class TuneOptions:
+    """The budget and protocol of a tuning run (the options of ``automil tune``)."""
+
+    n_trials: int | None = 20
+    timeout: float | None = 300.0
+    fit_timeout: float = 1000.0
+    folds: int = 6
+    repeats: int = 10
+    metric: str = "balanced_accuracy"
+    seed: int = 0
+    jobs: int = field(default_factory=lambda: default_jobs())
+    storage: str = DEFAULT_STORAGE
+    sampler: str = "tpe"
+    protocol: str = "nested"
+    fit_memory: int | None = None
+    track: bool = True
+    tracking_uri: str | None = None
+
+    def check(self):
+        """Raise ``ValueError`` naming the first bad option."""
+        positive = {"--n-trials": self.n_trials, "--timeout": self.timeout, "--fit-timeout": self.fit_timeout,
+                    "--repeats": self.repeats, "--jobs": self.jobs, "--fit-memory": self.fit_memory}
+        for name, value in positive.items():
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if self.n_trials is None and self.timeout is None:
+            raise ValueError("give --n-trials or --timeout (or both): without either tuning never ends")
+        if self.folds < 2:
+            raise ValueError(f"--folds must be at least 2, got {self.folds}")
+        if self.protocol == "nested" and self.folds < 3:
+            raise ValueError("--protocol nested needs --folds 3 or more (each outer split is tuned with "
+                             "the other folds)")
+        for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, PROTOCOLS),
+                                     ("--sampler", self.sampler, SAMPLERS)):
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+
+
+def default_jobs() -> int:
+    """Tuning processes by default: one per available core, at most 4 (fits are mostly single-threaded)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``4G``, ``512M``, ``1.5GiB`` or a plain number of bytes."""
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    value = str(text).strip().lower().removesuffix("b").removesuffix("i")
+    try:
+        return int(float(value[:-1]) * units[value[-1]]) if value[-1:] in units else int(float(value))
+    except ValueError:
+        raise ValueError(f"not a memory size: {text!r} (expected e.g. 4G or 512M)") from None

@@ -1,0 +1,90 @@
+"""The Optuna studies of a run: their names, their stored folds and labels, their samplers."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from automil.uris import shown_storage
+from automil.folds import bag_folds, fold_digest
+from automil.tune.plan import Plan
+
+__all__ = ["study_name", "prepare_studies", "sampler"]
+
+
+def study_name(dataset: str, learner: str, split: int | None = None) -> str:
+    """``DATASET/LEARNER``, or ``DATASET/LEARNER/outer-i`` for the tuning of nested outer split ``i``."""
+    return f"{dataset}/{learner}" if split is None else f"{dataset}/{learner}/outer-{split}"
+
+
+
+def _labels_digest(bags) -> str:
+    import hashlib
+
+    return hashlib.sha256("\x1f".join(map(str, bags.y)).encode()).hexdigest()[:16]
+
+
+def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
+    """Create or load every study of the run; the fold assignment is stored once and reused.
+
+    The assignment of the first study that has one wins; a study made with other folds, another seed or
+    another metric is an error (its scores could not be compared), never silently overwritten.
+    """
+    import optuna
+
+    fresh = bag_folds(bags.y, options.folds, options.seed)
+    folds = {"n_splits": options.folds, "seed": options.seed}
+    labels = _labels_digest(bags)
+    assignment = None
+    studies = []
+    for spec in specs:
+        splits = [None] + (list(range(options.folds)) if options.protocol == "nested" else [])
+        for split in splits:
+            name = study_name(dataset, spec.name, split)
+            study = optuna.create_study(storage=storage, study_name=name, direction="maximize",
+                                        load_if_exists=True)
+            attrs = study.user_attrs
+            if "fold_assignment" in attrs:
+                stored = {k: attrs["folds"][k] for k in ("n_splits", "seed")}
+                if stored != folds or attrs.get("metric") != options.metric:
+                    raise ValueError(
+                        f"study {name!r} in {shown_storage(options.storage)} was made with {stored['n_splits']} "
+                        f"folds, seed {stored['seed']} and metric {attrs.get('metric')}; this run asks for "
+                        f"{options.folds} folds, seed {options.seed} and metric {options.metric}. Use the same options "
+                        "to continue it, or another --storage for a new study")
+                if attrs.get("labels_digest") != labels:
+                    raise ValueError(f"study {name!r} was made on different bag labels than {dataset!r} has "
+                                     "now (the data changed); use another --storage for a new study")
+                if assignment is None:
+                    assignment = np.asarray(attrs["fold_assignment"], dtype=np.int64)
+            studies.append((study, spec, split))
+    if assignment is None:
+        assignment = fresh
+    record = {"dataset": dataset, "metric": options.metric, "seed": options.seed,
+              "folds": {**folds, "digest": fold_digest(assignment)}, "labels_digest": labels}
+    stored_assignment = assignment.tolist()
+    for study, spec, split in studies:
+        attrs = study.user_attrs
+        protocol = options.protocol if split is None else "nested"
+        # The fold assignment goes last: other workers opening the study at the same moment check it only
+        # once it is there, so by then every attribute they compare against is written.
+        wanted = {**record, "learner": spec.name, "plugin": spec.plugin, "split": split, "protocol": protocol,
+                  "fold_assignment": stored_assignment}
+        for key, value in wanted.items():
+            if attrs.get(key) != value:
+                study.set_user_attr(key, value)
+    return assignment
+
+
+
+def sampler(plan: Plan, name: str, index: int, n_existing: int):
+    import optuna
+
+    # Seeded by the run's seed and by what is already in the study, so a resumed or parallel process
+    # does not replay the random start-up proposals of another one.
+    seed = int(np.random.SeedSequence([plan.options.seed, index, n_existing, zlib.crc32(name.encode())])
+               .generate_state(1)[0])
+    if plan.options.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    return optuna.samplers.TPESampler(seed=seed)
