@@ -116,7 +116,7 @@ def check_multiclass(spec):
 def check_list_and_bags_input(spec):
     """A list of 2-D arrays and ``Bags`` give the same model."""
     train, test = witness_bags(12, seed=SEED), witness_bags(8, seed=SEED + 1)
-    from_bags = _estimator(spec).fit(train).decision_function(test)
+    from_bags = _estimator(spec).fit(train, train.y).decision_function(test)
     from_list = _estimator(spec).fit(train.to_list(), train.y).decision_function(test.to_list())
     np.testing.assert_allclose(from_list, from_bags, err_msg="list input and Bags input differ")
 
@@ -127,8 +127,8 @@ def check_deterministic(spec):
     if "random_state" not in est.get_params():
         return
     train, test = witness_bags(12, seed=SEED), witness_bags(8, seed=SEED + 1)
-    first = clone(est).set_params(random_state=7).fit(train).decision_function(test)
-    second = clone(est).set_params(random_state=7).fit(train).decision_function(test)
+    first = clone(est).set_params(random_state=7).fit(train, train.y).decision_function(test)
+    second = clone(est).set_params(random_state=7).fit(train, train.y).decision_function(test)
     np.testing.assert_array_equal(first, second, err_msg="same random_state, different scores")
 
 
@@ -136,8 +136,9 @@ def check_refit_forgets(spec):
     """A second fit replaces the first: classes and width follow the new data."""
     if isinstance(spec, LearnerSpec) and not spec.multiclass:
         return
-    est = _estimator(spec).fit(witness_bags(10, seed=SEED))
-    est.fit(witness_bags(8, 3, seed=SEED))
+    first, second = witness_bags(10, seed=SEED), witness_bags(8, 3, seed=SEED)
+    est = _estimator(spec).fit(first, first.y)
+    est.fit(second, second.y)
     assert len(est.classes_) == 3
 
 
@@ -211,7 +212,7 @@ def _mil_model(spec, poison=False):
             rows = [np.vstack((b, np.eye(1, N_FEATURES, 1) * 5.0)) if label == 0 else b
                     for b, label in zip(train, train.y)]
             train = Bags.from_list(rows, train.y)
-        _MIL_MODELS[key] = (spec, _estimator(spec).fit(train), test)
+        _MIL_MODELS[key] = (spec, _estimator(spec).fit(train, train.y), test)
     return _MIL_MODELS[key][1:]
 
 

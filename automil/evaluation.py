@@ -11,6 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
 from automil.folds import bag_folds, fold_splits
+from automil.learner import BagClassifier
 
 __all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "fold_scores", "mean_std"]
 
@@ -43,14 +44,18 @@ class Standardized(ClassifierMixin, BaseEstimator):
     This is the unit the evaluation protocols fit on every training fold (so no statistic of a test fold
     ever reaches a fit) and the model that tracking logs (so a loaded model standardizes new bags itself).
 
+    Any scikit-learn-style estimator on bags is a learner: a :class:`~automil.BagClassifier` receives
+    ``automil.Bags``, any other estimator a list of 2-D arrays (one per bag, the format other MIL
+    libraries take); both are fitted as ``fit(bags, y)``.
+
     Parameters
     ----------
-    estimator : BagClassifier
+    estimator : estimator
         The learner; cloned at ``fit``.
 
     Attributes
     ----------
-    estimator_ : BagClassifier
+    estimator_ : estimator
         The learner fitted on the standardized training bags.
     mean_ : ndarray of shape (n_features,) or None
         Instance mean of the training bags; ``None`` for sparse instances (scaled only).
@@ -68,7 +73,7 @@ class Standardized(ClassifierMixin, BaseEstimator):
         bags = as_bags(bags, y)
         self.mean_, self.scale_ = instance_scaling(bags.X)
         self.n_features_in_ = bags.n_features
-        self.estimator_ = clone(self.estimator).fit(self.transform(bags))
+        self.estimator_ = clone(self.estimator).fit(self._learner_input(bags), bags.y)
         self.classes_ = self.estimator_.classes_
         return self
 
@@ -90,22 +95,27 @@ class Standardized(ClassifierMixin, BaseEstimator):
 
     def predict(self, bags) -> np.ndarray:
         """Bag labels."""
-        return self.estimator_.predict(self.transform(bags))
+        return np.asarray(self.estimator_.predict(self._learner_input(bags)))
 
     @available_if(_inner_has("decision_function"))
     def decision_function(self, bags) -> np.ndarray:
         """Bag scores of the learner, shape ``(n_bags, n_classes)``."""
-        return self.estimator_.decision_function(self.transform(bags))
+        return self.estimator_.decision_function(self._learner_input(bags))
 
     @available_if(_inner_has("predict_proba"))
     def predict_proba(self, bags) -> np.ndarray:
         """Class probabilities of the learner, shape ``(n_bags, n_classes)``."""
-        return self.estimator_.predict_proba(self.transform(bags))
+        return self.estimator_.predict_proba(self._learner_input(bags))
 
     @available_if(_inner_has("_witness"))
     def witness(self, bags) -> np.ndarray:
         """The learner's witness position inside each bag, shape ``(n_bags,)``."""
-        return self.estimator_.witness(self.transform(bags))
+        return self.estimator_.witness(self._learner_input(bags))
+
+    def _learner_input(self, bags):
+        """The standardized bags as the learner takes them: ``Bags`` or a list of 2-D arrays."""
+        bags = self.transform(bags)
+        return bags if isinstance(self.estimator, BagClassifier) else bags.to_list()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

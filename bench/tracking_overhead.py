@@ -21,6 +21,7 @@ import optuna
 
 from automil import LearnerSpec
 from automil.track import Tracker
+from automil.tune.trial_states import trial_record
 
 
 def finished_trials(n_trials: int, n_folds: int, seed: int = 0):
@@ -66,7 +67,7 @@ def main(argv=None):
         costs, cpu = [], time.process_time()
         for trial in trials:
             start = time.perf_counter()
-            tracker.log_trial(parent, trial, "fox/bench")
+            tracker.log_trial(parent, trial_record(trial), "fox/bench")
             costs.append(time.perf_counter() - start)
         cpu = time.process_time() - cpu
 
@@ -74,7 +75,7 @@ def main(argv=None):
         again = []
         for trial in trials:
             start = time.perf_counter()
-            fresh.log_trial(parent, trial, "fox/bench")
+            fresh.log_trial(parent, trial_record(trial), "fox/bench")
             again.append(time.perf_counter() - start)
 
     ms = 1000 * np.array(costs)

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from automil import plugins
-from automil.tune.isolation import (FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, process_alive,
-                               process_identity, run_tasks)
+from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, run_tasks
+from automil.tune.processes import process_alive, process_identity
 from driver_support import load_in_process
 
 

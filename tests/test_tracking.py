@@ -16,6 +16,8 @@ from automil import BagClassifier, LearnerSpec, cli
 from automil.evaluation import Standardized, fold_scores, mean_std
 from automil.folds import bag_folds, fold_splits
 from automil.track import Tracker
+from automil.track.records import LearnerResult
+from automil.tune.trial_states import study_record, trial_record
 
 N_TRIALS = 4
 N_FOLDS = 3
@@ -94,15 +96,16 @@ def logged(tmp_path_factory):
 
     tracker = Tracker(uri)
     parent = tracker.study_run(study.study_name, "digits-bags", SPEC, {"automil.protocol": "nested"})
-    trial_runs = [tracker.log_trial(parent, trial, study.study_name) for trial in study.trials]
+    trial_runs = [tracker.log_trial(parent, trial_record(trial), study.study_name) for trial in study.trials]
     model = Standardized(SPEC.build(**study.best_params)).fit(train)
     predicted = model.predict(test)
     result = {"dataset": "digits-bags", "learner": "meanpool", "protocol": "nested", "status": "ok",
               "accuracy": accuracy_score(test.y, predicted), "accuracy_std": 0.031,
               "balanced_accuracy": balanced_accuracy_score(test.y, predicted), "balanced_accuracy_std": 0.042,
               "repeated_accuracy": 0.8, "repeated_accuracy_std": 0.02, "tuning_score": study.best_value,
-              "trials": N_TRIALS, "trials_timed_out": 0, "best_params": study.best_params, "seed": 0}
-    tracker.log_result(parent, result, model=model, bags=test, study=study)
+              "trials": N_TRIALS, "trials_timed_out": 0, "best_params": study.best_params, "seed": 0,
+              "best_trial": study.best_trial.number}
+    tracker.log_result(parent, LearnerResult.from_dict(result), model=model, bags=test, study=study_record(study))
 
     sleeper = optuna.create_study(direction="maximize", study_name="digits-bags/sleeper")
     for _ in range(2):
@@ -111,9 +114,9 @@ def logged(tmp_path_factory):
             user_attrs={"timed_out": True, "error": "fit exceeded --fit-timeout 2 s", "learner": "sleeper"}))
     sleeper_parent = tracker.study_run(sleeper.study_name, "digits-bags", TIMEOUT_SPEC)
     for trial in sleeper.trials:
-        tracker.log_trial(sleeper_parent, trial, sleeper.study_name)
-    tracker.log_result(sleeper_parent, {"learner": "sleeper", "dataset": "digits-bags", "status": "T/O",
-                                        "accuracy": None, "trials": 2, "trials_timed_out": 2}, study=sleeper)
+        tracker.log_trial(sleeper_parent, trial_record(trial), sleeper.study_name)
+    timed_out = LearnerResult(learner="sleeper", dataset="digits-bags", status="T/O", trials=2, trials_timed_out=2)
+    tracker.log_result(sleeper_parent, timed_out, study=study_record(sleeper))
     return {"uri": uri, "root": root, "tracker": tracker, "client": mlflow.MlflowClient(uri), "study": study,
             "parent": parent, "trial_runs": trial_runs, "model": model, "test": test, "result": result,
             "sleeper_parent": sleeper_parent}
@@ -170,7 +173,7 @@ def test_logging_a_trial_again_keeps_one_run_per_trial_number(logged):
     fresh = Tracker(logged["uri"])  # a resumed process: nothing cached
     parent = fresh.study_run("digits-bags/meanpool", "digits-bags", SPEC)
     assert parent == logged["parent"]
-    again = [fresh.log_trial(parent, trial, "digits-bags/meanpool") for trial in logged["study"].trials]
+    again = [fresh.log_trial(parent, trial_record(trial), "digits-bags/meanpool") for trial in logged["study"].trials]
     assert again == logged["trial_runs"]
     assert len(_children(logged["client"], parent)) == N_TRIALS
 
@@ -213,8 +216,8 @@ def test_parents_made_in_a_race_merge_into_the_oldest_and_every_trial_stays_logg
     older = client.get_run(first_parent).info.start_time - 1000
     second_parent = client.create_run(experiment_id, start_time=older, run_name="meanpool",
                                       tags={"automil.kind": "study", "automil.study": "tiger/meanpool"}).info.run_id
-    by_first = [first.log_trial(first_parent, trial, "tiger/meanpool") for trial in trials[:3]]
-    by_second = [second.log_trial(second_parent, trial, "tiger/meanpool") for trial in trials[2:5]]
+    by_first = [first.log_trial(first_parent, trial_record(trial), "tiger/meanpool") for trial in trials[:3]]
+    by_second = [second.log_trial(second_parent, trial_record(trial), "tiger/meanpool") for trial in trials[2:5]]
     assert by_second[0] == by_first[2], "a trial logged under the other parent is found, not logged again"
 
     reopened = Tracker(logged["uri"])
@@ -222,7 +225,7 @@ def test_parents_made_in_a_race_merge_into_the_oldest_and_every_trial_stays_logg
     assert parent == second_parent
     assert client.get_run(first_parent).info.lifecycle_stage == "deleted"
     assert sorted(run.info.run_id for run in _children(client, parent)) == sorted({*by_first, *by_second})
-    swept = [reopened.log_trial(parent, trial, "tiger/meanpool") for trial in trials]
+    swept = [reopened.log_trial(parent, trial_record(trial), "tiger/meanpool") for trial in trials]
     assert swept[:5] == [*by_first, *by_second[1:]]
     assert len(_children(client, parent)) == len(trials)
 
@@ -266,7 +269,7 @@ def test_workers_logging_the_same_trials_at_once_leave_one_finished_run_per_tria
     def log_all(i):
         for trial in trials:
             barrier.wait()
-            returned[i].append(trackers[i].log_trial(parents[i], trial, "elephant/meanpool"))
+            returned[i].append(trackers[i].log_trial(parents[i], trial_record(trial), "elephant/meanpool"))
 
     threads = [threading.Thread(target=log_all, args=(i,)) for i in range(2)]
     for thread in threads:
@@ -344,8 +347,8 @@ def test_a_second_result_replaces_the_first_on_the_same_parent_run(logged):
     """A resumed study finds a new best: best parameters are tags, so they can change."""
     tracker = Tracker(logged["uri"])
     parent = tracker.study_run("digits-bags/extra", "digits-bags", SPEC)
-    tracker.log_result(parent, {"balanced_accuracy": 0.7, "best_params": {"C": 1.0}, "trials": 3})
-    tracker.log_result(parent, {"balanced_accuracy": 0.8, "best_params": {"C": 2.0}, "trials": 5})
+    tracker.log_result(parent, LearnerResult(balanced_accuracy=0.7, best_params={"C": 1.0}, trials=3))
+    tracker.log_result(parent, LearnerResult(balanced_accuracy=0.8, best_params={"C": 2.0}, trials=5))
     run = tracker.client.get_run(parent)
     assert run.data.metrics["balanced_accuracy"] == pytest.approx(0.8)
     assert run.data.tags["best.C"] == "2.0"
@@ -381,40 +384,56 @@ def test_report_of_a_dataset_without_studies_says_so(logged, capsys):
     assert "no automil study in the tracking store" in capsys.readouterr().err
 
 
-@pytest.mark.slow
 def test_automil_tune_logs_every_trial_the_result_and_a_model_the_report_reads(tmp_path):
-    """End to end through the real command (a minute on a loaded 2-core machine, hence slow)."""
+    """End to end through the real command: a built-in learner (pdMISVM) and a third-party one that is a
+    plain scikit-learn estimator on lists of arrays (the test plugin's ``plain``) are tuned, every trial
+    and the results are logged, both models load back and predict, and the report shows both rows."""
     import subprocess
     import sys
 
+    from driver_support import plugin_env, plugin_site
+
     uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    env = {**plugin_env(plugin_site(), tmp_path / "records"), "AUTOMIL_LOAD_PLUGINS": "datasets,pdmisvm,testlearners"}
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", "digits-bags", "--learner", "pdmisvm",
-               "--n-trials", "3", "--folds", "2", "--repeats", "1", "--protocol", "tuned",
-               "--storage", f"journal:{tmp_path / 'studies.journal'}", "--tracking-uri", uri]
-    subprocess.run(command, check=True, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+               "--learner", "plain", "--n-trials", "3", "--folds", "2", "--repeats", "1", "--protocol", "tuned",
+               "--jobs", "1", "--storage", f"journal:{tmp_path / 'studies.journal'}", "--tracking-uri", uri]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("digits-bags")
-    (parent,) = client.search_runs([experiment.experiment_id], "tags.`automil.kind` = 'study'")
-    assert parent.data.tags["automil.learner"] == "pdmisvm" and parent.info.status == "FINISHED"
-    assert parent.data.tags["automil.plugin_version"] == automil.__version__  # a built-in plugin
-    children = _children(client, parent.info.run_id)
-    assert sorted(int(run.data.tags["automil.trial"]) for run in children) == [0, 1, 2]
-    assert all("fold_balanced_accuracy" in run.data.metrics for run in children
-               if run.data.tags["automil.state"] == "COMPLETE")
-    figures = {a.path for a in client.list_artifacts(parent.info.run_id, "figures")}
-    assert {"figures/confusion_matrix.png", "figures/optimization_history.png", "figures/witness.png",
-            "figures/coefficients.png"} <= figures
+    parents = {run.data.tags["automil.learner"]: run
+               for run in client.search_runs([experiment.experiment_id], "tags.`automil.kind` = 'study'")}
+    assert sorted(parents) == ["pdmisvm", "plain"]
+    assert parents["pdmisvm"].data.tags["automil.plugin_version"] == automil.__version__  # a built-in plugin
+    assert parents["plain"].data.tags["automil.plugin"] == "testlearners"
     bags = automil.get_dataset("digits-bags").load()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("MLFLOW_TRACKING_URI", uri)
-        loaded = mlflow.pyfunc.load_model(f"runs:/{parent.info.run_id}/model")
-        predicted = np.asarray(loaded.predict([bags[i].tolist() for i in range(bags.n_bags)]))
-    assert set(predicted) <= {0, 1} and len(predicted) == bags.n_bags
+    for learner, parent in parents.items():
+        assert parent.info.status == "FINISHED" and parent.data.tags["automil.status"] == "ok", learner
+        children = _children(client, parent.info.run_id)
+        assert sorted(int(run.data.tags["automil.trial"]) for run in children) == [0, 1, 2]
+        assert all("fold_balanced_accuracy" in run.data.metrics for run in children
+                   if run.data.tags["automil.state"] == "COMPLETE")
+        figures = {a.path for a in client.list_artifacts(parent.info.run_id, "figures")}
+        assert {"figures/confusion_matrix.png", "figures/optimization_history.png"} <= figures
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("MLFLOW_TRACKING_URI", uri)
+            patch.syspath_prepend(str(plugin_site()))  # the plain learner's package, as its user installs it
+            loaded = mlflow.pyfunc.load_model(f"runs:/{parent.info.run_id}/model")
+            predicted = np.asarray(loaded.predict([bags[i].tolist() for i in range(bags.n_bags)]))
+        assert set(predicted) <= {0, 1} and len(predicted) == bags.n_bags
+        # a model that learned anything: better than the majority class on the bags it was fitted on
+        assert np.mean(predicted == bags.y) > max(np.mean(bags.y), 1 - np.mean(bags.y)), learner
+    assert {"figures/witness.png", "figures/coefficients.png"} <= {
+        a.path for a in client.list_artifacts(parents["pdmisvm"].info.run_id, "figures")}
     out = subprocess.run([sys.executable, "-m", "automil.cli", "report", "--format", "csv", "--tracking-uri", uri],
-                         check=True, capture_output=True, text=True, timeout=300).stdout
-    row = dict(zip(out.splitlines()[0].split(","), out.splitlines()[1].split(",")))
-    assert float(row["digits-bags BACC mean"]) == pytest.approx(100 * parent.data.metrics["balanced_accuracy"],
-                                                                abs=1e-4)
+                         env=env, check=True, capture_output=True, text=True, timeout=300).stdout
+    rows = {line.split(",")[0]: dict(zip(out.splitlines()[0].split(","), line.split(",")))
+            for line in out.splitlines()[1:]}
+    assert sorted(rows) == ["pdmisvm", "plain"]
+    for learner, parent in parents.items():
+        assert float(rows[learner]["digits-bags BACC mean"]) == pytest.approx(
+            100 * parent.data.metrics["balanced_accuracy"], abs=1e-4)
 
 
 def test_report_without_a_store_says_so_and_creates_nothing(tmp_path, capsys):
@@ -429,7 +448,7 @@ def test_a_trial_still_running_is_refused_by_name(logged):
     running = study.ask()
     frozen = study.get_trials(deepcopy=False)[running.number]
     with pytest.raises(ValueError, match="trial 0 of study 'digits-bags/meanpool' is still RUNNING"):
-        logged["tracker"].log_trial(logged["parent"], frozen, "digits-bags/meanpool")
+        logged["tracker"].log_trial(logged["parent"], trial_record(frozen), "digits-bags/meanpool")
 
 
 class BrokenWitness(MeanPoolLogistic):
@@ -442,7 +461,7 @@ def test_a_figure_that_fails_is_reported_and_the_result_still_logged(logged):
     spec = LearnerSpec("brokenwitness", BrokenWitness, lambda trial: {}, plugin="tests")
     parent = tracker.study_run("digits-bags/brokenwitness", "digits-bags", spec)
     model = Standardized(BrokenWitness()).fit(test)
-    tracker.log_result(parent, {"balanced_accuracy": 0.5, "status": "ok"}, model=model, bags=test)
+    tracker.log_result(parent, LearnerResult(balanced_accuracy=0.5, status="ok"), model=model, bags=test)
     run = tracker.client.get_run(parent)
     assert run.info.status == "FINISHED" and run.data.metrics["balanced_accuracy"] == 0.5
     assert json.loads(run.data.tags["automil.figure_errors"]) == {
@@ -485,9 +504,9 @@ def test_trials_and_results_round_trip_through_a_postgresql_store(logged, postgr
     (parent,) = parents
     study = logged["study"]
     for tracker in trackers:  # the second tracker finds every trial logged by the first
-        runs = [tracker.log_trial(parent, trial, study.study_name) for trial in study.trials]
+        runs = [tracker.log_trial(parent, trial_record(trial), study.study_name) for trial in study.trials]
     assert len(set(runs)) == N_TRIALS and len(_children(trackers[0].client, parent)) == N_TRIALS
-    trackers[0].log_result(parent, logged["result"], study=study)
+    trackers[0].log_result(parent, LearnerResult.from_dict(logged["result"]), study=study_record(study))
     metrics = trackers[1].client.get_run(parent).data.metrics
     assert metrics["balanced_accuracy"] == pytest.approx(logged["result"]["balanced_accuracy"])
     assert cli.main(["report", "--format", "csv", "--tracking-uri", postgres_uri]) == 0

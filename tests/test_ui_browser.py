@@ -18,6 +18,8 @@ import pytest
 
 from automil import LearnerSpec
 from automil.track import Tracker
+from automil.track.records import LearnerResult
+from automil.tune.trial_states import study_record, trial_record
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -47,11 +49,11 @@ def _store(uri):
                 user_attrs={"fold_accuracy": [score] * 3, "fold_balanced_accuracy": [score] * 3,
                             "accuracy": score, "balanced_accuracy": score, "learner": learner}))
         for trial in study.trials:
-            tracker.log_trial(parent, trial, f"digits-bags/{learner}")
-        tracker.log_result(parent, {"learner": learner, "dataset": "digits-bags", "accuracy": headline,
-                                    "accuracy_std": 0.05, "balanced_accuracy": headline,
-                                    "balanced_accuracy_std": 0.05, "best_params": study.best_params,
-                                    "trials": 3, "status": "ok"}, study=study)
+            tracker.log_trial(parent, trial_record(trial), f"digits-bags/{learner}")
+        result = LearnerResult(learner=learner, dataset="digits-bags", accuracy=headline, accuracy_std=0.05,
+                               balanced_accuracy=headline, balanced_accuracy_std=0.05,
+                               best_params=study.best_params, trials=3, status="ok")
+        tracker.log_result(parent, result, study=study_record(study))
     return tracker.experiment_id("digits-bags")
 
 

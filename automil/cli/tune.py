@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 
 from automil.cli.common import print_table, subcommand
+from automil.track.records import Status
+from automil.uris import shown_storage
 
 __all__ = ["add_tune", "add_run"]
 
@@ -68,19 +71,36 @@ def _add_tune_options(sub, defaults: bool):
 
 
 def _run_tune(args) -> int:
-    from automil.uris import shown_storage
-    from automil.tune.progress import Progress
+    from automil.cli.progress import Progress
     from automil.tune.driver import tune
     from automil.tune.options import TuneOptions
-
     options = TuneOptions(**{name: getattr(args, name) for name in TuneOptions.__dataclass_fields__})
     try:
-        rows = tune(args.dataset, args.learner, options, progress=Progress())
+        results = tune(args.dataset, args.learner, options, Progress(), _tracking(options))
     except KeyboardInterrupt:
-        print(f"automil: interrupted; every completed trial is kept in {shown_storage(options.storage)}: run the same command "
-              "to continue", file=sys.stderr)
+        print(f"automil: interrupted; every completed trial is kept in {shown_storage(options.storage)}: run the "
+              "same command to continue", file=sys.stderr)
         return 130
-    return _print_leaderboard(rows, args.json)
+    return _print_leaderboard([result.to_dict() for result in results], args.json)
+
+
+def _tracking(options):
+    """The tracking factory ``tune`` calls in every tuning process, or ``None`` with ``--no-track``."""
+    return functools.partial(open_tracker, options.tracking_uri) if options.track else None
+
+
+def open_tracker(tracking_uri: str | None):
+    """The MLflow tracker; a store that cannot be opened stops the run before any tuning, since results
+    that silently go untracked are lost to the UI and the report."""
+    from automil.track import Tracker
+
+    try:
+        return Tracker(tracking_uri)
+    except Exception as error:
+        store = shown_storage(tracking_uri) if tracking_uri else "(default)"
+        reason = str(error) if store in str(error) else f"cannot open the MLflow tracking store {store}: {error}"
+        raise RuntimeError(f"{reason} (give a writable --tracking-uri, or --no-track to tune without tracking)"
+                           ) from error
 
 
 def _print_leaderboard(rows, json_path, table=True) -> int:
@@ -103,11 +123,12 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
               f"tuning {metric}*", "fit s", "trials", "T/O", "best parameters")
     table = []
     for row in rows:
-        if row["status"] in ("T/O", "failed", "no result", "no trials", "skipped"):
-            what = row["status"] if row["status"] != "skipped" else f"skipped: {row['error']}"
+        status = Status(row["status"])
+        if not status.has_figure:
+            what = status.value if status != Status.SKIPPED else f"skipped: {row['error']}"
             table.append((row["learner"], what, what, "", "", "", "", row["trials"],
                           row.get("trials_timed_out", ""), (row.get("error") or "")[:70]
-                          if row["status"] != "T/O" else ""))
+                          if status != Status.TIMED_OUT else ""))
             continue
         table.append((row["learner"], _pm(row["accuracy"], row["accuracy_std"]),
                       _pm(row["balanced_accuracy"], row["balanced_accuracy_std"]),
@@ -124,7 +145,7 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
     for row in rows:
-        if row["status"] in ("partial", "no result") and row.get("error"):
+        if row["status"] in (Status.PARTIAL, Status.NO_RESULT) and row.get("error"):
             print(f"{row['learner']}: {row['status']}: {row['error']}")
     return 0
 
@@ -159,7 +180,7 @@ def add_run(commands):
 
 
 def _run_run(args) -> int:
-    from automil.tune.progress import Progress
+    from automil.cli.progress import Progress
     from automil.tune.driver import tune
     from automil.tune.study_file import read_study_file
 
@@ -167,7 +188,7 @@ def _run_run(args) -> int:
                  if getattr(args, name) is not None}
     rows = []
     for dataset, learners, options in read_study_file(args.study_file, overrides):
-        found = tune(dataset, learners, options, progress=Progress())
+        found = [result.to_dict() for result in tune(dataset, learners, options, Progress(), _tracking(options))]
         rows += found
         if args.json != "-":
             _print_leaderboard(found, None)

@@ -8,10 +8,9 @@ import time
 from pathlib import Path
 
 from automil.track.model import BagModel
-from automil.track.store import (MAX_TAG_CHARS, MODEL_NAME, RESULT_TAG_KEYS, STATUS_TAG, finite, global_tracking_uri,
-                                 jsonable, quiet_mlflow, retry, clip_text, trial_state)
-from automil.tune.leaderboard import row_status
-from automil.tune.trial_states import best_trial, trial_counts
+from automil.track.records import LearnerResult, StudyRecord
+from automil.track.store import (MAX_TAG_CHARS, MODEL_NAME, RESULT_TAG_KEYS, clip_text, finite, global_tracking_uri,
+                                 jsonable, quiet_mlflow, retry)
 
 __all__ = ["ResultLogging"]
 
@@ -21,18 +20,20 @@ class ResultLogging:
     ``_parent``, ``_trial_run_id`` and ``_log_batch``)."""
 
     # ---- final results -----------------------------------------------------------------------------
-    def log_result(self, parent_run_id: str, result: dict, model=None, bags=None, study=None) -> None:
+    def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
+                   study: StudyRecord | None = None) -> None:
         """The final evaluation of a study on its parent run, which is then marked finished.
 
         Parameters
         ----------
         parent_run_id : str
             From :meth:`study_run`.
-        result : dict
-            The driver's leaderboard row. Every finite number becomes a metric under its own key (a dict
-            of numbers ``{"k": {"a": 1}}`` becomes ``k_a``, a list of numbers one metric with a step per
-            entry), every string a tag ``automil.<key>``; ``best_params`` become tags ``best.<name>``
-            (tags, not params: MLflow params cannot change, and a resumed study can find a new best).
+        result : LearnerResult
+            The driver's leaderboard row, logged as ``result.to_dict()``. Every finite number becomes a
+            metric under its own key (a dict of numbers ``{"k": {"a": 1}}`` becomes ``k_a``, a list of
+            numbers one metric with a step per entry), every string a tag ``automil.<key>``;
+            ``best_params`` become tags ``best.<name>`` (tags, not params: MLflow params cannot change,
+            and a resumed study can find a new best).
             The headline figures are expected under ``accuracy``, ``balanced_accuracy`` and their
             ``*_std``; ``confusion_matrix`` (rows true, columns predicted, out-of-fold counts) with
             ``classes``, when present, is drawn instead of predicting ``bags``. Missing keys are skipped.
@@ -43,14 +44,12 @@ class ResultLogging:
             Labelled bags (the driver gives the dataset): the confusion matrix of ``model`` on them when
             ``result`` has none, two of them as the model's input example, and, for a witness learner on
             image-like bags, the witness and coefficient figures.
-        study : optuna.Study, optional
-            For the trial counts, the optimization history and the parameter importances.
+        study : StudyRecord, optional
+            The study's trials and parameter importances: the optimization history and importance figures.
         """
-        trials = list(study.get_trials(deepcopy=False)) if study is not None else []
-        metrics, tags, n_trials = _result_entries(result, study)
+        result = result.to_dict()
+        metrics, tags, n_trials = _result_entries(result)
         best = result.get("best_trial")
-        if best is None and study is not None:
-            best = getattr(best_trial(study), "number", None)
         if best is not None:
             tags["automil.best_trial"] = str(best)
             run_id = self._trial_run_id(parent_run_id, int(best), fresh=True)
@@ -65,7 +64,7 @@ class ResultLogging:
         status = "FAILED"
         try:
             with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:
-                failures = _write_figures(Path(tmp), result, model, bags, study, trials)
+                failures = _write_figures(Path(tmp), result, model, bags, study)
                 (Path(tmp) / "result.json").write_text(json.dumps(result, indent=2, default=jsonable))
                 retry(self.client.log_artifacts, parent_run_id, tmp)
             if failures:
@@ -101,13 +100,8 @@ class ResultLogging:
         return info.model_uri
 
 
-def _result_entries(result: dict, study) -> tuple[list, dict, int]:
-    """Metrics ``(key, value, step or None)``, tags and the trial count of a leaderboard row.
-
-    The trial counts (``trials``, ``trials_complete``, ``trials_pruned``, ``trials_failed``,
-    ``trials_timed_out``) and the ``status`` come from the row when the driver wrote them, else from the
-    study's trials, counted and judged as the leaderboard does.
-    """
+def _result_entries(result: dict) -> tuple[list, dict, int]:
+    """Metrics ``(key, value, step or None)``, tags and the trial count of a leaderboard row."""
     metrics, tags = [], {}
     for key, value in result.items():
         if key in ("best_params", "confusion_matrix", "classes") or value is None:
@@ -124,24 +118,17 @@ def _result_entries(result: dict, study) -> tuple[list, dict, int]:
     tags.update({f"best.{name}": clip_text(value, MAX_TAG_CHARS) for name, value in best_params.items()})
     tags["automil.best_params"] = clip_text(best_params, MAX_TAG_CHARS)
     n_trials = int(result["trials"]) if finite(result.get("trials")) else 0
-    if study is not None and not (finite(result.get("trials")) and result.get("status")):
-        counts, _ = trial_counts(study)
-        if not finite(result.get("trials")):
-            metrics.extend((key, float(value), None) for key, value in counts.items())
-            n_trials = counts["trials"]
-        if not result.get("status"):
-            tags[STATUS_TAG] = row_status(result, counts, best_trial(study), [])
     return metrics, tags, n_trials
 
 
-def _write_figures(folder: Path, result, model, bags, study, trials) -> dict:
+def _write_figures(folder: Path, result, model, bags, study: StudyRecord | None) -> dict:
     """The PNGs of one study into ``folder/figures``; each one that does not apply is skipped. A figure
     whose drawing raises (a third-party learner's ``witness``, say) is left out and its error returned
     as ``{name: message}``, so that a picture never costs the result."""
     out = folder / "figures"
     out.mkdir()
     failures = {}
-    for name, draw in _figures(result, model, bags, study, trials):
+    for name, draw in _figures(result, model, bags, study):
         try:
             draw().savefig(out / f"{name}.png", dpi=100)
         except Exception as error:  # noqa: BLE001 - reported in a tag of the run
@@ -149,7 +136,7 @@ def _write_figures(folder: Path, result, model, bags, study, trials) -> dict:
     return failures
 
 
-def _figures(result, model, bags, study, trials):
+def _figures(result, model, bags, study: StudyRecord | None):
     """``(name, draw)`` pairs of the figures that apply; ``draw()`` returns the Figure."""
     from automil.track import figures
 
@@ -164,11 +151,11 @@ def _figures(result, model, bags, study, trials):
             confusion_matrix(bags.y, model.predict(bags), labels=model.classes_), model.classes_,
             f"Confusion matrix of the final\nmodel on {bags.n_bags} bags")
     if study is not None:
-        direction = study.direction.name.lower() if len(study.directions) == 1 else "maximize"
         yield "optimization_history", lambda: figures.optimization_history_figure(
-            [(t.number, trial_state(t), t.value) for t in trials], direction,
+            [(t.number, t.outcome, t.value) for t in study.trials], study.direction,
             str(result.get("metric", "objective")))
-        yield "param_importances", lambda: figures.param_importances_figure(*_importances(study, trials))
+        yield "param_importances", lambda: figures.param_importances_figure(study.importances,
+                                                                            study.importances_note)
     shape = figures.image_shape(bags) if bags is not None else None
     if model is None or shape is None:
         return
@@ -179,21 +166,6 @@ def _figures(result, model, bags, study, trials):
     if coef is not None and coef.shape[1] == shape[0] * shape[1]:
         labels = model.classes_ if len(coef) == len(model.classes_) else [model.classes_[-1]]
         yield "coefficients", lambda: figures.coefficients_figure(coef, shape, labels)
-
-
-def _importances(study, trials) -> tuple[dict | None, str]:
-    import optuna
-
-    complete = [t for t in trials if t.state.name == "COMPLETE"]
-    if len(complete) < 2:
-        return None, f"needs at least 2 completed trials ({len(complete)} so far)"
-    if not any(t.params for t in complete):
-        return None, "no hyperparameter was searched"
-    try:
-        evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)  # named on the figure
-        return optuna.importance.get_param_importances(study, evaluator=evaluator), ""
-    except (ValueError, RuntimeError) as error:  # e.g. every trial has the same parameters
-        return None, f"not computable: {error}"
 
 
 def _coefficients(model):

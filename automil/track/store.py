@@ -11,6 +11,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from automil.track.records import TIMED_OUT
 from automil.uris import shown_storage
 
 DEFAULT_STORE_DIR = "mlruns"
@@ -26,7 +27,6 @@ STATUS_TAG = "automil.status"  # on a parent run: the driver's status, "T/O" whe
 PARENT_TAG = "mlflow.parentRunId"
 NOTE_TAG = "mlflow.note.content"
 KIND_UI_TAG = "mlflow.experimentKind"  # the UI opens a model-training experiment on its runs table
-TIMED_OUT = "T/O"
 
 # Optuna trial state -> MLflow run status. The exact outcome is in the STATE_TAG tag.
 RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", TIMED_OUT: "FAILED"}
@@ -179,10 +179,3 @@ def quote(value: str) -> str:
 
 def safe_name(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "experiment"
-
-
-def trial_state(frozen_trial) -> str:
-    """COMPLETE, PRUNED, FAIL, or T/O for a trial the driver killed at its time-out."""
-    if frozen_trial.user_attrs.get("timed_out"):
-        return TIMED_OUT
-    return frozen_trial.state.name

@@ -13,9 +13,11 @@ import logging
 import time
 
 import automil
+from automil.track.records import TrialRecord
 from automil.track.results import ResultLogging
-from automil.track.store import (BATCH_METRICS, BATCH_PARAMS_TAGS, KIND_TAG, KIND_UI_TAG, MAX_PARAM_CHARS, MAX_TAG_CHARS, MERGE_ATTEMPTS, NOTE_TAG,
-                                 PARENT_TAG, RUN_DELETED, RUN_STATUS, STATE_TAG, trial_state, STATUS_TAG, STUDY_TAG, TRIAL_TAG,
+from automil.track.store import (BATCH_METRICS, BATCH_PARAMS_TAGS, KIND_TAG, KIND_UI_TAG, MAX_PARAM_CHARS,
+                                 MAX_TAG_CHARS, MERGE_ATTEMPTS, NOTE_TAG,
+                                 PARENT_TAG, RUN_DELETED, RUN_STATUS, STATE_TAG, STATUS_TAG, STUDY_TAG, TRIAL_TAG,
                                  TRIAL_TAG_ATTRS, artifact_root, default_tracking_uri, directory_lock, finite,
                                  millis, quiet_mlflow, quote, reach_database, retry, safe_name, sqlite_path, clip_text)
 
@@ -202,8 +204,9 @@ class Tracker(ResultLogging):
         return self._parents[parent_run_id]
 
     # ---- trials ------------------------------------------------------------------------------------
-    def log_trial(self, parent_run_id: str, frozen_trial, study_name: str) -> str:
-        """One nested run for a finished Optuna trial (``optuna.trial.FrozenTrial``); returns its id.
+    def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str:
+        """One nested run for a finished trial (the driver's :class:`~automil.track.records.TrialRecord`);
+        returns its id.
 
         Idempotent per trial number: a trial of the study already logged (by this or any other process)
         is not logged again, and its existing run id is returned; processes logging one trial at once
@@ -219,17 +222,17 @@ class Tracker(ResultLogging):
 
         Everything after the run's creation goes in one ``log_batch`` call.
         """
-        if not frozen_trial.state.is_finished():
-            raise ValueError(f"trial {frozen_trial.number} of study {study_name!r} is still "
-                             f"{frozen_trial.state.name}: log it once it has finished")
-        number = int(frozen_trial.number)
+        if not trial.finished:
+            raise ValueError(f"trial {trial.number} of study {study_name!r} is still "
+                             f"{trial.state}: log it once it has finished")
+        number = int(trial.number)
         logged = self._trial_run_id(parent_run_id, number)
         if logged is not None:
             return logged
         parent = self._parent(parent_run_id)
-        attrs = dict(frozen_trial.user_attrs)
-        state = trial_state(frozen_trial)
-        metrics = _trial_metrics(frozen_trial, attrs)
+        attrs = dict(trial.attrs)
+        state = trial.outcome
+        metrics = _trial_metrics(trial, attrs)
         tags = {
             KIND_TAG: "trial", PARENT_TAG: parent_run_id, STUDY_TAG: study_name, TRIAL_TAG: str(number),
             STATE_TAG: state, "automil.version": automil.__version__,
@@ -242,12 +245,12 @@ class Tracker(ResultLogging):
             value = attrs.get(key)
             if value is not None and value is not False and value != "":
                 tags[f"automil.{key}"] = clip_text(value, MAX_TAG_CHARS)
-        start = millis(frozen_trial.datetime_start)
-        end = millis(frozen_trial.datetime_complete)
+        start = millis(trial.start)
+        end = millis(trial.end)
         run = retry(self.client.create_run, parent.info.experiment_id, start_time=start,
                      run_name=f"trial {number}", tags=tags)
         run_id = run.info.run_id
-        params = {name: clip_text(value, MAX_PARAM_CHARS) for name, value in frozen_trial.params.items()}
+        params = {name: clip_text(value, MAX_PARAM_CHARS) for name, value in trial.params.items()}
         timestamp = end or int(time.time() * 1000)
         self._log_batch(run_id, metrics=[(key, value, timestamp, step) for key, value, step in metrics],
                         params=params)
@@ -318,7 +321,7 @@ class Tracker(ResultLogging):
 
 
 
-def _trial_metrics(frozen_trial, attrs) -> list[tuple[str, float, int]]:
+def _trial_metrics(trial: TrialRecord, attrs) -> list[tuple[str, float, int]]:
     """``(key, value, step)`` of every finite number a trial carries."""
     out = []
     for key in ("accuracy", "balanced_accuracy", "accuracy_std", "balanced_accuracy_std"):
@@ -333,11 +336,9 @@ def _trial_metrics(frozen_trial, attrs) -> list[tuple[str, float, int]]:
             values = [v for v in values if finite(v)]
             values = sum(values) / len(values) if values else None
         out.append((key, values, 0))
-    values = frozen_trial.values or []
-    out.append(("objective", values[0] if len(values) == 1 else None, 0))
-    if frozen_trial.datetime_start and frozen_trial.datetime_complete:
-        out.append(("trial_seconds",
-                    (frozen_trial.datetime_complete - frozen_trial.datetime_start).total_seconds(), 0))
+    out.append(("objective", trial.value, 0))
+    if trial.start and trial.end:
+        out.append(("trial_seconds", (trial.end - trial.start).total_seconds(), 0))
     return [(key, float(value), step) for key, value, step in out if finite(value)]
 
 

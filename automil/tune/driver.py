@@ -14,28 +14,34 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 
+from automil.track.records import LearnerResult
 from automil.tune.final import final_evaluation
 from automil.tune.fits import fit_worker
-from automil.tune.isolation import die_with_parent
+from automil.tune.processes import die_with_parent
 from automil.tune.leaderboard import rank, skipped_row
 from automil.tune.options import TuneOptions
 from automil.tune.plan import Plan, schedule
-from automil.tune.progress import Silent
+from automil.tune.listener import Listener, Silent
 from automil.tune.storage import open_storage
 from automil.uris import shown_storage
 from automil.tune.studies import prepare_studies
-from automil.tune.tracking import open_tracker
+from automil.tune.tracking import Tracking, open_tracking
 from automil.tune.trials import tune_units
 
 __all__ = ["tune"]
 
 
-def tune(dataset: str, learners=None, options: TuneOptions | None = None, progress=None) -> list[dict]:
+def tune(dataset: str, learners=None, options: TuneOptions | None = None, listener: Listener | None = None,
+         tracking: Callable[[], Tracking] | None = None) -> list[LearnerResult]:
     """Tune ``learners`` (default: every registered learner that fits the data) on ``dataset``.
 
-    Returns the leaderboard: one result row (a dict, keys in ``docs/tune.md``) per learner, best first.
-    ``progress`` (an :class:`automil.progress.Progress`, default silent) receives the status lines.
+    Returns the leaderboard: one :class:`~automil.track.records.LearnerResult` per learner, best first
+    (``to_dict()`` gives the row whose keys ``docs/tune.md`` lists). ``listener`` (default silent) hears
+    the progress. ``tracking`` makes the tracking every trial and result is recorded to (for example
+    ``functools.partial(automil.track.Tracker, uri)``); it must pickle, since ``--jobs`` processes call it
+    too. Without it nothing is tracked.
     """
     import optuna
 
@@ -44,7 +50,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
     options = options or TuneOptions()
     options.check()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    progress = progress or Silent()
+    listener = listener or Silent()
     start = time.time()
     worker = fit_worker(options)
     worker.start()  # it imports the learners while the data loads and the studies are prepared
@@ -57,16 +63,16 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, progre
         assignment = prepare_studies(storage, dataset, bags, specs, options)
         plan = Plan(dataset, [s.name for s in specs], options, assignment, start)
         plan.units = schedule(plan)
-        tracker = open_tracker(options)
-        progress(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
+        tracker = open_tracking(tracking, listener)
+        listener.message(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
                  f"protocol {options.protocol}; studies in {shown_storage(options.storage)})")
-        helpers = [_start_helper(plan, bags, index) for index in range(1, options.jobs)]
+        helpers = [_start_helper(plan, bags, index, tracking) for index in range(1, options.jobs)]
         try:
             with _sigterm_interrupts():
-                tune_units(plan, bags, storage, worker, tracker, progress, index=0)
+                tune_units(plan, bags, storage, worker, tracker, listener, index=0)
                 for helper in helpers:
                     helper.join()
-                rows = final_evaluation(plan, bags, storage, worker, tracker, progress)
+                rows = final_evaluation(plan, bags, storage, worker, tracker, listener)
         except BaseException:
             for helper in helpers:
                 _interrupt(helper)
@@ -102,16 +108,16 @@ def _choose_learners(bags, names):
 
 
 
-def _start_helper(plan: Plan, bags, index: int):
+def _start_helper(plan: Plan, bags, index: int, tracking):
     import multiprocessing
 
     process = multiprocessing.get_context("spawn").Process(
-        target=_helper_main, args=(plan, bags, index, os.getpid()), name=f"automil-tune-{index}")
+        target=_helper_main, args=(plan, bags, index, os.getpid(), tracking), name=f"automil-tune-{index}")
     process.start()
     return process
 
 
-def _helper_main(plan: Plan, bags, index: int, parent_pid: int):
+def _helper_main(plan: Plan, bags, index: int, parent_pid: int, tracking):
     """A ``--jobs`` tuning process: the same plan as the main process, on the same storage."""
     import optuna
 
@@ -123,7 +129,7 @@ def _helper_main(plan: Plan, bags, index: int, parent_pid: int):
     try:
         with _sigterm_interrupts():
             tune_units(plan, bags, open_storage(plan.options.storage), worker,
-                        open_tracker(plan.options), Silent(), index)
+                       open_tracking(tracking, Silent()), Silent(), index)
     except KeyboardInterrupt:
         pass
     finally:

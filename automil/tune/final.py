@@ -6,20 +6,22 @@ import time
 
 import numpy as np
 
-from automil.tune.isolation import FitTimeout, OutOfTime, run_tasks
-from automil.tune.leaderboard import result_row
-from automil.tune.plan import Plan
-from automil.tune.studies import study_name
-from automil.tune.trial_states import best_trial
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
+from automil.track.records import LearnerResult, TrialAttr
 from automil.tune.fits import fit_predict, fit_worker
-from automil.tune.tracking import track
+from automil.tune.isolation import OutOfTime, run_tasks
+from automil.tune.leaderboard import Evaluation, result_row
+from automil.tune.listener import Listener
+from automil.tune.plan import Plan
+from automil.tune.studies import study_name
+from automil.tune.tracking import Guarded
+from automil.tune.trial_states import best_trial, records, study_record
 
 __all__ = ["final_evaluation"]
 
 
-def final_evaluation(plan: Plan, bags, storage, worker, tracker, progress) -> list[dict]:
+def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, listener: Listener) -> list[LearnerResult]:
     """Nested refits and repeated CV of every learner's best parameters, run on ``--jobs`` workers.
 
     A learner whose stored result matches its studies (same best trials, trial count, repeats and
@@ -39,31 +41,34 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracker, progress) -> li
         main = optuna.load_study(study_name=study_name(plan.dataset, learner), storage=storage)
         subs = [optuna.load_study(study_name=study_name(plan.dataset, learner, i), storage=storage)
                 for i in range(options.folds)] if options.protocol == "nested" else []
-        best, outer_best = best_trial(main), [best_trial(s) for s in subs]
-        key = {"trials": [len(s.get_trials(deepcopy=False)) for s in [main, *subs]],
+        trials = records(main)
+        sub_trials = [records(s) for s in subs]
+        best, outer_best = best_trial(trials), [best_trial(t) for t in sub_trials]
+        key = {"trials": [len(t) for t in [trials, *sub_trials]],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
         stored = main.user_attrs.get("result")
         if stored is not None and stored.get("key") == key:
-            rows[learner] = stored["row"]
-            _log_study(plan, tracker, progress, spec, main)  # what this worker could not log as it went
-            progress.learner_done(stored["row"])
+            rows[learner] = LearnerResult.from_dict(stored["row"])
+            _log_study(plan, tracking, spec, main)  # what this worker could not log as it went
+            listener.learner_done(rows[learner])
             continue
-        jobs[learner] = {"spec": spec, "main": main, "best": best, "outer_best": outer_best, "key": key,
-                         "nested": [None] * len(subs), "repeated": {}, "fit_seconds": [], "errors": [],
-                         "model": None, "predictions": {}}
+        jobs[learner] = {"spec": spec, "main": main, "key": key, "model": None,
+                         "evaluation": Evaluation(learner, spec.plugin, main.study_name, trials, best, outer_best,
+                                                  nested=[None] * len(subs))}
     tasks, owners = [], []
     seeds = repeat_seeds(options.seed, options.repeats)
     outer = fold_splits(plan.assignment)
     for learner, job in jobs.items():
-        for i, trial in enumerate(job["outer_best"]):
+        evaluation = job["evaluation"]
+        for i, trial in enumerate(evaluation.outer_best):
             if trial is not None:
                 train, test = outer[i]
-                tasks.append((fit_predict, learner, trial.user_attrs["estimator_params"], train,
+                tasks.append((fit_predict, learner, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], train,
                               test, options.seed))
                 owners.append((learner, "nested", (i, test)))
-        if job["best"] is not None and tracker is not None:
-            tasks.append((fit_predict, learner, job["best"].user_attrs["estimator_params"],
+        if evaluation.best is not None and tracking.enabled:
+            tasks.append((fit_predict, learner, evaluation.best.attrs[TrialAttr.ESTIMATOR_PARAMS],
                           np.arange(bags.n_bags), None, options.seed, True))
             owners.append((learner, "model", None))
     try:
@@ -72,9 +77,9 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracker, progress) -> li
                 break
             splits = fold_splits(bag_folds(bags.y, options.folds, seed))
             for learner, job in jobs.items():
-                if job["best"] is None:
+                if job["evaluation"].best is None:
                     continue
-                params = job["best"].user_attrs["estimator_params"]
+                params = job["evaluation"].best.attrs[TrialAttr.ESTIMATOR_PARAMS]
                 for train, test in splits:
                     tasks.append((fit_predict, learner, params, train, test, options.seed))
                     owners.append((learner, "repeat", (r, test)))
@@ -87,47 +92,47 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracker, progress) -> li
         for w in workers[1:]:
             w.close()
     for learner, job in jobs.items():
-        row = result_row(plan, job)
+        row = result_row(plan.dataset, options, job["evaluation"])
         # one attribute, so that a worker never pairs one worker's row with another's key
-        job["main"].set_user_attr("result", {"key": job["key"], "row": row})
+        job["main"].set_user_attr("result", {"key": job["key"], "row": row.to_dict()})
         rows[learner] = row
-        _log_study(plan, tracker, progress, job["spec"], job["main"], row, job["model"], bags)
-        progress.learner_done(row)
+        _log_study(plan, tracking, job["spec"], job["main"], row, job["model"], bags)
+        listener.learner_done(row)
     return [rows[learner] for learner in plan.learners]
 
 
-def _log_study(plan: Plan, tracker, progress, spec, main, row=None, model=None, bags=None):
+def _log_study(plan: Plan, tracking: Guarded, spec, main, row=None, model=None, bags=None):
     """Log every finished trial of the study not logged yet (by any worker), then ``row``, if given, as
     its result."""
-    parent = track(tracker, progress, "study_run", main.study_name, plan.dataset, spec,
-                    {"automil.protocol": plan.options.protocol})
+    parent = tracking.study_run(main.study_name, plan.dataset, spec, {"automil.protocol": plan.options.protocol})
     if parent is None:
         return
-    for trial in main.get_trials(deepcopy=False):
-        if trial.state.is_finished():
-            track(tracker, progress, "log_trial", parent, trial, main.study_name)
+    study = study_record(main) if row is not None else None
+    for trial in study.trials if study is not None else records(main):
+        if trial.finished:
+            tracking.log_trial(parent, trial, main.study_name)
     if row is not None:
-        track(tracker, progress, "log_result", parent, row, model, bags, main)
+        tracking.log_result(parent, row, model, bags, study)
     else:
-        track(tracker, progress, "end_study", parent)
+        tracking.end_study(parent)
 
 
 def _collect(job, kind, where, out, bags):
     """File one finished final-evaluation task (or its exception) under its learner."""
+    evaluation = job["evaluation"]
     if isinstance(out, OutOfTime) and kind == "repeat" and where[0] > 0:
         return  # the budget ended this repeat: it is left out, and `repeats` counts the complete ones
     if isinstance(out, Exception):
-        job["errors"].append(f"{kind} fit: {out}")
-        job["timed_out"] = job.get("timed_out", False) or isinstance(out, FitTimeout)
+        evaluation.errors.append(f"{kind} fit: {out}")
     elif kind == "model":
         job["model"] = out["model"]
     else:
         index, test = where
         scores = fold_scores(bags.y[test], out["y_pred"])
         if kind == "nested" or index == 0:  # out-of-fold predictions for the confusion matrix
-            job["predictions"].setdefault(kind, []).append((bags.y[test], out["y_pred"]))
+            evaluation.predictions.setdefault(kind, []).append((bags.y[test], out["y_pred"]))
         if kind == "nested":
-            job["nested"][index] = scores
+            evaluation.nested[index] = scores
         else:
-            job["repeated"].setdefault(index, []).append(scores)
-            job["fit_seconds"].append(out["fit_seconds"])
+            evaluation.repeated.setdefault(index, []).append(scores)
+            evaluation.fit_seconds.append(out["fit_seconds"])

@@ -25,12 +25,12 @@ import warnings
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 
-__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "OutOfTime", "run_tasks",
-           "process_alive", "process_identity"]
+from automil.tune.processes import die_with_parent, exit_reason, resident_bytes
+
+__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "OutOfTime", "run_tasks"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS")
-_PR_SET_PDEATHSIG = 1
 # How often the parent looks at the child's memory while it waits (only with a memory limit).
 MEMORY_POLL_SECONDS = 0.1
 # How often a waiting caller is told the fit is alive (a study's trial heartbeat).
@@ -269,13 +269,13 @@ class FitWorker:
                 self._process = None
                 self._close_pipes()
                 self._deadline = None
-                raise WorkerDied(f"the worker process ended with {_exit_reason(code)} during the fit") \
+                raise WorkerDied(f"the worker process ended with {exit_reason(code)} during the fit") \
                     from None
             self._deadline = None
             if status == "ok":
                 return payload
             raise FitError(*payload)
-        rss = _resident_bytes(self.pid)
+        rss = resident_bytes(self.pid)
         self.kill()
         self.start()  # the replacement starts up while the caller records the outcome
         if self.memory_limit is not None and rss > self.memory_limit:
@@ -289,7 +289,7 @@ class FitWorker:
         return self.result(heartbeat=heartbeat)
 
     def _over_memory(self) -> bool:
-        return self.memory_limit is not None and _resident_bytes(self.pid) > self.memory_limit
+        return self.memory_limit is not None and resident_bytes(self.pid) > self.memory_limit
 
 
 def run_tasks(workers: list[FitWorker], tasks, timeout: float | None = None, budget: float | None = None):
@@ -331,72 +331,6 @@ def run_tasks(workers: list[FitWorker], tasks, timeout: float | None = None, bud
                               FitTimeout(f"the fit ran past its {timeout:g} s limit; its process was killed"))
             except (FitMemoryExceeded, FitError, WorkerDied) as error:
                 yield index, error
-
-
-# ---- processes -------------------------------------------------------------------------------------
-def process_identity(pid: int | None = None) -> str:
-    """``host:pid:start`` naming a live process uniquely (the start time guards against pid reuse)."""
-    import socket
-
-    pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{_start_time(pid)}"
-
-
-def process_alive(identity: str) -> bool | None:
-    """Whether the process named by :func:`process_identity` still runs; ``None`` if it is on another
-    host (this machine cannot tell)."""
-    import socket
-
-    host, _, rest = identity.partition(":")
-    pid, _, start = rest.partition(":")
-    if host != socket.gethostname():
-        return None
-    try:
-        pid = int(pid)
-        os.kill(pid, 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:
-        pass
-    return _start_time(pid) == start
-
-
-def _start_time(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            # Field 22 (start time in clock ticks) follows the parenthesized command name.
-            return f.read().rsplit(b")", 1)[1].split()[19].decode()
-    except (OSError, IndexError):
-        return ""
-
-
-def _resident_bytes(pid: int | None) -> int:
-    if pid is None:
-        return 0
-    try:
-        with open(f"/proc/{pid}/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _exit_reason(code: int) -> str:
-    if code is not None and code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit code {code}"
-
-
-def die_with_parent():
-    """In the child before exec: ask Linux to SIGKILL it when the parent dies (even by SIGKILL)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 # ---- the child -------------------------------------------------------------------------------------

@@ -6,39 +6,60 @@ The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from automil.tune.trial_states import trial_counts
 from automil.evaluation import mean_std
+from automil.track.records import LearnerResult, Status, TrialAttr, TrialRecord
+from automil.tune.options import TuneOptions
+from automil.tune.trial_states import trial_counts
 
-if TYPE_CHECKING:
-    from automil.tune.plan import Plan
-
-__all__ = ["result_row", "row_status", "skipped_row", "rank"]
+__all__ = ["Evaluation", "result_row", "row_status", "skipped_row", "rank"]
 
 
-def result_row(plan: Plan, job) -> dict:
+@dataclass
+class Evaluation:
+    """What tuning and the final evaluation found for one learner: the trials of its study on all bags,
+    the best trial there and in every outer split, and the scores of the refits.
+
+    ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.fold_scores` dicts;
+    ``predictions`` maps ``"nested"`` or ``"repeat"`` to ``(y_true, y_pred)`` pairs of out-of-fold
+    predictions; ``errors`` are the final evaluation's failures.
+    """
+
+    learner: str
+    plugin: str
+    study: str
+    trials: list[TrialRecord]
+    best: TrialRecord | None
+    outer_best: list[TrialRecord | None] = field(default_factory=list)
+    nested: list[dict | None] = field(default_factory=list)
+    repeated: dict[int, list[dict]] = field(default_factory=dict)
+    fit_seconds: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    predictions: dict = field(default_factory=dict)
+
+
+def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
     """The leaderboard row of one learner (keys documented in docs/tune.md)."""
-    options, spec, best = plan.options, job["spec"], job["best"]
-    counts, finished = trial_counts(job["main"])
-    row = {"dataset": plan.dataset, "learner": spec.name, "plugin": spec.plugin,
-           "study": job["main"].study_name, "protocol": options.protocol,
+    best = job.best
+    counts, finished = trial_counts(job.trials)
+    row = {"dataset": dataset, "learner": job.learner, "plugin": job.plugin,
+           "study": job.study, "protocol": options.protocol,
            "metric": options.metric,
            "seed": options.seed, "folds": options.folds, **counts,
            "tuning_score": None if best is None else best.value,
            "best_trial": None if best is None else best.number,
-           "best_params": None if best is None else best.user_attrs["estimator_params"]}
+           "best_params": None if best is None else best.attrs[TrialAttr.ESTIMATOR_PARAMS]}
     for prefix in ("nested_", "repeated_", ""):
         for metric in ("accuracy", "balanced_accuracy"):
             row[f"{prefix}{metric}"] = row[f"{prefix}{metric}_std"] = None
-    nested = job["nested"]
+    nested = job.nested
     if options.protocol == "nested" and nested and all(s is not None for s in nested):
         for metric in ("accuracy", "balanced_accuracy"):
-            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = mean_std(
-                s[metric] for s in nested)
-    repeats = [scores for scores in job["repeated"].values() if len(scores) == options.folds]
+            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = mean_std(s[metric] for s in nested)
+    repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
     row["repeats"] = len(repeats)
     for metric in ("accuracy", "balanced_accuracy"):
         # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
@@ -48,18 +69,35 @@ def result_row(plan: Plan, job) -> dict:
     source = "nested_" if options.protocol == "nested" else "repeated_"
     for metric in ("accuracy", "balanced_accuracy"):
         row[metric], row[f"{metric}_std"] = row[f"{source}{metric}"], row[f"{source}{metric}_std"]
-    fit_seconds = job["fit_seconds"] or [s for t in finished for s in t.user_attrs.get("fit_seconds", [])]
+    fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row["fit_seconds"] = float(np.mean(fit_seconds)) if fit_seconds else None
     row["one_class"] = any(s is not None and s["one_class"] for s in nested) or any(
         s["one_class"] for scores in repeats for s in scores)
-    stopped = sum(bool(t.user_attrs.get("interrupted")) for t in job["main"].get_trials(deepcopy=False))
-    missing = [i for i, t in enumerate(job["outer_best"]) if t is None]
-    errors = job["errors"] + [t.user_attrs["error"] for t in finished
-                              if t.state.name == "FAIL" and not t.user_attrs.get("timed_out")]
+    stopped = sum(bool(t.attrs.get(TrialAttr.INTERRUPTED)) for t in job.trials)
+    row["error"] = _first_error(job, counts, finished, stopped)
+    row["trials_stopped"] = stopped
+    predictions = job.predictions.get("nested" if options.protocol == "nested" else "repeat")
+    if predictions and (options.protocol != "nested" or row["nested_accuracy"] is not None):
+        from sklearn.metrics import confusion_matrix
+
+        classes = np.unique(np.concatenate([y for y, _ in predictions]))
+        y_true, y_pred = (np.concatenate(part) for part in zip(*predictions, strict=True))
+        row["classes"] = classes.tolist()
+        row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
+    row["status"] = row_status(row["accuracy"], counts, best, job.errors)
+    return LearnerResult(**row)
+
+
+def _first_error(job: Evaluation, counts: dict, finished: list[TrialRecord], stopped: int) -> str | None:
+    """Why the row lacks a figure or part of one, most telling reason first."""
+    best = job.best
+    missing = [i for i, t in enumerate(job.outer_best) if t is None]
+    errors = job.errors + [t.attrs[TrialAttr.ERROR] for t in finished
+                           if t.state == "FAIL" and not t.attrs.get(TrialAttr.TIMED_OUT)]
     if missing and best is not None:
         errors.insert(0, f"no completed trial in outer split(s) {', '.join(map(str, missing))}: no nested "
                          "figure (raise --timeout or --n-trials)")
-    one_class = sum(bool(t.user_attrs.get("one_class")) for t in finished)
+    one_class = sum(bool(t.attrs.get(TrialAttr.ONE_CLASS)) for t in finished)
     if best is None and one_class:
         errors.insert(0, f"{one_class} of {counts['trials']} trials predicted one class for every bag of a test "
                          "fold (never a result)")
@@ -67,44 +105,33 @@ def result_row(plan: Plan, job) -> dict:
         errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
                          "--timeout" if stopped else "no trial ran: raise --timeout")
     if best is None and not errors and counts["trials_pruned"]:
-        reasons = [t.user_attrs["error"] for t in finished
-                   if t.state.name == "PRUNED" and t.user_attrs.get("error")]
+        reasons = [t.attrs[TrialAttr.ERROR] for t in finished if t.state == "PRUNED" and t.attrs.get(TrialAttr.ERROR)]
         errors.append(f"no trial completed: {counts['trials_pruned']} of {counts['trials']} pruned"
                       + (f" ({reasons[0]})" if reasons else "") + f", {counts['trials_timed_out']} timed out, "
                       f"{stopped} stopped by the --timeout budget")
-    row["error"] = errors[0] if errors else None
-    row["trials_stopped"] = stopped
-    predictions = job["predictions"].get("nested" if options.protocol == "nested" else "repeat")
-    if predictions and (options.protocol != "nested" or row["nested_accuracy"] is not None):
-        from sklearn.metrics import confusion_matrix
-
-        classes = np.unique(np.concatenate([y for y, _ in predictions]))
-        y_true, y_pred = (np.concatenate(part) for part in zip(*predictions))
-        row["classes"] = classes.tolist()
-        row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
-    row["status"] = row_status(row, counts, best, job["errors"])
-    return row
+    return errors[0] if errors else None
 
 
-def row_status(row, counts, best, final_errors) -> str:
+def row_status(accuracy, counts, best, final_errors) -> Status:
     """``ok``, ``partial``, or why there is no figure: ``T/O``, ``failed``, ``no result``, ``no trials``."""
-    if row.get("accuracy") is not None:
-        return "ok" if best is not None and not final_errors else "partial"
+    if accuracy is not None:
+        return Status.OK if best is not None and not final_errors else Status.PARTIAL
     if best is not None:
-        return "partial"
+        return Status.PARTIAL
     if not counts["trials"]:
-        return "no trials"
+        return Status.NO_TRIALS
     if counts["trials_timed_out"] == counts["trials"]:
-        return "T/O"
-    return "failed" if counts["trials_failed"] == counts["trials"] else "no result"
+        return Status.TIMED_OUT
+    return Status.FAILED if counts["trials_failed"] == counts["trials"] else Status.NO_RESULT
 
 
-def skipped_row(dataset, spec, reason, options) -> dict:
-    return {"dataset": dataset, "learner": spec.name, "plugin": spec.plugin, "status": "skipped",
-            "error": reason, "protocol": options.protocol, "metric": options.metric, "trials": 0}
+def skipped_row(dataset, spec, reason, options) -> LearnerResult:
+    return LearnerResult(dataset=dataset, learner=spec.name, plugin=spec.plugin, status=Status.SKIPPED,
+                         error=reason, protocol=options.protocol, metric=options.metric, trials=0)
 
 
-def rank(row):
-    """Best headline balanced accuracy first; rows without a figure last, by name."""
-    value = row.get(row.get("metric") or "balanced_accuracy")
-    return (value is None, -(value or 0.0), row["learner"])
+def rank(result: LearnerResult):
+    """Best headline figure of the tuned metric first; rows without a figure last, by name."""
+    value = result.metric_value()
+    return (value is None, -(value or 0.0), result.learner)
+

@@ -1,36 +1,89 @@
-"""The driver's calls to tracking: a failure is reported and tuning goes on."""
+"""What the driver needs from tracking, declared here so that the driver never imports MLflow: a
+:class:`Tracking` object (``automil.track.Tracker`` is one) made by a factory the caller passes to
+``tune``, and the guard every call goes through."""
 
 from __future__ import annotations
 
-from automil.tune.options import TuneOptions
-from automil.uris import shown_storage
+from collections.abc import Callable
+from typing import Protocol
 
-__all__ = ["open_tracker", "track"]
+from automil.track.records import LearnerResult, StudyRecord, TrialRecord
+from automil.tune.listener import Listener
+
+__all__ = ["Tracking", "Untracked", "Guarded", "open_tracking"]
 
 
-def open_tracker(options: TuneOptions):
-    """The MLflow tracker; a store that cannot be opened stops the run before any tuning, since
-    results that silently go untracked are lost to the UI and the report."""
-    if not options.track:
+class Tracking(Protocol):
+    """Records studies, trials and results; every call names the study's parent run explicitly."""
+
+    def study_run(self, study_name: str, dataset: str, learner_spec, tags: dict | None = None) -> str:
+        """The id of the study's parent run, created on first use and reused on resume."""
+
+    def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str:
+        """Record a finished trial once (idempotent per trial number); its run id."""
+
+    def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
+                   study: StudyRecord | None = None) -> None:
+        """Record the study's final result (and its fitted best model), then close the parent run."""
+
+    def end_study(self, parent_run_id: str) -> None:
+        """Close the parent run after a sweep that logged no result."""
+
+
+class Untracked:
+    """Tracking switched off (``--no-track``): nothing is recorded and there is no parent run."""
+
+    def study_run(self, study_name: str, dataset: str, learner_spec, tags: dict | None = None) -> None:
         return None
-    from automil.track import Tracker
 
-    try:
-        return Tracker(options.tracking_uri)
-    except Exception as error:
-        store = shown_storage(options.tracking_uri) if options.tracking_uri else "(default)"
-        reason = str(error) if store in str(error) else f"cannot open the MLflow tracking store {store}: {error}"
-        raise RuntimeError(f"{reason} (give a writable --tracking-uri, or --no-track to tune without tracking)"
-                           ) from error
-
-
-def track(tracker, progress, method, *args):
-    """Call the tracker; a failure is reported once and tuning goes on (a rerun logs what is missing)."""
-    if tracker is None:
+    def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> None:
         return None
-    try:
-        return getattr(tracker, method)(*args)
-    except Exception as error:  # noqa: BLE001
-        progress(f"warning: MLflow {method} failed ({type(error).__name__}: {error}); tuning goes on and a "
-                 "rerun logs what is missing")
+
+    def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
+                   study: StudyRecord | None = None) -> None:
         return None
+
+    def end_study(self, parent_run_id: str) -> None:
+        return None
+
+
+class Guarded:
+    """The driver's tracking: a failing call is reported to the listener and tuning goes on (a rerun
+    logs what is missing)."""
+
+    def __init__(self, tracking: Tracking, listener: Listener):
+        self.tracking = tracking
+        self.listener = listener
+
+    @property
+    def enabled(self) -> bool:
+        """Whether anything is recorded (the final evaluation fits a model to log only then)."""
+        return not isinstance(self.tracking, Untracked)
+
+    def study_run(self, study_name: str, dataset: str, learner_spec, tags: dict | None = None) -> str | None:
+        return self._call(self.tracking.study_run, study_name, dataset, learner_spec, tags)
+
+    def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str | None:
+        return self._call(self.tracking.log_trial, parent_run_id, trial, study_name)
+
+    def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
+                   study: StudyRecord | None = None) -> None:
+        self._call(self.tracking.log_result, parent_run_id, result, model, bags, study)
+
+    def end_study(self, parent_run_id: str) -> None:
+        self._call(self.tracking.end_study, parent_run_id)
+
+    def _call(self, method, *args):
+        try:
+            return method(*args)
+        except Exception as error:  # noqa: BLE001 - tracking never stops tuning
+            self.listener.message(f"warning: MLflow {method.__name__} failed ({type(error).__name__}: {error}); "
+                                  "tuning goes on and a rerun logs what is missing")
+            return None
+
+
+def open_tracking(factory: Callable[[], Tracking] | None, listener: Listener) -> Guarded:
+    """The tracking a factory opens (``None``: untracked). A factory that fails stops the run: ``tune``
+    calls this before any tuning, since results that silently go untracked are lost to the UI and the
+    report."""
+    return Guarded(Untracked() if factory is None else factory(), listener)

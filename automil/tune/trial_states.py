@@ -1,38 +1,63 @@
-"""Which trials of a study count: finished or still running somewhere, abandoned by a dead process,
-and the best one. Shared by the driver's budget, the leaderboard and the progress lines."""
+"""Trial bookkeeping on plain records: which trials count (finished, or still running somewhere, not
+abandoned by a dead process), their counts, and the best one. Shared by the driver's budget, the
+leaderboard and the progress lines; the only Optuna here turns its trials into records and fails the
+trials of dead processes."""
 
 from __future__ import annotations
 
 import time
 
-from automil.tune.isolation import HEARTBEAT_SECONDS, process_alive
+from automil.track.records import StudyRecord, TrialAttr, TrialRecord
+from automil.tune.isolation import HEARTBEAT_SECONDS
+from automil.tune.processes import process_alive
 
-__all__ = ["counts_toward_budget", "abandoned", "fail_stale_trials", "best_trial", "trial_counts"]
+__all__ = ["trial_record", "study_record", "records", "counts_toward_budget", "abandoned", "fail_stale_trials",
+           "best_trial", "trial_counts", "importances"]
 
 # A RUNNING trial of another machine is taken as abandoned when its heartbeat is older than this.
 STALE_AFTER_SECONDS = 10 * HEARTBEAT_SECONDS
 
 
-def counts_toward_budget(trial) -> bool:
+def trial_record(frozen_trial) -> TrialRecord:
+    """An Optuna ``FrozenTrial`` as a :class:`TrialRecord`."""
+    values = frozen_trial.values or []
+    return TrialRecord(number=int(frozen_trial.number), state=frozen_trial.state.name,
+                       value=values[0] if len(values) == 1 else None, params=dict(frozen_trial.params),
+                       attrs=frozen_trial.user_attrs, start=frozen_trial.datetime_start,
+                       end=frozen_trial.datetime_complete)
+
+
+def records(study) -> list[TrialRecord]:
+    """Every trial of an Optuna study as a record."""
+    return [trial_record(t) for t in study.get_trials(deepcopy=False)]
+
+
+def study_record(study) -> StudyRecord:
+    """An Optuna study as a :class:`StudyRecord`, with its parameter importances."""
+    trials = records(study)
+    found, note = importances(study, trials)
+    direction = study.direction.name.lower() if len(study.directions) == 1 else "maximize"
+    return StudyRecord(study.study_name, trials, direction, found, note)
+
+
+def counts_toward_budget(trial: TrialRecord) -> bool:
     """Every trial counts except those a killed or interrupted process left unfinished, and a queued one
     not started yet (the next worker to ask runs it)."""
-    from optuna.trial import TrialState
-
-    if trial.state == TrialState.WAITING:
+    if trial.state == "WAITING":
         return False
-    if trial.state == TrialState.RUNNING:
+    if trial.state == "RUNNING":
         return not abandoned(trial)
-    return not (trial.user_attrs.get("stale") or trial.user_attrs.get("interrupted"))
+    return not (trial.attrs.get(TrialAttr.STALE) or trial.attrs.get(TrialAttr.INTERRUPTED))
 
 
-def abandoned(trial) -> bool:
+def abandoned(trial: TrialRecord) -> bool:
     """A RUNNING trial whose process is gone (same host: by pid; other hosts: by an old heartbeat)."""
-    identity = trial.user_attrs.get("worker")
+    identity = trial.attrs.get(TrialAttr.WORKER)
     if identity is None:  # created by ask() but killed before the first attribute was written
-        return (time.time() - trial.datetime_start.timestamp()) > STALE_AFTER_SECONDS
+        return (time.time() - trial.start.timestamp()) > STALE_AFTER_SECONDS
     alive = process_alive(identity)
     if alive is None:
-        return time.time() - trial.user_attrs.get("heartbeat", 0.0) > STALE_AFTER_SECONDS
+        return time.time() - trial.attrs.get(TrialAttr.HEARTBEAT, 0.0) > STALE_AFTER_SECONDS
     return not alive
 
 
@@ -41,28 +66,41 @@ def fail_stale_trials(study):
     from optuna.trial import TrialState
 
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        if abandoned(trial):
+        if abandoned(trial_record(trial)):
             storage = study._storage  # Optuna has no public way to annotate another process's trial
-            storage.set_trial_user_attr(trial._trial_id, "stale", True)
-            storage.set_trial_user_attr(trial._trial_id, "error", "its process died before it finished")
+            storage.set_trial_user_attr(trial._trial_id, TrialAttr.STALE, True)
+            storage.set_trial_user_attr(trial._trial_id, TrialAttr.ERROR, "its process died before it finished")
             study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
 
 
-def best_trial(study):
-    from optuna.trial import TrialState
-
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+def best_trial(trials: list[TrialRecord]) -> TrialRecord | None:
+    """The completed trial of highest value (the earliest among equals)."""
+    complete = [t for t in trials if t.state == "COMPLETE"]
     return max(complete, key=lambda t: (t.value, -t.number)) if complete else None
 
 
-def trial_counts(study) -> dict:
-    from optuna.trial import TrialState
-
-    finished = [t for t in study.get_trials(deepcopy=False)
-                if t.state.is_finished() and counts_toward_budget(t)]
-    timed_out = sum(bool(t.user_attrs.get("timed_out")) for t in finished)
+def trial_counts(trials: list[TrialRecord]) -> tuple[dict, list[TrialRecord]]:
+    """The leaderboard's trial counts and the finished trials that count."""
+    finished = [t for t in trials if t.finished and counts_toward_budget(t)]
+    timed_out = sum(bool(t.attrs.get(TrialAttr.TIMED_OUT)) for t in finished)
     return {"trials": len(finished),
-            "trials_complete": sum(t.state == TrialState.COMPLETE for t in finished),
-            "trials_pruned": sum(t.state == TrialState.PRUNED for t in finished),
-            "trials_failed": sum(t.state == TrialState.FAIL for t in finished) - timed_out,
+            "trials_complete": sum(t.state == "COMPLETE" for t in finished),
+            "trials_pruned": sum(t.state == "PRUNED" for t in finished),
+            "trials_failed": sum(t.state == "FAIL" for t in finished) - timed_out,
             "trials_timed_out": timed_out}, finished
+
+
+def importances(study, trials: list[TrialRecord]) -> tuple[dict | None, str]:
+    """fANOVA parameter importances of the study, or ``None`` and why not."""
+    import optuna
+
+    complete = [t for t in trials if t.state == "COMPLETE"]
+    if len(complete) < 2:
+        return None, f"needs at least 2 completed trials ({len(complete)} so far)"
+    if not any(t.params for t in complete):
+        return None, "no hyperparameter was searched"
+    try:
+        evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)  # named on the figure
+        return optuna.importance.get_param_importances(study, evaluator=evaluator), ""
+    except (ValueError, RuntimeError) as error:  # e.g. every trial has the same parameters
+        return None, f"not computable: {error}"

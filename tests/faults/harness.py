@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 import uuid
 from collections import Counter
@@ -92,7 +91,7 @@ class Tune:
         except subprocess.TimeoutExpired:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-            raise AssertionError(f"automil tune did not end within {timeout} s; stderr:\n{self.stderr}")
+            raise AssertionError(f"automil tune did not end within {timeout} s; stderr:\n{self.stderr}") from None
         return subprocess.CompletedProcess(self.args, code, self.stdout, self.stderr)
 
     def run(self, timeout: float = 120) -> subprocess.CompletedProcess:

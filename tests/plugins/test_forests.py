@@ -58,7 +58,8 @@ def test_radix_sort_orders_keys_as_numpy_s_stable_argsort():
         idx = np.arange(n) * 7
         order = np.argsort(keys, kind="stable")
         n_bits = max(1, int(np.ceil(np.log2(max(high, 2)))))
-        radix_sort_pairs(keys, idx, np.empty(n, np.int32), np.empty(n, np.int64), np.empty((1 << RADIX_BITS) + 1, np.int64), n_bits)
+        radix_sort_pairs(keys, idx, np.empty(n, np.int32), np.empty(n, np.int64),
+                         np.empty((1 << RADIX_BITS) + 1, np.int64), n_bits)
         np.testing.assert_array_equal(idx, order * 7)
         assert np.all(np.diff(keys) >= 0)
 

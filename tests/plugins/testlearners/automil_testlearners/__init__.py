@@ -1,4 +1,5 @@
-"""Test-only learners for the driver: one that works, one that sleeps, one that crashes, one that records.
+"""Test-only learners for the driver: one that works, one that sleeps, one that crashes, one that records,
+and a plain scikit-learn estimator on lists of arrays (``plain``: no automil in it).
 
 Installed into a temporary directory by the tests (like any third-party plugin) so that the driver's worker
 processes load it exactly as they load real plugins.
@@ -9,7 +10,7 @@ import automil
 
 @automil.hookimpl
 def register_learners(register):
-    from automil_testlearners import learners
+    from automil_testlearners import learners, plain
 
     register(automil.LearnerSpec(name="centroid", estimator=learners.Centroid,
                                  search_space=learners.centroid_space, first_trial={"shrink": 0.0},
@@ -29,6 +30,9 @@ def register_learners(register):
                                  search_space=learners.recorder_space,
                                  description="a centroid that records the bags it is fit on and scores",
                                  first_trial={"shrink": 0.25}))
+    register(automil.LearnerSpec(name="plain", estimator=plain.MeanMaxLogistic, search_space=plain.search_space,
+                                 first_trial={"C": 1.0}, multiclass=True,
+                                 description="a plain scikit-learn estimator on a list of 2-D arrays"))
 
 
 @automil.hookimpl

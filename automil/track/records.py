@@ -1,0 +1,167 @@
+"""The plain records the driver hands tracking and the command line prints: a trial, a study, a learner's
+result and its status. No Optuna and no MLflow here, so every layer above the core can share them.
+
+The trial attribute keys are the names the driver stores with every Optuna trial (``docs/tune.md``, "What
+a study stores"); the result's keys are the leaderboard's (``automil tune --json``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime
+from enum import StrEnum
+
+__all__ = ["Status", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TIMED_OUT", "FINISHED_STATES"]
+
+TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
+FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
+
+
+class Status(StrEnum):
+    """A learner's status on the leaderboard: a figure (``ok``, ``partial``) or why there is none."""
+
+    OK = "ok"
+    PARTIAL = "partial"
+    TIMED_OUT = TIMED_OUT  # every trial timed out
+    FAILED = "failed"  # every trial failed
+    NO_RESULT = "no result"  # trials finished, none completed
+    NO_TRIALS = "no trials"
+    SKIPPED = "skipped"  # the learner cannot run on the dataset
+
+    @property
+    def has_figure(self) -> bool:
+        return self in (Status.OK, Status.PARTIAL)
+
+
+class TrialAttr:
+    """Keys of the user attributes the driver stores with every trial."""
+
+    WORKER = "worker"  # the process running it (host, pid, start time)
+    HEARTBEAT = "heartbeat"
+    LEARNER = "learner"
+    PLUGIN = "plugin"
+    DATASET = "dataset"
+    SEED = "seed"
+    N_FEATURES = "n_features"
+    N_CLASSES = "n_classes"
+    ESTIMATOR_PARAMS = "estimator_params"  # the learner's parameters as JSON: what the final evaluation refits
+    FOLD_ACCURACY = "fold_accuracy"
+    FOLD_BALANCED_ACCURACY = "fold_balanced_accuracy"
+    FIT_SECONDS = "fit_seconds"
+    PREDICT_SECONDS = "predict_seconds"
+    TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
+    INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or the run's budget stopped it: not counted
+    STALE = "stale"  # its process died: not counted
+    OUT_OF_MEMORY = "out_of_memory"
+    ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
+    ERROR = "error"
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One Optuna trial as plain data. ``state`` is Optuna's state name (COMPLETE, PRUNED, FAIL, RUNNING,
+    WAITING); ``attrs`` its user attributes (keys in :class:`TrialAttr`)."""
+
+    number: int
+    state: str
+    value: float | None = None
+    params: dict = field(default_factory=dict)
+    attrs: dict = field(default_factory=dict)
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_STATES
+
+    @property
+    def outcome(self) -> str:
+        """The state, or ``T/O`` for a trial whose fit the driver killed at its time-out."""
+        return TIMED_OUT if self.attrs.get(TrialAttr.TIMED_OUT) else self.state
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    """A study's trials and what only the driver can compute from them (the parameter importances, or
+    why there are none), for the figures of its result."""
+
+    name: str
+    trials: list[TrialRecord]
+    direction: str = "maximize"
+    importances: dict | None = None
+    importances_note: str = ""
+
+
+# The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
+_SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
+_OPTIONAL_KEYS = ("classes", "confusion_matrix")  # only when there are out-of-fold predictions
+
+
+@dataclass
+class LearnerResult:
+    """One learner's leaderboard row (keys documented in ``docs/tune.md``). :meth:`to_dict` gives the row
+    as ``automil tune --json`` prints it and the study stores it; the fields are in that order."""
+
+    dataset: str | None = None
+    learner: str | None = None
+    plugin: str | None = None
+    study: str | None = None
+    protocol: str | None = None
+    metric: str | None = None
+    seed: int | None = None
+    folds: int | None = None
+    trials: int | None = None
+    trials_complete: int | None = None
+    trials_pruned: int | None = None
+    trials_failed: int | None = None
+    trials_timed_out: int | None = None
+    tuning_score: float | None = None
+    best_trial: int | None = None
+    best_params: dict | None = None
+    nested_accuracy: float | None = None
+    nested_accuracy_std: float | None = None
+    nested_balanced_accuracy: float | None = None
+    nested_balanced_accuracy_std: float | None = None
+    repeated_accuracy: float | None = None
+    repeated_accuracy_std: float | None = None
+    repeated_balanced_accuracy: float | None = None
+    repeated_balanced_accuracy_std: float | None = None
+    accuracy: float | None = None
+    accuracy_std: float | None = None
+    balanced_accuracy: float | None = None
+    balanced_accuracy_std: float | None = None
+    repeats: int | None = None
+    headline: str | None = None
+    fit_seconds: float | None = None
+    one_class: bool | None = None
+    error: str | None = None
+    trials_stopped: int | None = None
+    classes: list | None = None
+    confusion_matrix: list | None = None
+    status: Status | None = None
+
+    def __post_init__(self):
+        if self.status is not None:
+            self.status = Status(self.status)
+
+    def to_dict(self) -> dict:
+        """The row as JSON-ready data: the keys of today's ``--json`` output and stored ``result``."""
+        row = asdict(self)
+        if row["status"] is not None:
+            row["status"] = row["status"].value
+        if self.status == Status.SKIPPED:
+            return {key: row[key] for key in _SKIPPED_KEYS}
+        return {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS}
+
+    @classmethod
+    def from_dict(cls, row: dict) -> LearnerResult:
+        """A row read back (a study's stored result); unknown keys are an error naming them."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(row) - known)
+        if unknown:
+            raise ValueError(f"result row has unknown keys {unknown}")
+        return cls(**row)
+
+    def metric_value(self) -> float | None:
+        """The headline figure of the metric the study maximized."""
+        return getattr(self, self.metric or "balanced_accuracy")

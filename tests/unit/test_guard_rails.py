@@ -1,0 +1,80 @@
+"""The house's guard rails, run as CI runs them: the import contracts (layers cli -> tune -> track -> core,
+no Optuna in tracking, no MLflow in the driver, plugins on the public API only), the linter, no import
+circle, no private name imported across modules, and modules of about 400 lines at most."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "automil"
+MAX_LINES = 400
+# The one module over the limit today: the text parser of six bag formats (424 lines); it may not grow.
+LONGER = {"automil/formats.py": 430}
+
+
+def _run(command):
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, f"{' '.join(map(str, command))} failed:\n{done.stdout}\n{done.stderr}"
+
+
+def test_import_contracts_hold():
+    pytest.importorskip("importlinter")
+    _run([Path(sys.executable).parent / "lint-imports", "--no-cache"])
+
+
+def test_ruff_finds_nothing():
+    pytest.importorskip("ruff")
+    _run([sys.executable, "-m", "ruff", "check", "."])
+
+
+def _automil_imports():
+    """``{module: {automil modules it imports}}``, function-level imports included."""
+    import grimp
+
+    graph = grimp.build_graph("automil")
+    return {m: {i for i in graph.find_modules_directly_imported_by(m) if i.startswith("automil")}
+            for m in graph.modules if m.startswith("automil")}
+
+
+def test_no_import_circle_inside_automil():
+    pytest.importorskip("grimp")
+    imports = _automil_imports()
+    done, path = set(), []
+
+    def visit(module):
+        if module in path:
+            raise AssertionError("import circle: " + " -> ".join(path[path.index(module):] + [module]))
+        if module in done:
+            return
+        path.append(module)
+        for other in sorted(imports[module]):
+            visit(other)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(imports):
+        visit(module)
+
+
+def test_no_module_imports_a_private_name_of_another():
+    offences = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("automil"):
+                offences += [f"{path.relative_to(ROOT)}: {node.module}.{a.name}" for a in node.names
+                             if a.name.startswith("_") and not a.name.startswith("__")]
+    assert not offences, "private names imported across modules:\n" + "\n".join(offences)
+
+
+def test_no_module_is_over_about_400_lines():
+    long = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        lines = len(path.read_text().splitlines())
+        if lines > LONGER.get(name, MAX_LINES):
+            long[name] = lines
+    assert not long, f"modules over {MAX_LINES} lines (split them by concept): {long}"

@@ -1,0 +1,85 @@
+"""Leaderboard rows from evaluations built by hand: figures, statuses, the reasons given, the ranking."""
+
+import numpy as np
+import pytest
+
+from automil.track.records import LearnerResult, Status, TrialRecord
+from automil.tune.leaderboard import Evaluation, rank, result_row
+from automil.tune.options import TuneOptions
+
+OPTIONS = TuneOptions(folds=3, repeats=2, protocol="nested", metric="balanced_accuracy", jobs=1)
+
+
+def _complete(number, value, params):
+    return TrialRecord(number, "COMPLETE", value, attrs={"estimator_params": params, "fit_seconds": [1.0, 3.0]})
+
+
+def _scores(acc, bacc, one_class=False):
+    return {"accuracy": acc, "balanced_accuracy": bacc, "one_class": one_class}
+
+
+def test_a_nested_row_reports_the_outer_splits_and_the_repeats_of_its_best_parameters():
+    trials = [_complete(0, 0.7, {"C": 1.0}), _complete(1, 0.8, {"C": 10.0}), TrialRecord(2, "PRUNED")]
+    job = Evaluation("sil", "svm", "fox/sil", trials, trials[1], outer_best=[trials[0]] * 3,
+                     nested=[_scores(0.6, 0.5), _scores(0.8, 0.7), _scores(0.7, 0.6)],
+                     repeated={0: [_scores(0.7, 0.7)] * 3, 1: [_scores(0.9, 0.9)] * 3, 2: [_scores(1, 1)] * 2},
+                     fit_seconds=[2.0, 4.0], predictions={"nested": [(np.array([0, 1]), np.array([0, 0])),
+                                                                    (np.array([1, 1]), np.array([1, 0]))]})
+    row = result_row("fox", OPTIONS, job)
+    assert row.status == Status.OK and row.headline == "nested"
+    assert row.balanced_accuracy == pytest.approx(0.6) and row.balanced_accuracy_std == pytest.approx(0.1)
+    assert row.accuracy == row.nested_accuracy == pytest.approx(0.7)
+    assert row.repeats == 2  # the third repeat lacks a fold: left out
+    assert row.repeated_balanced_accuracy == pytest.approx(0.8)
+    assert (row.best_trial, row.best_params, row.tuning_score) == (1, {"C": 10.0}, 0.8)
+    assert (row.trials, row.trials_complete, row.trials_pruned) == (3, 2, 1)
+    assert row.fit_seconds == pytest.approx(3.0)
+    assert row.classes == [0, 1] and row.confusion_matrix == [[1, 0], [2, 1]]
+    assert row.error is None
+
+
+def test_an_outer_split_without_a_completed_trial_makes_the_row_partial_and_says_why():
+    trials = [_complete(0, 0.7, {})]
+    job = Evaluation("sil", "svm", "fox/sil", trials, trials[0], outer_best=[trials[0], None, trials[0]],
+                     nested=[_scores(0.7, 0.7), None, _scores(0.7, 0.7)], repeated={0: [_scores(0.7, 0.7)] * 3})
+    row = result_row("fox", OPTIONS, job)
+    assert row.status == Status.PARTIAL and row.balanced_accuracy is None
+    assert row.repeated_balanced_accuracy == pytest.approx(0.7)
+    assert row.error.startswith("no completed trial in outer split(s) 1")
+
+
+def test_learners_without_a_figure_say_why():
+    timed_out = [TrialRecord(i, "FAIL", attrs={"timed_out": True, "error": "T/O"}) for i in range(2)]
+    failed = [TrialRecord(0, "FAIL", attrs={"error": "ValueError: bad C"})]
+    pruned = [TrialRecord(0, "PRUNED", attrs={"error": "pruned: C too small"})]
+    one_class = [TrialRecord(0, "PRUNED", attrs={"one_class": True, "error": "predicted one class"})]
+    stopped = [TrialRecord(0, "FAIL", attrs={"interrupted": True, "error": "stopped"})]
+    rows = {name: result_row("fox", OPTIONS, Evaluation("x", "p", "fox/x", trials, None))
+            for name, trials in (("timed_out", timed_out), ("failed", failed), ("pruned", pruned),
+                                 ("one_class", one_class), ("stopped", stopped), ("none", []))}
+    assert rows["timed_out"].status == Status.TIMED_OUT and rows["timed_out"].trials_timed_out == 2
+    assert rows["failed"].status == Status.FAILED and rows["failed"].error == "ValueError: bad C"
+    assert rows["pruned"].status == Status.NO_RESULT
+    assert rows["pruned"].error == ("no trial completed: 1 of 1 pruned (pruned: C too small), 0 timed out, "
+                                    "0 stopped by the --timeout budget")
+    assert rows["one_class"].error.startswith("1 of 1 trials predicted one class for every bag")
+    assert rows["stopped"].status == Status.NO_TRIALS and rows["stopped"].trials_stopped == 1
+    assert "1 stopped by it" in rows["stopped"].error
+    assert rows["none"].error == "no trial ran: raise --timeout"
+
+
+def test_the_tuned_protocol_heads_the_row_with_the_repeated_figure():
+    trials = [_complete(0, 0.7, {})]
+    options = TuneOptions(folds=3, protocol="tuned", jobs=1)
+    job = Evaluation("sil", "svm", "fox/sil", trials, trials[0], repeated={0: [_scores(0.5, 0.6)] * 3})
+    row = result_row("fox", options, job)
+    assert row.headline == "tuned (optimistic)" and row.balanced_accuracy == pytest.approx(0.6)
+    assert row.nested_balanced_accuracy is None
+
+
+def test_rank_puts_the_best_headline_figure_first_and_rows_without_one_last_by_name():
+    rows = [LearnerResult(learner="b", metric="accuracy", accuracy=None),
+            LearnerResult(learner="a", metric="accuracy", accuracy=None),
+            LearnerResult(learner="c", metric="accuracy", accuracy=0.7, balanced_accuracy=0.1),
+            LearnerResult(learner="d", metric="accuracy", accuracy=0.9)]
+    assert [r.learner for r in sorted(rows, key=rank)] == ["d", "c", "a", "b"]

@@ -1,0 +1,55 @@
+"""The records between the layers: a result row keeps today's JSON keys, statuses are plain strings."""
+
+import json
+
+from automil.track.records import LearnerResult, Status, TrialRecord
+
+# The keys of a full leaderboard row, in the order ``automil tune --json`` has always written them.
+ROW_KEYS = ["dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
+            "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score", "best_trial",
+            "best_params", "nested_accuracy", "nested_accuracy_std", "nested_balanced_accuracy",
+            "nested_balanced_accuracy_std", "repeated_accuracy", "repeated_accuracy_std",
+            "repeated_balanced_accuracy", "repeated_balanced_accuracy_std", "accuracy", "accuracy_std",
+            "balanced_accuracy", "balanced_accuracy_std", "repeats", "headline", "fit_seconds", "one_class",
+            "error", "trials_stopped", "status"]
+
+
+def test_a_row_without_predictions_has_the_leaderboard_keys_and_a_plain_status():
+    row = LearnerResult(dataset="fox", learner="sil", status=Status.NO_RESULT).to_dict()
+    assert list(row) == ROW_KEYS
+    assert json.loads(json.dumps(row))["status"] == "no result" and type(row["status"]) is str
+
+
+def test_a_row_with_predictions_adds_classes_and_confusion_matrix_before_the_status():
+    row = LearnerResult(learner="sil", classes=[0, 1], confusion_matrix=[[3, 1], [0, 4]], status="ok").to_dict()
+    assert list(row) == ROW_KEYS[:-1] + ["classes", "confusion_matrix", "status"]
+
+
+def test_a_skipped_row_has_only_its_eight_keys():
+    row = LearnerResult(dataset="sival", learner="pdmisvm", plugin="pdmisvm", status="skipped", error="binary only",
+                        protocol="nested", metric="accuracy", trials=0).to_dict()
+    assert row == {"dataset": "sival", "learner": "pdmisvm", "plugin": "pdmisvm", "status": "skipped",
+                   "error": "binary only", "protocol": "nested", "metric": "accuracy", "trials": 0}
+
+
+def test_a_stored_row_reads_back_equal_and_unknown_keys_are_named():
+    row = LearnerResult(learner="sil", accuracy=0.8, status="T/O").to_dict()
+    assert LearnerResult.from_dict(row).to_dict() == row
+    try:
+        LearnerResult.from_dict({**row, "acuracy": 1.0})
+    except ValueError as error:
+        assert "acuracy" in str(error)
+    else:
+        raise AssertionError("an unknown key was accepted")
+
+
+def test_status_values_are_the_strings_json_and_reports_have_always_shown():
+    assert [s.value for s in Status] == ["ok", "partial", "T/O", "failed", "no result", "no trials", "skipped"]
+    assert f"{Status.TIMED_OUT}" == "T/O" and Status("no trials") is Status.NO_TRIALS
+    assert [s for s in Status if s.has_figure] == [Status.OK, Status.PARTIAL]
+
+
+def test_a_trial_killed_at_its_time_out_shows_T_O_and_counts_as_finished():
+    trial = TrialRecord(3, "FAIL", attrs={"timed_out": True})
+    assert trial.outcome == "T/O" and trial.finished
+    assert TrialRecord(4, "RUNNING").outcome == "RUNNING" and not TrialRecord(4, "RUNNING").finished
