@@ -24,8 +24,8 @@ def add_report(commands):
 
 
 def _run_report(args) -> int:
-    from automil.track.report import build_table, render
     from automil.track import Tracker, default_tracking_uri
+    from automil.track.report import build_table, render
     from automil.uris import shown_storage
 
     uri = args.tracking_uri or default_tracking_uri()

@@ -27,8 +27,8 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.tune.storage import DEFAULT_STORAGE
     from automil.tune.options import METRICS, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
+    from automil.tune.storage import DEFAULT_STORAGE
 
     d = TuneOptions() if defaults else None
 

@@ -19,16 +19,16 @@ from collections.abc import Callable
 from automil.track.records import LearnerResult
 from automil.tune.final import final_evaluation
 from automil.tune.fits import fit_worker
-from automil.tune.processes import die_with_parent
 from automil.tune.leaderboard import rank, skipped_row
+from automil.tune.listener import Listener, Silent
 from automil.tune.options import TuneOptions
 from automil.tune.plan import Plan, schedule
-from automil.tune.listener import Listener, Silent
+from automil.tune.processes import die_with_parent
 from automil.tune.storage import open_storage
-from automil.uris import shown_storage
 from automil.tune.studies import prepare_studies
 from automil.tune.tracking import Tracking, open_tracking
 from automil.tune.trials import tune_units
+from automil.uris import shown_storage
 
 __all__ = ["tune"]
 

@@ -18,7 +18,11 @@ TUNING_SHARE = 0.75
 
 @dataclass
 class TuneOptions:
-    """The budget and protocol of a tuning run (the options of ``automil tune``)."""
+    """The budget and protocol of a tuning run (the options of ``automil tune``).
+
+    ``track`` and ``tracking_uri`` are read by the command line, which opens the tracking store and hands
+    ``tune`` a factory for it; the driver itself never opens one.
+    """
 
     n_trials: int | None = 20
     timeout: float | None = 300.0

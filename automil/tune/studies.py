@@ -6,9 +6,9 @@ import zlib
 
 import numpy as np
 
-from automil.uris import shown_storage
 from automil.folds import bag_folds, fold_digest
 from automil.tune.plan import Plan
+from automil.uris import shown_storage
 
 __all__ = ["study_name", "prepare_studies", "sampler"]
 

@@ -8,17 +8,17 @@ import warnings
 
 import numpy as np
 
-from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
-from automil.tune.processes import process_identity
-from automil.tune.plan import Plan, Unit, share_time
-from automil.tune.studies import sampler, study_name
-from automil.tune.trial_states import counts_toward_budget, fail_stale_trials, records, trial_record
 from automil.evaluation import fold_scores, mean_std
 from automil.folds import fold_splits
 from automil.track.records import TrialAttr
 from automil.tune.fits import fit_predict
+from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 from automil.tune.listener import Listener, StudyProgress
+from automil.tune.plan import Plan, Unit, share_time
+from automil.tune.processes import process_identity
+from automil.tune.studies import sampler, study_name
 from automil.tune.tracking import Guarded
+from automil.tune.trial_states import counts_toward_budget, fail_stale_trials, records, trial_record
 
 __all__ = ["tune_units"]
 
