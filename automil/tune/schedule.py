@@ -1,0 +1,124 @@
+"""Where the next second of the tuning budget goes: every learner's defaults first, cheapest first, each
+within a fair share; then the learners whose tuning scores are close to the best, each given seconds (not
+trials) in proportion to how close it is.
+
+The policy sees plain records (what the studies hold now) and answers with the next study to run a trial
+in, so that it can be tested on made-up states and so that several tuning processes sharing one storage
+reach the same decisions from the same state. The reasons for its design are in ``docs/tune.md``
+("Budget").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders"]
+
+# A learner whose default trial completed nothing gets this many tries in all before it waits for
+# promise like any other (a second point of its space may work where its defaults did not).
+FIRST_TRIES = 2
+# Closeness that still counts as "level with the leader": twice the standard error of the leader's
+# mean over the folds, and never less than this (2 points of the metric).
+MIN_MARGIN = 0.02
+# The weight of a learner at the edge of the margin, relative to the leader's 1: it still gets some
+# seconds, since the leader's score is itself an estimate.
+EDGE_WEIGHT = 0.25
+
+
+@dataclass(frozen=True)
+class StudyState:
+    """One study of a learner as the budget sees it.
+
+    ``trials`` counts the trials toward ``--n-trials`` (running ones included); ``best`` is the best
+    value (``None`` without a completed trial); ``stderr`` the standard error of that value (the standard
+    deviation of the best trial's fold scores over the square root of their number).
+    """
+
+    trials: int = 0
+    best: float | None = None
+    stderr: float = 0.0
+
+
+@dataclass(frozen=True)
+class LearnerState:
+    """A learner's studies (the main study first, then the outer splits of nested CV, if any), the
+    wall-clock seconds its trials have taken so far, its expected seconds per trial when known, and
+    whether its defaults were stopped as too slow for their fair share in this run."""
+
+    name: str
+    studies: tuple[StudyState, ...]
+    seconds: float = 0.0
+    expected_seconds: float | None = None
+    too_slow: bool = False
+
+    @property
+    def main(self) -> StudyState:
+        return self.studies[0]
+
+    def open_studies(self, n_trials: int | None) -> list[int]:
+        """The studies that may take another trial (fewer than ``n_trials``)."""
+        return [i for i, s in enumerate(self.studies) if n_trials is None or s.trials < n_trials]
+
+
+@dataclass(frozen=True)
+class Step:
+    """Run one trial of ``learner`` in its study ``study`` (0: all folds; ``i + 1``: outer split ``i``).
+
+    ``time_limit``: seconds the trial may run before it is stopped as too slow for its fair share
+    (``None``: until the tuning deadline). ``phase``: ``"defaults"`` or ``"promise"``.
+    """
+
+    learner: str
+    study: int
+    phase: str
+    time_limit: float | None = None
+
+
+def next_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None,
+              jobs: int = 1) -> Step | None:
+    """The trial to run next, or ``None`` when no study may take one.
+
+    First every learner gets its defaults in the study on all folds, cheapest first (by
+    ``expected_seconds``, unknown last, then by name), each with a fair share of the time left: the
+    time left times ``jobs`` (processes running trials at once) divided by the learners still waiting.
+    Then the seconds go to :func:`contenders`, the one that has had the fewest seconds for its weight
+    first, into its study with the fewest trials (the study on all folds first on ties).
+    """
+    waiting = [s for s in learners if _waits_for_defaults(s, n_trials)]
+    if waiting:
+        first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
+        share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
+        return Step(first.name, 0, "defaults", share)
+    weights = contenders(learners, n_trials)
+    if not weights:
+        return None
+    by_name = {s.name: s for s in learners}
+    name = min(weights, key=lambda n: (by_name[n].seconds / weights[n], by_name[n].seconds, n))
+    learner = by_name[name]
+    study = min(learner.open_studies(n_trials), key=lambda i: (learner.studies[i].trials, i))
+    return Step(name, study, "promise")
+
+
+def _waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:
+    main = learner.main
+    return (not learner.too_slow and main.best is None and main.trials < FIRST_TRIES
+            and (n_trials is None or main.trials < n_trials))
+
+
+def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, float]:
+    """The learners that share the seconds after the defaults, with their weights.
+
+    Among the learners with a completed trial on all folds and a study open for more trials, the leader
+    has the best tuning score; a learner within the margin (twice the standard error of the leader's
+    fold mean, at least ``MIN_MARGIN``) is a contender, weighted from 1 (level with the leader) down to
+    ``EDGE_WEIGHT`` (at the margin's edge). A learner further behind gets nothing until the contenders'
+    studies are full.
+    """
+    scored = [s for s in learners if s.main.best is not None and s.open_studies(n_trials)]
+    if not scored:
+        return {}
+    leader = max(scored, key=lambda s: s.main.best)
+    margin = max(MIN_MARGIN, 2.0 * leader.main.stderr)
+    floor = leader.main.best - margin
+    return {s.name: EDGE_WEIGHT + (1.0 - EDGE_WEIGHT) * (s.main.best - floor) / margin
+            for s in scored if s.main.best >= floor}

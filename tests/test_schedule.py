@@ -1,0 +1,117 @@
+"""The budget policy on made-up study states: which learner and study get the next trial."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from automil.tune.schedule import (EDGE_WEIGHT, FIRST_TRIES, MIN_MARGIN, LearnerState, StudyState, contenders,
+                                   next_step)
+
+
+def learner(name, best=None, trials=1, seconds=0.0, stderr=0.0, splits=0, expected=None, too_slow=False):
+    main = StudyState(trials=trials if best is not None else 0, best=best, stderr=stderr)
+    return LearnerState(name, (main, *[StudyState() for _ in range(splits)]), seconds=seconds,
+                        expected_seconds=expected, too_slow=too_slow)
+
+
+def test_defaults_run_first_cheapest_first_with_a_fair_share():
+    states = [learner("slow", expected=5.0), learner("unknown"), learner("cheap", expected=1.0)]
+    step = next_step(states, n_trials=20, time_left=90.0, jobs=2)
+    assert (step.learner, step.study, step.phase) == ("cheap", 0, "defaults")
+    assert step.time_limit == pytest.approx(90.0 * 2 / 3)
+    # once it has a trial, the next known-cost learner, and the unknown one last
+    states[2] = learner("cheap", best=0.8, expected=1.0)
+    assert next_step(states, 20, 60.0).learner == "slow"
+    states[0] = learner("slow", best=0.7, expected=5.0)
+    step = next_step(states, 20, 30.0)
+    assert step.learner == "unknown" and step.time_limit == pytest.approx(30.0)
+
+
+def test_defaults_wait_for_no_learner_stopped_as_too_slow():
+    states = [learner("a", best=0.8), learner("b", too_slow=True)]
+    step = next_step(states, 20, 100.0)
+    assert step.phase == "promise" and step.learner == "a"
+
+
+def test_a_learner_whose_defaults_completed_nothing_gets_one_more_try_then_waits():
+    failed = LearnerState("failed", (StudyState(trials=1),))
+    states = [learner("ok", best=0.8), failed]
+    assert next_step(states, 20, 100.0).learner == "failed"
+    states[1] = LearnerState("failed", (StudyState(trials=FIRST_TRIES),))
+    step = next_step(states, 20, 100.0)
+    assert step.learner == "ok" and step.phase == "promise"
+
+
+def test_only_learners_within_the_margin_of_the_leader_contend():
+    states = [learner("leader", best=0.90, stderr=0.02), learner("close", best=0.87),
+              learner("edge", best=0.86), learner("behind", best=0.80)]
+    weights = contenders(states, n_trials=20)
+    assert set(weights) == {"leader", "close", "edge"}  # margin 2 x 0.02 = 0.04
+    assert weights["leader"] == pytest.approx(1.0)
+    assert weights["edge"] == pytest.approx(EDGE_WEIGHT)
+    assert weights["leader"] > weights["close"] > weights["edge"]
+
+
+def test_the_margin_is_never_below_its_minimum():
+    states = [learner("leader", best=0.90, stderr=0.0), learner("a", best=0.90 - MIN_MARGIN / 2),
+              learner("b", best=0.90 - 2 * MIN_MARGIN)]
+    assert set(contenders(states, 20)) == {"leader", "a"}
+
+
+def test_seconds_not_trials_are_shared_in_proportion_to_weight():
+    """Run the policy with trials of different costs: each contender's seconds follow its weight."""
+    cost = {"leader": 1.0, "slow-rival": 3.0, "behind": 0.1}
+    states = {s.name: s for s in [learner("leader", best=0.90, stderr=0.02), learner("slow-rival", best=0.88),
+                                  learner("behind", best=0.70)]}
+    weights = contenders(list(states.values()), None)
+    trials = dict.fromkeys(cost, 0)
+    for _ in range(400):
+        step = next_step(list(states.values()), None, None)
+        s = states[step.learner]
+        states[step.learner] = replace(s, seconds=s.seconds + cost[s.name])
+        trials[s.name] += 1
+    ratio = states["leader"].seconds / states["slow-rival"].seconds
+    assert ratio == pytest.approx(weights["leader"] / weights["slow-rival"], rel=0.05)
+    assert trials["behind"] == 0
+    assert trials["leader"] > trials["slow-rival"]
+
+
+def test_a_learner_fills_its_studies_evenly_the_study_on_all_folds_first():
+    s = LearnerState("a", (StudyState(2, 0.9), StudyState(1, 0.8), StudyState(0), StudyState(1, 0.7)))
+    assert next_step([s], 20, 100.0).study == 2
+    even = LearnerState("a", (StudyState(1, 0.9), StudyState(1, 0.8)))
+    assert next_step([even], 20, 100.0).study == 0
+
+
+def test_full_studies_take_no_trial_and_the_next_best_learners_get_the_time():
+    full = LearnerState("leader", (StudyState(3, 0.95), StudyState(3, 0.9)))
+    states = [full, learner("second", best=0.80), learner("third", best=0.60)]
+    step = next_step(states, n_trials=3, time_left=100.0)
+    assert step.learner == "second"  # the leader is full: the margin is measured from the best open learner
+    assert "third" not in contenders(states, 3)
+    everything_full = [full, LearnerState("second", (StudyState(3, 0.8), StudyState(3, 0.7)))]
+    assert next_step(everything_full, 3, 100.0) is None
+
+
+def test_the_three_best_hold_most_trials_on_a_simulated_run():
+    """Twelve learners with made-up costs and scores; a trial may improve its learner's best a little.
+    After every default has run, the three best learners get at least half of all trials."""
+    rng = np.random.default_rng(0)
+    names = [f"l{i}" for i in range(12)]
+    quality = dict(zip(names, rng.uniform(0.55, 0.9, 12)))
+    cost = dict(zip(names, rng.uniform(0.2, 3.0, 12)))
+    states = {n: learner(n, expected=None) for n in names}
+    trials = dict.fromkeys(names, 0)
+    time_left = 300.0
+    while time_left > 0:
+        step = next_step(list(states.values()), None, time_left)
+        s = states[step.learner]
+        best = max(s.main.best or 0.0, quality[s.name] - abs(rng.normal(0, 0.03)))
+        main = StudyState(s.main.trials + 1, best, stderr=0.015)
+        states[s.name] = replace(s, studies=(main,), seconds=s.seconds + cost[s.name])
+        trials[s.name] += 1
+        time_left -= cost[s.name]
+    top3 = sorted(names, key=lambda n: -states[n].main.best)[:3]
+    assert sum(trials[n] for n in top3) >= sum(trials.values()) / 2
+    assert all(t >= 1 for t in trials.values())  # every learner's defaults ran
