@@ -94,6 +94,17 @@ def test_full_studies_take_no_trial_and_the_next_best_learners_get_the_time():
     assert next_step(everything_full, 3, 100.0) is None
 
 
+def test_learners_without_a_score_share_the_time_the_scored_ones_leave():
+    full = LearnerState("scored", (StudyState(3, 0.9),))
+    failing = LearnerState("failing", (StudyState(FIRST_TRIES),), seconds=5.0)
+    starved = LearnerState("starved", (StudyState(FIRST_TRIES),), seconds=1.0)
+    slow = LearnerState("slow", (StudyState(0),), too_slow=True)
+    step = next_step([full, failing, starved, slow], n_trials=3, time_left=None)
+    assert (step.learner, step.phase) == ("starved", "rest")
+    done = [full, LearnerState("failing", (StudyState(3),)), slow]
+    assert next_step(done, 3, None) is None
+
+
 def test_the_three_best_hold_most_trials_on_a_simulated_run():
     """Twelve learners with made-up costs and scores; a trial may improve its learner's best a little.
     After every default has run, the three best learners get at least half of all trials."""
@@ -115,3 +126,33 @@ def test_the_three_best_hold_most_trials_on_a_simulated_run():
     top3 = sorted(names, key=lambda n: -states[n].main.best)[:3]
     assert sum(trials[n] for n in top3) >= sum(trials.values()) / 2
     assert all(t >= 1 for t in trials.values())  # every learner's defaults ran
+
+
+def test_learner_state_reads_counts_best_spread_seconds_and_too_slow_from_trial_records():
+    from datetime import datetime, timedelta
+
+    from automil.track.records import TrialAttr, TrialRecord
+    from automil.tune.budget import learner_state
+
+    t0 = datetime(2026, 12, 1, 12, 0, 0)
+
+    def trial(number, state, value=None, seconds=2.0, **attrs):
+        return TrialRecord(number, state, value, attrs=attrs, start=t0 + timedelta(seconds=10 * number),
+                           end=None if state == "RUNNING" else t0 + timedelta(seconds=10 * number + seconds))
+
+    folds = [0.8, 0.9, 1.0]
+    main = [trial(0, "COMPLETE", 0.9, fold_balanced_accuracy=folds),
+            trial(1, "COMPLETE", 0.7, fold_balanced_accuracy=[0.7] * 3),
+            trial(2, "FAIL", seconds=4.0, interrupted=True, too_slow=True, error="too slow")]
+    split = [trial(0, "COMPLETE", 0.8, seconds=1.0)]
+    state = learner_state("a", [main, split], "balanced_accuracy", run_start=t0.timestamp(),
+                          now=(t0 + timedelta(minutes=1)).timestamp())
+    assert [s.trials for s in state.studies] == [2, 1]  # the interrupted trial does not count
+    assert state.main.best == 0.9 and state.studies[1].best == 0.8
+    assert state.main.stderr == pytest.approx(np.std(folds, ddof=1) / np.sqrt(3))
+    assert state.seconds == pytest.approx(2 + 2 + 4 + 1)
+    assert state.expected_seconds == pytest.approx((2 + 2 + 4) / 3)
+    assert state.too_slow
+    later = learner_state("a", [main, split], "balanced_accuracy", run_start=t0.timestamp() + 3600,
+                          now=t0.timestamp() + 7200)
+    assert not later.too_slow  # stopped in an earlier run: a new run tries its defaults again

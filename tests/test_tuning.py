@@ -314,28 +314,6 @@ def test_every_new_study_tries_the_learners_first_trial_first(tmp_path):
         assert all(t.params["shrink"] != 0.25 for t in trials[1:]), "later trials come from the sampler"
 
 
-def test_budget_gives_each_learner_an_equal_share_of_what_is_left_and_caps_its_fits():
-    import numpy as np
-
-    from automil.tune.options import TuneOptions
-    from automil.tune.plan import Plan, schedule, share_time
-
-    options = TuneOptions(timeout=400, protocol="nested", folds=3)  # tuning: the first 300 s
-    plan = Plan("d", ["a", "b", "c"], options, np.zeros(9, dtype=int), start=time.time())
-    units = schedule(plan)
-    assert [(u.learner, u.split) for u in units[:4]] == [("a", None), ("a", 0), ("a", 1), ("a", 2)]
-    share_time(plan, units, 0)
-    learner_a = units[0].learner_deadline - plan.start
-    assert learner_a == pytest.approx(100, abs=1)  # 300 s over 3 learners
-    assert units[0].deadline - plan.start == pytest.approx(25, abs=1)  # 100 s over a's 4 studies
-    assert units[0].hard_stop - plan.start == pytest.approx(150, abs=1)
-    share_time(plan, units, 1)
-    assert units[1].hard_stop == units[0].hard_stop and units[1].learner_deadline == units[0].learner_deadline
-    # Learner b starts when a is done (here: at once) and shares what is left with c.
-    share_time(plan, units, 4)
-    assert units[4].learner_deadline - plan.start == pytest.approx(150, abs=1)
-
-
 def test_run_executes_the_studies_a_file_declares_and_names_unknown_keys(tmp_path):
     study_file = tmp_path / "grid.toml"
     study_file.write_text('[options]\nn_trials = 2\ntimeout = "none"\nprotocol = "tuned"\nrepeats = 1\n'

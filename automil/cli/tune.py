@@ -130,7 +130,8 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
                           row.get("trials_timed_out", ""), (row.get("error") or "")[:70]
                           if status != Status.TIMED_OUT else ""))
             continue
-        table.append((row["learner"], _pm(row["accuracy"], row["accuracy_std"]),
+        name = f"{row['learner']} (chosen)" if row.get("selected") else row["learner"]
+        table.append((name, _pm(row["accuracy"], row["accuracy_std"]),
                       _pm(row["balanced_accuracy"], row["balanced_accuracy_std"]),
                       _pm(row["repeated_accuracy"], row["repeated_accuracy_std"]),
                       _pm(row["repeated_balanced_accuracy"], row["repeated_balanced_accuracy_std"]),
@@ -145,9 +146,26 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
     for row in rows:
-        if row["status"] in (Status.PARTIAL, Status.NO_RESULT) and row.get("error"):
+        if row["status"] in (Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.get("error"):
             print(f"{row['learner']}: {row['status']}: {row['error']}")
+    _print_choice(rows)
     return 0
+
+
+def _print_choice(rows):
+    """Which model the run chose, and how to apply it."""
+    chosen = next((row for row in rows if row.get("selected")), None)
+    if chosen is None:
+        print("\nNo model chosen: no learner has a figure without a fold predicted as one class.")
+        return
+    where = (f", registered as {chosen['registered_model']}" if chosen.get("registered_model")
+             else " (not tracked: no model logged)" if not chosen.get("model_uri") else "")
+    print(f"\nChosen: {chosen['learner']} ({chosen['headline']} "
+          f"{'BACC' if chosen['metric'] == 'balanced_accuracy' else 'ACC'} "
+          f"{_pm(chosen[chosen['metric']], chosen[chosen['metric'] + '_std'])}){where}.")
+    if chosen.get("registered_model"):
+        name = chosen["registered_model"].rsplit("/", 1)[0]
+        print(f"Apply it: automil predict {name}/latest --dataset NAME_OR_FILE")
 
 
 def _pm(mean, std) -> str:

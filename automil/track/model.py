@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from mlflow.pyfunc import PythonModel
 
-__all__ = ["BagModel"]
+from automil.track.store import global_tracking_uri, quiet_mlflow
+from automil.uris import shown_storage
+
+__all__ = ["BagModel", "load_estimator"]
 
 
 class BagModel(PythonModel):
@@ -42,3 +45,22 @@ class BagModel(PythonModel):
                                  f"n_instances x n_features), got shape {instances.shape}")
             bags.append(instances)
         return self.estimator.predict(bags).tolist()
+
+
+def load_estimator(tracking_uri: str, model_uri: str):
+    """The fitted estimator behind a model automil logged, from any MLflow model URI
+    (``models:/automil-fox/latest``, ``runs:/<run id>/model``, ``models:/<model id>``)."""
+    import mlflow.pyfunc
+
+    try:
+        with quiet_mlflow(), global_tracking_uri(tracking_uri):
+            loaded = mlflow.pyfunc.load_model(model_uri)
+    except Exception as error:  # noqa: BLE001 - MLflow raises several types for a missing model
+        first = (str(error).strip() or type(error).__name__).splitlines()[0]
+        raise ValueError(f"cannot load model {model_uri!r} from the tracking store {shown_storage(tracking_uri)}: "
+                         f"{first}") from None
+    python_model = loaded.unwrap_python_model()
+    if not isinstance(python_model, BagModel):
+        raise ValueError(f"model {model_uri!r} was not logged by automil (it is a {type(python_model).__name__}); "
+                         "automil predict needs a bag classifier")
+    return python_model.estimator

@@ -26,6 +26,7 @@ class Status(StrEnum):
     FAILED = "failed"  # every trial failed
     NO_RESULT = "no result"  # trials finished, none completed
     NO_TRIALS = "no trials"
+    TOO_SLOW = "too slow"  # its defaults could not finish within their fair share of the budget
     SKIPPED = "skipped"  # the learner cannot run on the dataset
 
     @property
@@ -51,6 +52,7 @@ class TrialAttr:
     PREDICT_SECONDS = "predict_seconds"
     TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
     INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or the run's budget stopped it: not counted
+    TOO_SLOW = "too_slow"  # its defaults passed their fair share of the budget (also interrupted)
     STALE = "stale"  # its process died: not counted
     OUT_OF_MEMORY = "out_of_memory"
     ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
@@ -69,6 +71,7 @@ class TrialRecord:
     attrs: dict = field(default_factory=dict)
     start: datetime | None = None
     end: datetime | None = None
+    queued: bool = False  # its parameters were queued (the learner's defaults), not sampled
 
     @property
     def finished(self) -> bool:
@@ -138,6 +141,10 @@ class LearnerResult:
     trials_stopped: int | None = None
     classes: list | None = None
     confusion_matrix: list | None = None
+    tuned_splits: int | None = None
+    model_uri: str | None = None
+    selected: bool = False
+    registered_model: str | None = None
     status: Status | None = None
 
     def __post_init__(self):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from automil.track.model import BagModel
 from automil.track.records import LearnerResult, StudyRecord
+from automil.track.registry import register_model
 from automil.track.store import (MAX_TAG_CHARS, MODEL_NAME, RESULT_TAG_KEYS, clip_text, finite, global_tracking_uri,
                                  jsonable, quiet_mlflow, retry)
 
@@ -21,8 +22,9 @@ class ResultLogging:
 
     # ---- final results -----------------------------------------------------------------------------
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
-                   study: StudyRecord | None = None) -> None:
-        """The final evaluation of a study on its parent run, which is then marked finished.
+                   study: StudyRecord | None = None) -> str | None:
+        """The final evaluation of a study on its parent run, which is then marked finished; returns the
+        logged model's URI when ``model`` is given.
 
         Parameters
         ----------
@@ -61,7 +63,7 @@ class ResultLogging:
         self._log_batch(parent_run_id, tags=tags,
                         metrics=[(key, value, now, n_trials if index is None else index)
                                  for key, value, index in metrics])
-        status = "FAILED"
+        status, model_uri = "FAILED", None
         try:
             with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:
                 failures = _write_figures(Path(tmp), result, model, bags, study)
@@ -70,10 +72,16 @@ class ResultLogging:
             if failures:
                 self._log_batch(parent_run_id, tags={"automil.figure_errors": clip_text(failures, MAX_TAG_CHARS)})
             if model is not None:
-                self.log_model(parent_run_id, model, bags)
+                model_uri = self.log_model(parent_run_id, model, bags)
             status = "FINISHED"
         finally:  # a parent never stays "running" after its result; FAILED if the model could not be logged
             retry(self.client.set_terminated, parent_run_id, status=status)
+        return model_uri
+
+    def register_model(self, dataset: str, model_uri: str) -> str:
+        """Register the logged model ``model_uri`` as the new version of ``automil-<dataset>`` in the
+        model registry; returns ``models:/automil-<dataset>/<version>``."""
+        return register_model(self.client, dataset, model_uri)
 
 
     def log_model(self, parent_run_id: str, model, bags=None) -> str:

@@ -22,15 +22,16 @@ from automil.tune.fits import fit_worker
 from automil.tune.leaderboard import rank, skipped_row
 from automil.tune.listener import Listener, Silent
 from automil.tune.options import TuneOptions
-from automil.tune.plan import Plan, schedule
+from automil.tune.plan import Plan
 from automil.tune.processes import die_with_parent
 from automil.tune.storage import open_storage
 from automil.tune.studies import prepare_studies
 from automil.tune.tracking import Tracking, open_tracking
-from automil.tune.trials import tune_units
+from automil.tune.budget import tune_studies
+from automil.tune.selection import choose
 from automil.uris import shown_storage
 
-__all__ = ["tune"]
+__all__ = ["tune", "usable_learners"]
 
 
 def tune(dataset: str, learners=None, options: TuneOptions | None = None, listener: Listener | None = None,
@@ -58,18 +59,17 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         bags = load_bags(dataset)
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
-        specs, skipped = _choose_learners(bags, learners)
+        specs, skipped = usable_learners(bags, learners)
         storage = open_storage(options.storage)
         assignment = prepare_studies(storage, dataset, bags, specs, options)
         plan = Plan(dataset, [s.name for s in specs], options, assignment, start)
-        plan.units = schedule(plan)
         tracker = open_tracking(tracking, listener)
         listener.message(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
                  f"protocol {options.protocol}; studies in {shown_storage(options.storage)})")
         helpers = [_start_helper(plan, bags, index, tracking) for index in range(1, options.jobs)]
         try:
             with _sigterm_interrupts():
-                tune_units(plan, bags, storage, worker, tracker, listener, index=0)
+                tune_studies(plan, bags, storage, worker, tracker, listener, index=0)
                 for helper in helpers:
                     helper.join()
                 rows = final_evaluation(plan, bags, storage, worker, tracker, listener)
@@ -79,11 +79,25 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
             raise
     finally:
         worker.close()
+    _select(rows, dataset, tracker, listener)
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
     return sorted(rows, key=rank)
 
 
-def _choose_learners(bags, names):
+def _select(rows: list[LearnerResult], dataset: str, tracking, listener: Listener):
+    """Mark the chosen learner's row and register its logged model as the dataset's new model version."""
+    chosen = choose(rows)
+    if chosen is None:
+        listener.message("no learner has a figure to choose a model by")
+        return
+    chosen.selected = True
+    if chosen.model_uri is not None:
+        chosen.registered_model = tracking.register_model(dataset, chosen.model_uri)
+
+
+def usable_learners(bags, names):
+    """The learners to tune (the ``names`` given, else every registered one) and those skipped, with why:
+    binary learners on multi-class bags, dense-only learners on sparse bags."""
     from automil import plugins
 
     if names:
@@ -128,7 +142,7 @@ def _helper_main(plan: Plan, bags, index: int, parent_pid: int, tracking):
     worker = fit_worker(plan.options)
     try:
         with _sigterm_interrupts():
-            tune_units(plan, bags, open_storage(plan.options.storage), worker,
+            tune_studies(plan, bags, open_storage(plan.options.storage), worker,
                        open_tracking(tracking, Silent()), Silent(), index)
     except KeyboardInterrupt:
         pass

@@ -16,7 +16,7 @@ from automil.tune.listener import Listener
 from automil.tune.plan import Plan
 from automil.tune.studies import study_name
 from automil.tune.tracking import Guarded
-from automil.tune.trial_states import best_trial, records, study_record
+from automil.tune.trial_states import best_trial, defaults_trial, records, study_record
 
 __all__ = ["final_evaluation"]
 
@@ -43,7 +43,11 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
                 for i in range(options.folds)] if options.protocol == "nested" else []
         trials = records(main)
         sub_trials = [records(s) for s in subs]
-        best, outer_best = best_trial(trials), [best_trial(t) for t in sub_trials]
+        best = best_trial(trials)
+        # An outer split the budget left untuned takes the learner's defaults: chosen before any data
+        # was seen, they are as blind to its outer fold as a tuning on the other folds.
+        defaults = defaults_trial(trials)
+        outer_best = [best_trial(t) or defaults for t in sub_trials]
         key = {"trials": [len(t) for t in [trials, *sub_trials]],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
@@ -55,7 +59,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
             continue
         jobs[learner] = {"spec": spec, "main": main, "key": key, "model": None,
                          "evaluation": Evaluation(learner, spec.plugin, main.study_name, trials, best, outer_best,
-                                                  nested=[None] * len(subs))}
+                                                  nested=[None] * len(subs),
+                                                  tuned_splits=sum(best_trial(t) is not None for t in sub_trials))}
     tasks, owners = [], []
     seeds = repeat_seeds(options.seed, options.repeats)
     outer = fold_splits(plan.assignment)
@@ -93,28 +98,28 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
             w.close()
     for learner, job in jobs.items():
         row = result_row(plan.dataset, options, job["evaluation"])
+        row.model_uri = _log_study(plan, tracking, job["spec"], job["main"], row, job["model"], bags)
         # one attribute, so that a worker never pairs one worker's row with another's key
         job["main"].set_user_attr("result", {"key": job["key"], "row": row.to_dict()})
         rows[learner] = row
-        _log_study(plan, tracking, job["spec"], job["main"], row, job["model"], bags)
         listener.learner_done(row)
     return [rows[learner] for learner in plan.learners]
 
 
-def _log_study(plan: Plan, tracking: Guarded, spec, main, row=None, model=None, bags=None):
+def _log_study(plan: Plan, tracking: Guarded, spec, main, row=None, model=None, bags=None) -> str | None:
     """Log every finished trial of the study not logged yet (by any worker), then ``row``, if given, as
-    its result."""
+    its result; the URI of the logged model, if any."""
     parent = tracking.study_run(main.study_name, plan.dataset, spec, {"automil.protocol": plan.options.protocol})
     if parent is None:
-        return
+        return None
     study = study_record(main) if row is not None else None
     for trial in study.trials if study is not None else records(main):
         if trial.finished:
             tracking.log_trial(parent, trial, main.study_name)
-    if row is not None:
-        tracking.log_result(parent, row, model, bags, study)
-    else:
+    if row is None:
         tracking.end_study(parent)
+        return None
+    return tracking.log_result(parent, row, model, bags, study)
 
 
 def _collect(job, kind, where, out, bags):

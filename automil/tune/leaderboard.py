@@ -39,6 +39,7 @@ class Evaluation:
     fit_seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     predictions: dict = field(default_factory=dict)
+    tuned_splits: int | None = None
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
@@ -84,7 +85,12 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
         y_true, y_pred = (np.concatenate(part) for part in zip(*predictions, strict=True))
         row["classes"] = classes.tolist()
         row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
-    row["status"] = row_status(row["accuracy"], counts, best, job.errors)
+    row["tuned_splits"] = job.tuned_splits if options.protocol == "nested" else None
+    too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
+    if best is None and too_slow:
+        row["status"], row["error"] = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
+    else:
+        row["status"] = row_status(row["accuracy"], counts, best, job.errors)
     return LearnerResult(**row)
 
 

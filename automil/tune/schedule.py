@@ -59,13 +59,18 @@ class LearnerState:
         """The studies that may take another trial (fewer than ``n_trials``)."""
         return [i for i, s in enumerate(self.studies) if n_trials is None or s.trials < n_trials]
 
+    def next_study(self, n_trials: int | None) -> int:
+        """The open study with the fewest trials, the study on all folds first on ties: a learner's
+        studies fill evenly, since its nested figure needs every outer split tuned alike."""
+        return min(self.open_studies(n_trials), key=lambda i: (self.studies[i].trials, i))
+
 
 @dataclass(frozen=True)
 class Step:
     """Run one trial of ``learner`` in its study ``study`` (0: all folds; ``i + 1``: outer split ``i``).
 
     ``time_limit``: seconds the trial may run before it is stopped as too slow for its fair share
-    (``None``: until the tuning deadline). ``phase``: ``"defaults"`` or ``"promise"``.
+    (``None``: until the tuning deadline). ``phase``: ``"defaults"``, ``"promise"`` or ``"rest"``.
     """
 
     learner: str
@@ -82,7 +87,8 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     ``expected_seconds``, unknown last, then by name), each with a fair share of the time left: the
     time left times ``jobs`` (processes running trials at once) divided by the learners still waiting.
     Then the seconds go to :func:`contenders`, the one that has had the fewest seconds for its weight
-    first, into its study with the fewest trials (the study on all folds first on ties).
+    first, into its study with the fewest trials (the study on all folds first on ties). When every
+    learner with a score is full, the learners without one share what is left (phase ``"rest"``).
     """
     waiting = [s for s in learners if _waits_for_defaults(s, n_trials)]
     if waiting:
@@ -90,13 +96,16 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
         return Step(first.name, 0, "defaults", share)
     weights = contenders(learners, n_trials)
-    if not weights:
+    if weights:
+        by_name = {s.name: s for s in learners}
+        name = min(weights, key=lambda n: (by_name[n].seconds / weights[n], by_name[n].seconds, n))
+        return Step(name, by_name[name].next_study(n_trials), "promise")
+    # Every learner with a score is full: time left goes to those without one, least served first.
+    rest = [s for s in learners if not s.too_slow and s.open_studies(n_trials)]
+    if not rest:
         return None
-    by_name = {s.name: s for s in learners}
-    name = min(weights, key=lambda n: (by_name[n].seconds / weights[n], by_name[n].seconds, n))
-    learner = by_name[name]
-    study = min(learner.open_studies(n_trials), key=lambda i: (learner.studies[i].trials, i))
-    return Step(name, study, "promise")
+    learner = min(rest, key=lambda s: (s.seconds, s.name))
+    return Step(learner.name, learner.next_study(n_trials), "rest")
 
 
 def _waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:

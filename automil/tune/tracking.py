@@ -23,8 +23,12 @@ class Tracking(Protocol):
         """Record a finished trial once (idempotent per trial number); its run id."""
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
-                   study: StudyRecord | None = None) -> None:
-        """Record the study's final result (and its fitted best model), then close the parent run."""
+                   study: StudyRecord | None = None) -> str | None:
+        """Record the study's final result (and its fitted best model), then close the parent run; the
+        logged model's URI, if a model was given."""
+
+    def register_model(self, dataset: str, model_uri: str) -> str:
+        """Register a logged model as the dataset's chosen model (a new version); its ``models:/`` URI."""
 
     def end_study(self, parent_run_id: str) -> None:
         """Close the parent run after a sweep that logged no result."""
@@ -41,6 +45,9 @@ class Untracked:
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> None:
+        return None
+
+    def register_model(self, dataset: str, model_uri: str) -> None:
         return None
 
     def end_study(self, parent_run_id: str) -> None:
@@ -67,8 +74,11 @@ class Guarded:
         return self._call(self.tracking.log_trial, parent_run_id, trial, study_name)
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
-                   study: StudyRecord | None = None) -> None:
-        self._call(self.tracking.log_result, parent_run_id, result, model, bags, study)
+                   study: StudyRecord | None = None) -> str | None:
+        return self._call(self.tracking.log_result, parent_run_id, result, model, bags, study)
+
+    def register_model(self, dataset: str, model_uri: str) -> str | None:
+        return self._call(self.tracking.register_model, dataset, model_uri)
 
     def end_study(self, parent_run_id: str) -> None:
         self._call(self.tracking.end_study, parent_run_id)

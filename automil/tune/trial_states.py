@@ -12,7 +12,7 @@ from automil.tune.isolation import HEARTBEAT_SECONDS
 from automil.tune.processes import process_alive
 
 __all__ = ["trial_record", "study_record", "records", "counts_toward_budget", "abandoned", "fail_stale_trials",
-           "best_trial", "trial_counts", "importances"]
+           "best_trial", "defaults_trial", "trial_counts", "importances"]
 
 # A RUNNING trial of another machine is taken as abandoned when its heartbeat is older than this.
 STALE_AFTER_SECONDS = 10 * HEARTBEAT_SECONDS
@@ -24,7 +24,7 @@ def trial_record(frozen_trial) -> TrialRecord:
     return TrialRecord(number=int(frozen_trial.number), state=frozen_trial.state.name,
                        value=values[0] if len(values) == 1 else None, params=dict(frozen_trial.params),
                        attrs=frozen_trial.user_attrs, start=frozen_trial.datetime_start,
-                       end=frozen_trial.datetime_complete)
+                       end=frozen_trial.datetime_complete, queued="fixed_params" in frozen_trial.system_attrs)
 
 
 def records(study) -> list[TrialRecord]:
@@ -77,6 +77,17 @@ def best_trial(trials: list[TrialRecord]) -> TrialRecord | None:
     """The completed trial of highest value (the earliest among equals)."""
     complete = [t for t in trials if t.state == "COMPLETE"]
     return max(complete, key=lambda t: (t.value, -t.number)) if complete else None
+
+
+def defaults_trial(trials: list[TrialRecord]) -> TrialRecord | None:
+    """The completed trial that ran the learner's defaults: the earliest completed trial that was queued
+    (the driver queues ``first_trial``), else trial 0 when it completed (a sampler's first point is drawn
+    before any score exists). ``None`` when neither completed."""
+    complete = [t for t in trials if t.state == "COMPLETE"]
+    queued = [t for t in complete if t.queued]
+    if queued:
+        return min(queued, key=lambda t: t.number)
+    return next((t for t in complete if t.number == 0), None)
 
 
 def trial_counts(trials: list[TrialRecord]) -> tuple[dict, list[TrialRecord]]:

@@ -1,4 +1,4 @@
-"""One study tuned trial by trial: ask, fit and score fold by fold in the worker, tell."""
+"""One trial of a study: ask, fit and score fold by fold in the worker, tell."""
 
 from __future__ import annotations
 
@@ -13,70 +13,46 @@ from automil.folds import fold_splits
 from automil.track.records import TrialAttr
 from automil.tune.fits import fit_predict
 from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
-from automil.tune.listener import Listener, StudyProgress
-from automil.tune.plan import Plan, Unit, share_time
+from automil.tune.plan import Plan
 from automil.tune.processes import process_identity
-from automil.tune.studies import sampler, study_name
-from automil.tune.tracking import Guarded
+from automil.tune.studies import sampler
 from automil.tune.trial_states import counts_toward_budget, fail_stale_trials, records, trial_record
 
-__all__ = ["tune_units"]
+__all__ = ["run_trial", "configure_study"]
 
 
-def tune_units(plan: Plan, bags, storage, worker, tracking: Guarded, listener: Listener, index: int):
-    """Tune every study of the plan in order until its trial count or deadline is reached."""
+def configure_study(study, plan: Plan, index: int):
+    """A study as this process tunes it: its own sampler stream, the fold-wise pruner, no stale trials."""
     import optuna
 
-    from automil import plugins
-
-    n_classes = len(bags.classes)
-    worker.set_data(bags)
-    worker.wait_started()  # outside any trial: start-up is not a trial's cost
-    for u, unit in enumerate(plan.units):
-        share_time(plan, plan.units, u)
-        spec = plugins.get_learner(unit.learner)
-        name = study_name(plan.dataset, unit.learner, unit.split)
-        study = optuna.load_study(study_name=name, storage=storage)
-        if unit.split is None:
-            main = study
-        parent = tracking.study_run(study_name(plan.dataset, unit.learner), plan.dataset, spec,
-                                    {"automil.protocol": plan.options.protocol}) if unit.split is None else None
-        splits = fold_splits(plan.assignment, exclude=unit.split)
-        study.sampler = sampler(plan, name, index, len(study.get_trials(deepcopy=False)))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
-        fail_stale_trials(study)
-        while True:
-            trials = records(study)
-            done = sum(counts_toward_budget(t) for t in trials)
-            if plan.options.n_trials is not None and done >= plan.options.n_trials:
-                break
-            # Past its share a study stops, unless it has no trial yet: then it may start one until the
-            # learner's hard stop (a nested figure needs a trial in every outer split).
-            if time.time() >= (unit.deadline if done else unit.hard_stop):
-                break
-            if not done and spec.first_trial and not any(t.state == "WAITING" for t in trials):
-                study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
-            trial = trial_record(_run_trial(study, spec, unit, plan, bags, splits, n_classes, worker))
-            if parent is not None:
-                tracking.log_trial(parent, trial, name)
-            listener.trial(_progress(plan, unit, records(study)))
-        last_of_learner = u + 1 == len(plan.units) or plan.units[u + 1].learner != unit.learner
-        if last_of_learner:
-            listener.tuned(_progress(plan, unit, records(main)))
+    study.sampler = sampler(plan, study.study_name, index, len(study.get_trials(deepcopy=False)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
+    fail_stale_trials(study)
 
 
-def _progress(plan: Plan, unit: Unit, trials) -> StudyProgress:
-    options = plan.options
-    return StudyProgress(unit.learner, unit.split, options.folds, options.n_trials, options.metric, trials)
+def run_trial(study, spec, split: int | None, plan: Plan, bags, worker, hard_stop: float, fair_share: bool):
+    """One trial of ``study`` (the learner's defaults first when the study has no trial yet), as a record.
+
+    A fit still running at ``hard_stop`` is stopped: with ``fair_share`` the learner is too slow for its
+    share of the budget (the trial says so, with its fits' times), else the run's budget ended.
+    """
+    trials = records(study)
+    if spec.first_trial and not any(counts_toward_budget(t) for t in trials) \
+            and not any(t.state == "WAITING" for t in trials):
+        study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
+    splits = fold_splits(plan.assignment, exclude=split)
+    frozen = _run_trial(study, spec, plan, bags, splits, len(bags.classes), worker, hard_stop, fair_share)
+    return trial_record(frozen)
 
 
-def _run_trial(study, spec, unit: Unit, plan: Plan, bags, splits, n_classes, worker):
+def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, hard_stop, fair_share):
     """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome."""
     import optuna
     from optuna.trial import TrialState
 
+    started = time.time()
     trial = study.ask()
     attrs = {TrialAttr.WORKER: process_identity(), TrialAttr.HEARTBEAT: time.time(),
              TrialAttr.N_FEATURES: bags.n_features, TrialAttr.N_CLASSES: n_classes, TrialAttr.LEARNER: spec.name,
@@ -97,7 +73,7 @@ def _run_trial(study, spec, unit: Unit, plan: Plan, bags, splits, n_classes, wor
                                                  f"{spec.plugin!r}) failed: {error}") from error
         for fold, (train, test) in enumerate(splits):
             step = int(plan.assignment[test[0]])  # the fold's identity, stable across trials
-            limit = min(plan.options.fit_timeout, max(unit.hard_stop - time.time(), 0.01))
+            limit = min(plan.options.fit_timeout, max(hard_stop - time.time(), 0.01))
             out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed,
                               timeout=limit, heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()))
             scores = fold_scores(bags.y[test], out["y_pred"])
@@ -119,7 +95,14 @@ def _run_trial(study, spec, unit: Unit, plan: Plan, bags, splits, n_classes, wor
             record[TrialAttr.ERROR] = f"pruned: {pruned}"
     except FitTimeout as error:
         state = TrialState.FAIL
-        if limit < plan.options.fit_timeout:  # cut by the run's budget: not the learner's fault
+        if limit < plan.options.fit_timeout and fair_share:  # not counted: a larger budget tries again
+            fits = record[TrialAttr.FIT_SECONDS]
+            measured = (f"{len(fits)} of {len(splits)} fits done, {np.mean(fits):.1f} s each" if fits
+                        else f"its first fit ran {limit:.1f} s without finishing")
+            record.update({TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
+                           TrialAttr.ERROR: f"too slow for the budget: its defaults did not finish within their "
+                                            f"fair share of {hard_stop - started:.0f} s ({measured}); raise --timeout"})
+        elif limit < plan.options.fit_timeout:  # cut by the run's budget: not the learner's fault
             record.update({TrialAttr.INTERRUPTED: True,
                            TrialAttr.ERROR: f"stopped after {limit:.0f} s by the --timeout budget"})
         else:

@@ -1,0 +1,51 @@
+"""``automil predict``: a logged model applied to the bags of a dataset or a file."""
+
+from __future__ import annotations
+
+import json
+
+from automil.cli.common import print_table, subcommand
+
+__all__ = ["add_predict"]
+
+
+def add_predict(commands):
+    sub = subcommand(commands, "predict", _run_predict, "apply a tuned model to bags",
+                     "Predict every bag of a dataset or bag file with a model automil logged: one line per "
+                     "bag (label, class scores, the witness instance where the learner has one), and ACC and "
+                     "BACC when the bags carry labels.")
+    sub.add_argument("model", metavar="MODEL",
+                     help="an MLflow model URI: models:/automil-DATASET/latest (the model automil tune chose), "
+                          "models:/automil-DATASET/VERSION, runs:/RUN_ID/model, or a row's model_uri")
+    sub.add_argument("--dataset", required=True, metavar="NAME_OR_FILE",
+                     help="registered dataset name or a bag file")
+    sub.add_argument("--json", metavar="PATH",
+                     help="write the predictions as JSON to PATH ('-': to stdout instead of the lines)")
+    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
+                                            "sqlite:///mlruns/mlflow.db)")
+
+
+def _run_predict(args) -> int:
+    from automil.data import load_bags
+    from automil.evaluation import fold_scores
+    from automil.prediction import predict_bags
+    from automil.track import default_tracking_uri
+    from automil.track.model import load_estimator
+
+    model = load_estimator(args.tracking_uri or default_tracking_uri(), args.model)
+    bags = load_bags(args.dataset)
+    predictions = predict_bags(model, bags)
+    if args.json:
+        text = json.dumps([p.to_dict() for p in predictions], indent=2)
+        if args.json == "-":
+            print(text)
+            return 0
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    rows = [(p.bag, p.label, "" if p.scores is None else " ".join(f"{c}:{v:.3g}" for c, v in p.scores.items()),
+             "" if p.witness is None else p.witness) for p in predictions]
+    print_table(("bag", "label", "scores", "witness"), rows)
+    if bags.y is not None:
+        scores = fold_scores(bags.y, [p.label for p in predictions])
+        print(f"\n{bags.n_bags} bags: ACC {100 * scores['accuracy']:.1f}, BACC {100 * scores['balanced_accuracy']:.1f}")
+    return 0

@@ -1,0 +1,70 @@
+"""A fitted model applied to bags: one record per bag (label, class scores, witness), and the figures
+when the bags carry labels. What ``automil predict`` prints or writes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from automil.bags import Bags
+
+__all__ = ["BagPrediction", "predict_bags", "scores_of"]
+
+
+@dataclass(frozen=True)
+class BagPrediction:
+    """The model's answer for one bag.
+
+    ``scores`` maps each class (as text) to the model's probability or decision score, ``None`` when
+    the model gives neither; ``witness`` is the position inside the bag of the instance that decides it,
+    ``None`` for learners without one; ``truth`` is the bag's label when the data has labels.
+    """
+
+    bag: str
+    label: object
+    scores: dict[str, float] | None = None
+    witness: int | None = None
+    truth: object = None
+
+    def to_dict(self) -> dict:
+        return {key: _plain(value) for key, value in asdict(self).items()}
+
+
+def predict_bags(model, bags: Bags) -> list[BagPrediction]:
+    """Predict every bag with ``model`` (a fitted estimator on bags, e.g. the logged
+    ``Standardized(learner)``), checking first that the bags have the features it was trained on."""
+    expected = getattr(model, "n_features_in_", None)
+    if expected is not None and bags.n_features != expected:
+        raise ValueError(f"{bags.source or 'the bags'} have {bags.n_features} features per instance; the model "
+                         f"was trained on {expected}")
+    labels = np.asarray(model.predict(bags))
+    scores = scores_of(model, bags)
+    witness = np.asarray(model.witness(bags)) if hasattr(model, "witness") else None
+    classes = [str(c) for c in getattr(model, "classes_", [])]
+    out = []
+    for i in range(bags.n_bags):
+        row = None if scores is None else dict(zip(classes, map(float, scores[i]), strict=True))
+        out.append(BagPrediction(bag=bags.bag_name(i), label=labels[i], scores=row,
+                                 witness=None if witness is None else int(witness[i]),
+                                 truth=None if bags.y is None else bags.y[i]))
+    return out
+
+
+def scores_of(model, bags: Bags) -> np.ndarray | None:
+    """Class probabilities, else decision scores, shape ``(n_bags, n_classes)``; ``None`` without either.
+    A binary decision function's single column becomes two (negative class, positive class)."""
+    for method in ("predict_proba", "decision_function"):
+        if hasattr(model, method):
+            values = np.asarray(getattr(model, method)(bags), dtype=np.float64)
+            if values.ndim == 1:
+                values = np.column_stack([-values, values])
+            return values
+    return None
+
+
+def _plain(value):
+    """JSON-ready: numpy scalars become Python numbers or strings."""
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

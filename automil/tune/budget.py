@@ -1,0 +1,102 @@
+"""The tuning phase of a run: ask the budget policy (:mod:`automil.tune.schedule`) where the next trial
+goes, run it, and repeat until the tuning deadline or until every study is full."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from automil.track.records import TrialAttr, TrialRecord
+from automil.tune.listener import Listener, StudyProgress
+from automil.tune.plan import Plan
+from automil.tune.schedule import LearnerState, StudyState, next_step
+from automil.tune.studies import study_name
+from automil.tune.tracking import Guarded
+from automil.tune.trial_states import best_trial, counts_toward_budget, records
+from automil.tune.trials import configure_study, run_trial
+
+__all__ = ["tune_studies", "learner_state"]
+
+
+def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener: Listener, index: int):
+    """Run trials where the budget policy sends them until it has none left or the tuning time is up.
+
+    ``index`` numbers this process among the ``--jobs`` processes sharing the studies: they all follow
+    the policy on the studies' shared state, so they agree on where the time goes.
+    """
+    import optuna
+
+    from automil import plugins
+
+    worker.set_data(bags)
+    worker.wait_started()  # outside any trial: start-up is not a trial's cost
+    studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
+                         for split in plan.splits] for learner in plan.learners}
+    configured, parents = set(), {}
+    deadline = plan.tuning_deadline
+    while deadline is None or time.time() < deadline:
+        now = time.time()
+        states = [learner_state(learner, [records(s) for s in studies[learner]], plan.options.metric,
+                                plan.start, now)
+                  for learner in plan.learners]
+        step = next_step(states, plan.options.n_trials, None if deadline is None else deadline - now,
+                         plan.options.jobs)
+        if step is None:
+            break
+        study = studies[step.learner][step.study]
+        if (step.learner, step.study) not in configured:
+            configure_study(study, plan, index)
+            configured.add((step.learner, step.study))
+        spec = plugins.get_learner(step.learner)
+        if step.learner not in parents:
+            parents[step.learner] = tracking.study_run(study_name(plan.dataset, step.learner), plan.dataset, spec,
+                                                       {"automil.protocol": plan.options.protocol})
+        hard_stop = min(now + step.time_limit if step.time_limit is not None else np.inf,
+                        np.inf if deadline is None else deadline)
+        split = plan.splits[step.study]
+        trial = run_trial(study, spec, split, plan, bags, worker, hard_stop, fair_share=step.phase == "defaults")
+        if split is None and parents[step.learner] is not None:
+            tracking.log_trial(parents[step.learner], trial, study.study_name)
+        listener.trial(_progress(plan, step.learner, split, records(study)))
+    for learner in plan.learners:
+        listener.tuned(_progress(plan, learner, None, records(studies[learner][0])))
+
+
+def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, run_start: float,
+                  now: float) -> LearnerState:
+    """The budget's view of a learner from the trial records of its studies (the study on all bags first);
+    the standard error of a study's best value comes from that trial's fold scores of ``metric``.
+
+    ``seconds`` adds up the wall-clock time of all its trials (a running one until ``now``);
+    ``expected_seconds`` is the mean duration of its finished trials on all bags, when it has any;
+    ``too_slow`` says that its defaults passed their fair share since ``run_start`` (this run).
+    """
+    state = []
+    seconds = 0.0
+    for trials in studies:
+        counted = [t for t in trials if counts_toward_budget(t)]
+        best = best_trial(trials)
+        stderr = 0.0
+        if best is not None:
+            folds = best.attrs.get(f"fold_{metric}") or []
+            if len(folds) > 1:
+                stderr = float(np.std(folds, ddof=1) / np.sqrt(len(folds)))
+        state.append(StudyState(len(counted), None if best is None else best.value, stderr))
+        seconds += sum(_duration(t, now) for t in trials if t.start is not None)
+    main = studies[0]
+    durations = [_duration(t, now) for t in main if t.finished and t.start is not None and t.end is not None]
+    too_slow = any(t.attrs.get(TrialAttr.TOO_SLOW) and t.start is not None and t.start.timestamp() >= run_start
+                   for t in main)
+    return LearnerState(learner, tuple(state), seconds, float(np.mean(durations)) if durations else None, too_slow)
+
+
+def _duration(trial: TrialRecord, now: float) -> float:
+    end = trial.end.timestamp() if trial.end is not None else now
+    return max(end - trial.start.timestamp(), 0.0)
+
+
+def _progress(plan: Plan, learner: str, split: int | None, trials) -> StudyProgress:
+    options = plan.options
+    return StudyProgress(learner, split, options.folds, options.n_trials, options.metric, trials)
+

@@ -1,0 +1,94 @@
+"""``automil predict`` end to end: the model ``automil tune`` chose, registered in a real MLflow store,
+applied to bags from the command line."""
+
+import json
+import subprocess
+import sys
+
+import mlflow
+import numpy as np
+import pytest
+
+import automil
+from automil.prediction import BagPrediction, predict_bags
+
+
+def _automil(*args, cwd, check=True):
+    return subprocess.run([sys.executable, "-m", "automil.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, check=check)
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    """A short real tune of two fast learners on digits-bags, tracked in a sqlite MLflow store."""
+    root = tmp_path_factory.mktemp("predict")
+    uri = f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+    out = _automil("tune", "--dataset", "digits-bags", "--learner", "pdmisvm", "--learner", "MI-SVM",
+                   "--n-trials", "2", "--folds", "3", "--repeats", "1", "--timeout", "none", "--jobs", "1",
+                   "--storage", f"journal:{root / 'studies.journal'}", "--tracking-uri", uri, "--json", "-",
+                   cwd=root)
+    return {"root": root, "uri": uri, "rows": json.loads(out.stdout)}
+
+
+def test_tune_chooses_one_learner_and_registers_its_model(tuned):
+    rows = tuned["rows"]
+    chosen = [r for r in rows if r.get("selected")]
+    assert len(chosen) == 1
+    best = max((r for r in rows if r["status"] == "ok"), key=lambda r: r["balanced_accuracy"])
+    assert chosen[0]["balanced_accuracy"] == best["balanced_accuracy"]
+    assert all(r["model_uri"].startswith("models:/") for r in rows if r["status"] == "ok")
+    client = mlflow.MlflowClient(tuned["uri"])
+    (version,) = client.search_model_versions("name = 'automil-digits-bags'")
+    assert version.run_id is not None
+    assert client.get_run(version.run_id).data.tags["automil.learner"] == chosen[0]["learner"]
+
+
+def test_predict_reproduces_the_chosen_models_predictions_on_its_training_bags(tuned):
+    target = tuned["root"] / "predictions.json"
+    _automil("predict", "models:/automil-digits-bags/latest", "--dataset", "digits-bags", "--json", str(target),
+             "--tracking-uri", tuned["uri"], cwd=tuned["root"])
+    written = json.loads(target.read_text())
+    bags = automil.load_bags("digits-bags")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", tuned["uri"])
+        loaded = mlflow.pyfunc.load_model("models:/automil-digits-bags/latest")
+        expected = loaded.predict([bags[i].tolist() for i in range(bags.n_bags)])
+    assert [p["label"] for p in written] == list(expected)
+    assert [p["bag"] for p in written] == [bags.bag_name(i) for i in range(bags.n_bags)]
+    assert all(set(p["scores"]) == {"0", "1"} for p in written)
+
+
+def test_predict_prints_a_line_per_bag_and_the_figures_of_labelled_bags(tuned):
+    out = _automil("predict", "models:/automil-digits-bags/latest", "--dataset", "digits-bags",
+                   "--tracking-uri", tuned["uri"], cwd=tuned["root"]).stdout
+    bags = automil.load_bags("digits-bags")
+    lines = out.splitlines()
+    assert lines[0].split()[:2] == ["bag", "label"]
+    assert sum(line.startswith(bags.bag_name(0) + " ") for line in lines) == 1
+    assert "ACC" in lines[-1] and "BACC" in lines[-1]
+
+
+def test_predict_names_a_file_with_other_features_and_an_unknown_model(tuned, tmp_path):
+    other = tmp_path / "three-features.data"  # mill format: instance, bag, label, features
+    other.write_text("i1,b1,1,0.1,0.2,0.3\ni2,b1,1,0.2,0.1,0.0\ni3,b2,0,1.0,1.0,1.0\n")
+    wrong = _automil("predict", "models:/automil-digits-bags/latest", "--dataset", str(other),
+                     "--tracking-uri", tuned["uri"], cwd=tuned["root"], check=False)
+    assert wrong.returncode == 1 and len(wrong.stderr.strip().splitlines()) == 1
+    assert "3 features" in wrong.stderr and "trained on 64" in wrong.stderr
+    unknown = _automil("predict", "models:/automil-nothing/latest", "--dataset", "digits-bags",
+                       "--tracking-uri", tuned["uri"], cwd=tuned["root"], check=False)
+    assert unknown.returncode == 1 and len(unknown.stderr.strip().splitlines()) == 1
+    assert "cannot load model 'models:/automil-nothing/latest'" in unknown.stderr
+
+
+def test_bag_predictions_carry_scores_for_every_class_and_the_witness():
+    from automil.evaluation import Standardized
+
+    bags = automil.load_bags("digits-bags").subset(np.arange(60))
+    model = Standardized(automil.get_learner("MI-SVM").build()).fit(bags)
+    out = predict_bags(model, bags)
+    assert all(isinstance(p, BagPrediction) for p in out)
+    assert [p.label for p in out] == model.predict(bags).tolist()
+    assert all(0 <= p.witness < bags.sizes[i] for i, p in enumerate(out))
+    assert all(p.truth == bags.y[i] for i, p in enumerate(out))
+    json.dumps([p.to_dict() for p in out])  # JSON-ready
