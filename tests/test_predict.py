@@ -25,6 +25,7 @@ def tuned(tmp_path_factory):
     uri = f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
     out = _automil("tune", "--dataset", "digits-bags", "--learner", "pdmisvm", "--learner", "MI-SVM",
                    "--n-trials", "2", "--folds", "3", "--repeats", "1", "--timeout", "none", "--jobs", "1",
+                   "--protocol", "tuned",
                    "--storage", f"journal:{root / 'studies.journal'}", "--tracking-uri", uri, "--json", "-",
                    cwd=root)
     return {"root": root, "uri": uri, "rows": json.loads(out.stdout)}

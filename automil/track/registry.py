@@ -38,7 +38,9 @@ def register_model(client, dataset: str, model_uri: str) -> str:
             raise
     model_id = model_uri.removeprefix("models:/")
     logged = client.get_logged_model(model_id)
-    version = client.create_model_version(name, source=model_uri, run_id=logged.source_run_id,
+    # The logged model's artifact location, not its models:/ URI: the registry would resolve that URI
+    # through MLflow's global tracking URI, which need not be this store.
+    version = client.create_model_version(name, source=logged.artifact_location, run_id=logged.source_run_id,
                                           tags={"automil.learner": logged.tags.get("automil.learner", "")},
                                           model_id=model_id)
     return f"models:/{name}/{version.version}"
