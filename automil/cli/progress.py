@@ -1,4 +1,10 @@
-"""Status lines of ``automil tune`` on a terminal: the command line's listener of the driver."""
+"""What ``automil tune`` shows while it runs: the command line's listener of the driver.
+
+On a terminal, live bars (tqdm, which Optuna already installs: no new dependency): one per learner with
+its trials done and planned, its best tuning score and its phase in the budget, and one for the tuning
+budget; elsewhere (CI logs, a pipe) a plain line before every trial. The lines of finished learners are
+kept in both.
+"""
 
 from __future__ import annotations
 
@@ -6,56 +12,94 @@ import sys
 import time
 
 from automil.track.records import LearnerResult
-from automil.tune.listener import StudyProgress
+from automil.tune.listener import Standing, StudyProgress
 from automil.tune.trial_states import best_trial, trial_counts
 
 __all__ = ["Progress"]
 
 
 class Progress:
-    """Status lines on a terminal: one rewritten line per trial, one kept line per finished learner
-    (a :class:`automil.tune.listener.Listener`)."""
+    """Progress of ``automil tune`` on ``stream`` (default stderr), live on a terminal, plain lines
+    elsewhere (a :class:`automil.tune.listener.Listener`)."""
 
     def __init__(self, stream=None):
         self.stream = stream or sys.stderr
         self.live = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.start = time.time()
+        self.bars = {}
 
     def message(self, line: str):
-        self._clear()
-        print(f"automil: {line}", file=self.stream, flush=True)
+        self._write(f"automil: {line}")
 
-    def trial(self, study: StudyProgress):
-        if not self.live:
+    def standing(self, standing: Standing):
+        if self.live:
+            self._draw(standing)
             return
-        counts, _ = trial_counts(study.trials)
-        best = best_trial(study.trials)
-        where = "all folds" if study.split is None else f"outer split {study.split + 1}/{study.folds}"
-        total = "" if study.n_trials is None else f"/{study.n_trials}"
-        score = "-" if best is None else f"{best.value:.3f}"
-        text = (f"  {study.learner} ({where}): trial {counts['trials']}{total}, best {study.metric} "
-                f"{score}, {counts['trials_timed_out']} T/O, {_clock(time.time() - self.start)}")
-        self.stream.write("\r\033[K" + text[:150])
-        self.stream.flush()
+        if standing.running is None:
+            return
+        now = next(s for s in standing.learners if s.learner == standing.running)
+        scored = [s for s in standing.learners if s.best is not None]
+        leader = max(scored, key=lambda s: s.best) if scored else None
+        left = "" if standing.left is None else f", {_clock(standing.left)} left"
+        print(f"  [{_clock(standing.elapsed)}{left}] {now.learner} ({now.phase}): trial {now.trials + 1}"
+              f"{'' if now.planned is None else f'/{now.planned}'}, best {_score(now.best)}; leader "
+              f"{'-' if leader is None else f'{leader.learner} {_score(leader.best)}'} ({standing.metric})",
+              file=self.stream, flush=True)
 
     def tuned(self, study: StudyProgress):
+        self._close()
         counts, _ = trial_counts(study.trials)
         best = best_trial(study.trials)
-        score = "-" if best is None else f"{best.value:.3f}"
-        self.message(f"{study.learner}: tuned, {counts['trials']} trials ({counts['trials_pruned']} pruned, "
-                     f"{counts['trials_timed_out']} T/O, {counts['trials_failed']} failed), best tuning "
-                     f"{study.metric} {score} [{_clock(time.time() - self.start)}]")
+        self.message(f"{study.learner}: tuned, {counts['trials']} trials on all folds ({counts['trials_pruned']} "
+                     f"pruned, {counts['trials_timed_out']} T/O, {counts['trials_failed']} failed), best tuning "
+                     f"{study.metric} {_score(None if best is None else best.value)} "
+                     f"[{_clock(time.time() - self.start)}]")
 
     def learner_done(self, result: LearnerResult):
-        self._clear()
+        self._close()
         figure = "-" if result.balanced_accuracy is None else f"{result.balanced_accuracy:.3f}"
         print(f"  {result.learner}: {result.status}, {result.trials} trials ({result.trials_timed_out} T/O), "
               f"{result.headline} BACC {figure} [{_clock(time.time() - self.start)}]", file=self.stream,
               flush=True)
 
-    def _clear(self):
-        if self.live:
-            self.stream.write("\r\033[K")
+    def _draw(self, standing: Standing):
+        from tqdm import tqdm
+
+        if not self.bars:
+            total = None if standing.left is None else round(standing.elapsed + standing.left)
+            self.bars["budget"] = tqdm(total=total, desc="budget", unit="s", file=self.stream, position=0,
+                                       leave=False, bar_format="{desc:>16} |{bar}| {n:.0f}/{total:.0f} s")
+            width = max(len(s.learner) for s in standing.learners)
+            for position, s in enumerate(standing.learners, 1):
+                self.bars[s.learner] = tqdm(total=s.planned, desc=s.learner.rjust(width), unit="trial",
+                                            file=self.stream, position=position, leave=False,
+                                            bar_format="{desc} |{bar}| {n}/{total} {postfix}")
+        budget = self.bars["budget"]
+        budget.n = standing.elapsed
+        budget.set_description_str("running " + (standing.running or "-")[:8], refresh=False)
+        budget.refresh()
+        for s in standing.learners:
+            bar = self.bars[s.learner]
+            bar.n = s.trials
+            bar.set_postfix_str(f"best {_score(s.best)} {s.phase}", refresh=False)
+            bar.refresh()
+
+    def _write(self, line: str):
+        if self.bars:
+            from tqdm import tqdm
+
+            tqdm.write(line, file=self.stream)
+        else:
+            print(line, file=self.stream, flush=True)
+
+    def _close(self):
+        for bar in self.bars.values():
+            bar.close()
+        self.bars = {}
+
+
+def _score(value) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _clock(seconds: float) -> str:

@@ -8,15 +8,15 @@ import time
 import numpy as np
 
 from automil.track.records import TrialAttr, TrialRecord
-from automil.tune.listener import Listener, StudyProgress
+from automil.tune.listener import LearnerStanding, Listener, Standing, StudyProgress
 from automil.tune.plan import Plan
-from automil.tune.schedule import LearnerState, StudyState, next_step
+from automil.tune.schedule import LearnerState, StudyState, contenders, next_step, waits_for_defaults
 from automil.tune.studies import study_name
 from automil.tune.tracking import Guarded
 from automil.tune.trial_states import best_trial, counts_toward_budget, records
 from automil.tune.trials import configure_study, run_trial
 
-__all__ = ["tune_studies", "learner_state"]
+__all__ = ["tune_studies", "learner_state", "standing"]
 
 
 def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener: Listener, index: int):
@@ -40,8 +40,9 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
         states = [learner_state(learner, [records(s) for s in studies[learner]], plan.options.metric,
                                 plan.start, now)
                   for learner in plan.learners]
-        step = next_step(states, plan.options.n_trials, None if deadline is None else deadline - now,
-                         plan.options.jobs)
+        left = None if deadline is None else deadline - now
+        step = next_step(states, plan.options.n_trials, left, plan.options.jobs)
+        listener.standing(standing(states, plan, None if step is None else step.learner, now))
         if step is None:
             break
         study = studies[step.learner][step.study]
@@ -58,7 +59,6 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
         trial = run_trial(study, spec, split, plan, bags, worker, hard_stop, fair_share=step.phase == "defaults")
         if split is None and parents[step.learner] is not None:
             tracking.log_trial(parents[step.learner], trial, study.study_name)
-        listener.trial(_progress(plan, step.learner, split, records(study)))
     for learner in plan.learners:
         listener.tuned(_progress(plan, learner, None, records(studies[learner][0])))
 
@@ -89,6 +89,30 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
     too_slow = any(t.attrs.get(TrialAttr.TOO_SLOW) and t.start is not None and t.start.timestamp() >= run_start
                    for t in main)
     return LearnerState(learner, tuple(state), seconds, float(np.mean(durations)) if durations else None, too_slow)
+
+
+def standing(states: list[LearnerState], plan: Plan, running: str | None, now: float) -> Standing:
+    """What the listener shows: every learner's trials, best score and phase in the policy."""
+    n_trials = plan.options.n_trials
+    weights = contenders(states, n_trials)
+    rows = []
+    for state in states:
+        if state.too_slow:
+            phase = "too slow"
+        elif waits_for_defaults(state, n_trials):
+            phase = "defaults"
+        elif not state.open_studies(n_trials):
+            phase = "full"
+        elif state.name in weights:
+            phase = "contender"
+        else:
+            phase = "behind" if state.main.best is not None else "no score"
+        rows.append(LearnerStanding(state.name, sum(s.trials for s in state.studies),
+                                    None if n_trials is None else n_trials * len(state.studies), state.main.best,
+                                    phase))
+    deadline = plan.tuning_deadline
+    return Standing(running, rows, plan.options.metric, now - plan.start,
+                    None if deadline is None else max(deadline - now, 0.0))
 
 
 def _duration(trial: TrialRecord, now: float) -> float:

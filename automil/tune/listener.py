@@ -8,7 +8,7 @@ from typing import Protocol
 
 from automil.track.records import LearnerResult, TrialRecord
 
-__all__ = ["Listener", "StudyProgress", "Silent"]
+__all__ = ["Listener", "StudyProgress", "LearnerStanding", "Standing", "Silent"]
 
 
 @dataclass(frozen=True)
@@ -24,17 +24,44 @@ class StudyProgress:
     trials: list[TrialRecord]
 
 
+@dataclass(frozen=True)
+class LearnerStanding:
+    """One learner as the budget sees it: its counted trials over all its studies and the most it may
+    have (``None``: no ``--n-trials`` cap), its best tuning score, and its ``phase``: ``defaults``
+    (waiting for its defaults), ``contender`` (close to the leader: it gets time), ``behind``, ``full``,
+    ``no score`` or ``too slow``."""
+
+    learner: str
+    trials: int
+    planned: int | None
+    best: float | None
+    phase: str
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where the tuning of a run stands: the learner whose trial runs now (``None`` once tuning ends),
+    every learner's standing, the seconds since the run began and the tuning seconds left (``None``:
+    no ``--timeout``)."""
+
+    running: str | None
+    learners: list[LearnerStanding]
+    metric: str
+    elapsed: float
+    left: float | None
+
+
 class Listener(Protocol):
     """What the driver tells whoever watches a run."""
 
     def message(self, line: str) -> None:
         """A status line (start of the run, a warning)."""
 
-    def trial(self, study: StudyProgress) -> None:
-        """A trial of ``study`` finished."""
+    def standing(self, standing: Standing) -> None:
+        """Where tuning stands, before every trial and once when tuning ends."""
 
     def tuned(self, study: StudyProgress) -> None:
-        """The last study of a learner is tuned (``study`` is its study on all bags)."""
+        """Tuning has ended; called once per learner with its study on all bags."""
 
     def learner_done(self, result: LearnerResult) -> None:
         """A learner's final evaluation is done."""
@@ -46,7 +73,7 @@ class Silent:
     def message(self, line: str) -> None:
         pass
 
-    def trial(self, study: StudyProgress) -> None:
+    def standing(self, standing: Standing) -> None:
         pass
 
     def tuned(self, study: StudyProgress) -> None:

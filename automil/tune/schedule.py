@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders"]
+__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -90,7 +90,7 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     first, into its study with the fewest trials (the study on all folds first on ties). When every
     learner with a score is full, the learners without one share what is left (phase ``"rest"``).
     """
-    waiting = [s for s in learners if _waits_for_defaults(s, n_trials)]
+    waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
         first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
@@ -108,7 +108,9 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     return Step(learner.name, learner.next_study(n_trials), "rest")
 
 
-def _waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:
+def waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:
+    """Whether the learner has yet to run its defaults (or a second point after defaults that completed
+    nothing) in its study on all folds."""
     main = learner.main
     return (not learner.too_slow and main.best is None and main.trials < FIRST_TRIES
             and (n_trials is None or main.trials < n_trials))

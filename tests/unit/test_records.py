@@ -11,18 +11,21 @@ ROW_KEYS = ["dataset", "learner", "plugin", "study", "protocol", "metric", "seed
             "nested_balanced_accuracy_std", "repeated_accuracy", "repeated_accuracy_std",
             "repeated_balanced_accuracy", "repeated_balanced_accuracy_std", "accuracy", "accuracy_std",
             "balanced_accuracy", "balanced_accuracy_std", "repeats", "headline", "fit_seconds", "one_class",
-            "error", "trials_stopped", "status"]
+            "error", "trials_stopped"]
+# Added with the chosen model: the outer splits tuned, the logged model, the choice and its registry version.
+CHOICE_KEYS = ["tuned_splits", "model_uri", "selected", "registered_model"]
 
 
 def test_a_row_without_predictions_has_the_leaderboard_keys_and_a_plain_status():
     row = LearnerResult(dataset="fox", learner="sil", status=Status.NO_RESULT).to_dict()
-    assert list(row) == ROW_KEYS
+    assert list(row) == ROW_KEYS + CHOICE_KEYS + ["status"]
+    assert row["selected"] is False
     assert json.loads(json.dumps(row))["status"] == "no result" and type(row["status"]) is str
 
 
 def test_a_row_with_predictions_adds_classes_and_confusion_matrix_before_the_status():
     row = LearnerResult(learner="sil", classes=[0, 1], confusion_matrix=[[3, 1], [0, 4]], status="ok").to_dict()
-    assert list(row) == ROW_KEYS[:-1] + ["classes", "confusion_matrix", "status"]
+    assert list(row) == ROW_KEYS + ["classes", "confusion_matrix", *CHOICE_KEYS, "status"]
 
 
 def test_a_skipped_row_has_only_its_eight_keys():
@@ -44,7 +47,8 @@ def test_a_stored_row_reads_back_equal_and_unknown_keys_are_named():
 
 
 def test_status_values_are_the_strings_json_and_reports_have_always_shown():
-    assert [s.value for s in Status] == ["ok", "partial", "T/O", "failed", "no result", "no trials", "skipped"]
+    assert [s.value for s in Status] == ["ok", "partial", "T/O", "failed", "no result", "no trials", "too slow",
+                                         "skipped"]
     assert f"{Status.TIMED_OUT}" == "T/O" and Status("no trials") is Status.NO_TRIALS
     assert [s for s in Status if s.has_figure] == [Status.OK, Status.PARTIAL]
 

@@ -1,10 +1,13 @@
 """The budget policy on made-up study states: which learner and study get the next trial."""
 
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 import numpy as np
 import pytest
 
+from automil.track.records import TrialRecord
+from automil.tune.budget import learner_state
 from automil.tune.schedule import (EDGE_WEIGHT, FIRST_TRIES, MIN_MARGIN, LearnerState, StudyState, contenders,
                                    next_step)
 
@@ -129,11 +132,6 @@ def test_the_three_best_hold_most_trials_on_a_simulated_run():
 
 
 def test_learner_state_reads_counts_best_spread_seconds_and_too_slow_from_trial_records():
-    from datetime import datetime, timedelta
-
-    from automil.track.records import TrialAttr, TrialRecord
-    from automil.tune.budget import learner_state
-
     t0 = datetime(2026, 12, 1, 12, 0, 0)
 
     def trial(number, state, value=None, seconds=2.0, **attrs):
