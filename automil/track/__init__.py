@@ -4,15 +4,10 @@ pyfunc model, the figures, the results table read back from the store, and the M
 It takes the driver's plain records (:mod:`automil.track.records`) and never imports Optuna.
 """
 
-from importlib import import_module
+from automil.lazy import lazy_exports
 
 _EXPORTS = {"Tracker": "automil.track.tracker", "BagModel": "automil.track.model",
             "default_tracking_uri": "automil.track.store", "start_ui": "automil.track.server"}
 
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'automil.track' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

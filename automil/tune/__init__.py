@@ -6,15 +6,10 @@ Entry points: :func:`automil.tune.driver.tune`, :class:`automil.tune.options.Tun
 :func:`automil.tune.study_file.read_study_file` (``from automil.tune import tune`` works too).
 """
 
-from importlib import import_module
+from automil.lazy import lazy_exports
 
 _EXPORTS = {"tune": "automil.tune.driver", "TuneOptions": "automil.tune.options",
             "read_study_file": "automil.tune.study_file", "study_name": "automil.tune.studies"}
 
 __all__ = list(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'automil.tune' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)
