@@ -3,7 +3,7 @@ writes (per-bag mean, max and min of the instances + a 300-tree scikit-learn Ran
 the same folds: one stratified 6-fold CV over bags (``automil.bag_folds(y, 6, seed)``), balanced accuracy.
 
     python bench/embedding_accuracy.py [--learners bag-stats miles mivlad mifv] [--datasets musk1 ...]
-                                       [--seed 0]
+                                       [--seed 0] [--no-baseline]
 
 The learners run under the core's fixed-parameter protocol (``cross_validated_predictions``: instances
 standardized on the training folds); the baseline sees the raw instances, as its user would (a forest is
@@ -66,12 +66,14 @@ def main():
     parser.add_argument("--learners", nargs="+", default=list(LEARNERS))
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-baseline", action="store_true", help="only the learners' rows")
     args = parser.parse_args()
     data = {name: load(name) for name in args.datasets}
     print(f"balanced accuracy (%), {N_FOLDS}-fold CV over bags, seed {args.seed}, mean ± std over folds")
     print("| learner | " + " | ".join(args.datasets) + " | time (s) |")
     print("|---|" + "---|" * (len(args.datasets) + 1))
-    rows = [("mean/max/min + RF(300), untuned", lambda bags: baseline_balanced_accuracy(bags, args.seed))]
+    rows = [] if args.no_baseline else [
+        ("mean/max/min + RF(300), untuned", lambda bags: baseline_balanced_accuracy(bags, args.seed))]
     rows += [(name, lambda bags, name=name: cv_balanced_accuracy(name, bags, args.seed)) for name in args.learners]
     for label, evaluate in rows:
         start = time.perf_counter()

@@ -29,7 +29,7 @@ CANDIDATES = {
         {"statistics": ("mean", "max", "min"), "classifier": "logistic-regression"},
     ],
     "miles": [{"gamma": gamma, "C": 1.0} for gamma in (0.1, 1.0, 10.0)] + [{"gamma": 1.0, "C": C} for C in (0.1, 10.0)],
-    "mivlad": [{"n_codewords": k, "C": C} for k in (1, 2, 4, 8, 16) for C in (0.1, 1.0, 10.0)],
+    "mivlad": [{"n_codewords": k, "C": C} for k in (1, 2, 4, 8) for C in (0.1, 1.0, 10.0)],
     "mifv": [{"n_codewords": k, "C": C} for k in (1, 2, 4, 8) for C in (1.0, 10.0)],
 }
 

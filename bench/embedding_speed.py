@@ -19,7 +19,8 @@ import numpy as np
 import automil
 from automil_datasets.synthetic import make_synthetic_bags
 
-LEARNERS = {"mivlad": {}, "mifv": {}, "bag-stats (linear-svm)": {"classifier": "linear-svm"}}
+LEARNERS = {"mivlad": {}, "mifv": {},
+            "bag-stats (linear-svm)": {"statistics": ("mean", "max", "min"), "classifier": "linear-svm"}}
 REFERENCE = "bag-stats (linear-svm)"
 
 

@@ -30,9 +30,9 @@ class BagStats(EmbeddedClassifier):
 
     Parameters
     ----------
-    statistics : tuple of str, default=("mean", "max", "min")
+    statistics : tuple of str, default=("mean", "max", "min", "std")
         Which of ``"mean"``, ``"max"``, ``"min"``, ``"std"`` to compute, concatenated in this order.
-    classifier : str, default="random-forest"
+    classifier : str, default="extra-trees"
         One of ``"random-forest"``, ``"extra-trees"``, ``"hist-gradient-boosting"``,
         ``"logistic-regression"``, ``"linear-svm"``, ``"rbf-svm"``.
     n_estimators : int, default=300
@@ -64,7 +64,7 @@ class BagStats(EmbeddedClassifier):
 
     accepts_sparse = True
 
-    def __init__(self, statistics=("mean", "max", "min"), classifier="random-forest", n_estimators=300,
+    def __init__(self, statistics=("mean", "max", "min", "std"), classifier="extra-trees", n_estimators=300,
                  max_features="sqrt", min_samples_leaf=1, learning_rate=0.1, max_iter=100, max_leaf_nodes=31,
                  C=1.0, gamma=1.0, random_state=None, n_jobs=None):
         self.statistics = statistics
