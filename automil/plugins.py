@@ -25,6 +25,7 @@ BUILTIN_PLUGINS = {
     "svm": "automil_svm",
     "pdmisvm": "automil_pdmisvm",
     "forests": "automil_forests",
+    "embedding": "automil_embedding",
 }
 
 

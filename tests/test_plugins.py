@@ -126,16 +126,16 @@ def test_broken_plugin_is_reported_by_name_and_the_others_still_load(tmp_path):
 def test_example_plugin_template_installs_and_passes_the_contract(tmp_path):
     install(REPO / "examples" / "plugin-template", tmp_path / "site")
     learners = automil("learners", site=tmp_path / "site")
-    assert re.search(r"^embedded-meanmax\s+embedding", learners.stdout, re.M), learners.stderr
+    assert re.search(r"^embedded-meanmax\s+example", learners.stdout, re.M), learners.stderr
     datasets = automil("datasets", site=tmp_path / "site")
-    assert re.search(r"^shapes-toy\s+embedding\s+60\s+277\s+4\s+2\s+yes", datasets.stdout, re.M)
+    assert re.search(r"^shapes-toy\s+example\s+60\s+277\s+4\s+2\s+yes", datasets.stdout, re.M)
     # the plugin's own tests, as its author runs them: the contract suite and the dataset's declared shape
     template_tests = REPO / "examples" / "plugin-template" / "tests"
     check = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(template_tests)],
         cwd=template_tests.parent, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(tmp_path / "site"), "PYTHONDONTWRITEBYTECODE": "1",
-             plugins.LOAD_PLUGINS_ENV: "embedding,datasets"})
+             plugins.LOAD_PLUGINS_ENV: "example,datasets"})
     assert check.returncode == 0, check.stdout + check.stderr
     passed = re.match(r"(\d+) passed", check.stdout.splitlines()[-1])
     assert passed and int(passed.group(1)) >= 5, check.stdout  # the contract checks ran

@@ -1,4 +1,4 @@
-"""Writes automil_embedding/shapes-toy.data.gz (MILL text format), the example plugin's dataset."""
+"""Writes automil_example/shapes-toy.data.gz (MILL text format), the example plugin's dataset."""
 
 import gzip
 from pathlib import Path
@@ -16,7 +16,7 @@ for b in range(60):
     for j, row in enumerate(X):
         values = ",".join(f"{v:.6f}" for v in row)
         lines.append(f"shape_{b}_{j},shape_{b},{label},{values}\n")
-target = Path(__file__).parent / "automil_embedding" / "shapes-toy.data.gz"
+target = Path(__file__).parent / "automil_example" / "shapes-toy.data.gz"
 with gzip.open(target, "wt", newline="") as f:
     f.writelines(lines)
 print(f"wrote {target} ({len(lines)} instances)")

@@ -13,7 +13,7 @@ DATA = Path(__file__).with_name("shapes-toy.data.gz")
 
 @automil.hookimpl
 def register_learners(register):
-    from automil_embedding.learner import EmbeddedMeanMax, search_space
+    from automil_example.learner import EmbeddedMeanMax, search_space
 
     register(automil.LearnerSpec(
         name="embedded-meanmax",

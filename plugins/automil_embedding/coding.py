@@ -1,0 +1,144 @@
+"""miVLAD and miFV (Wei, Wu & Zhou 2017): a codebook learned on all training instances, each bag encoded by
+how its instances deviate from the codewords, power and L2 normalization, then a linear SVM.
+
+Both encodings are sums over a bag's instances of per-codeword statistics weighted by the instance's
+assignment to the codeword (hard for VLAD, the Gaussian posterior for Fisher vectors), so encoding costs
+``O(n_instances * n_codewords * n_features)``: linear in instances. The codebook is fitted by k-means
+(mini-batch above ``MINIBATCH_ABOVE`` instances) or by EM on a sample of at most ``GMM_SAMPLE`` instances,
+so fitting stays linear too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.cluster import KMeans, MiniBatchKMeans
+from sklearn.mixture import GaussianMixture
+from sklearn.svm import LinearSVC
+
+from automil_embedding.embedded import EmbeddedClassifier, power_l2_normalize
+
+__all__ = ["MiVLAD", "MiFV", "vlad", "fisher_vector"]
+
+MINIBATCH_ABOVE = 20_000
+GMM_SAMPLE = 20_000
+
+
+def _weighted_sums(bags, weights, values):
+    """Per bag and codeword ``sum_j weights[j, c] * values[j]``, shape ``(n_bags, n_codewords, width)``,
+    as one sparse product per codeword."""
+    pooling = sp.csr_matrix((np.ones(bags.n_instances), (bags.bag_index, np.arange(bags.n_instances))),
+                            shape=(bags.n_bags, bags.n_instances))
+    return np.stack([pooling @ (weights[:, [c]] * values) for c in range(weights.shape[1])], axis=1)
+
+
+def vlad(bags, centers, assignment):
+    """VLAD: per codeword, the sum of the residuals ``x - center`` of the bag's instances assigned to it;
+    shape ``(n_bags, n_codewords * n_features)``, before normalization. One sparse product: row
+    ``bag * n_codewords + codeword`` sums the instances of that bag assigned to that codeword."""
+    k = len(centers)
+    cell = bags.bag_index * k + assignment
+    pooling = sp.csr_matrix((np.ones(bags.n_instances), (cell, np.arange(bags.n_instances))),
+                            shape=(bags.n_bags * k, bags.n_instances))
+    counts = np.bincount(cell, minlength=bags.n_bags * k)[:, None]
+    residuals = pooling @ bags.X - counts * np.tile(centers, (bags.n_bags, 1))
+    return residuals.reshape(bags.n_bags, -1)
+
+
+def fisher_vector(bags, mixture):
+    """The Fisher vector of each bag under a diagonal Gaussian mixture (Perronnin et al. 2010): gradients
+    of the bag's mean log-likelihood with respect to the means and standard deviations, whitened by the
+    Fisher information; shape ``(n_bags, 2 * n_components * n_features)``, before normalization."""
+    posterior = mixture.predict_proba(bags.X)
+    means, sigma = mixture.means_, np.sqrt(mixture.covariances_)
+    weights = mixture.weights_[None, :, None]
+    size = bags.sizes[:, None, None].astype(np.float64)
+    count = _weighted_sums(bags, posterior, np.ones((bags.n_instances, 1)))
+    first = _weighted_sums(bags, posterior, bags.X)
+    second = _weighted_sums(bags, posterior, bags.X * bags.X)
+    centred_first = first - count * means
+    centred_second = second - 2 * means * first + count * means ** 2
+    d_means = centred_first / sigma / (size * np.sqrt(weights))
+    d_sigmas = (centred_second / sigma ** 2 - count) / (size * np.sqrt(2 * weights))
+    return np.concatenate((d_means.reshape(bags.n_bags, -1), d_sigmas.reshape(bags.n_bags, -1)), axis=1)
+
+
+class _CodebookClassifier(EmbeddedClassifier):
+    """A linear SVM (scikit-learn ``LinearSVC``, one-vs-rest) on power- and L2-normalized bag codes.
+
+    Parameters
+    ----------
+    n_codewords : int
+        Codewords (k-means centres or mixture components); at most the number of training instances.
+    C : float
+        Inverse regularization strength of the linear SVM.
+    random_state : int or None, default=None
+        Seeds the codebook and the SVM.
+
+    The defaults differ per encoding (chosen on other data, docs/accuracy-embedding.md).
+    """
+
+    def _fit_embedding(self, bags):
+        if self.n_codewords < 1:
+            raise ValueError(f"n_codewords must be at least 1, got {self.n_codewords}")
+        self.codebook_ = self._fit_codebook(bags.X, min(self.n_codewords, bags.n_instances))
+        return self._embed(bags)
+
+    def _embed(self, bags):
+        return power_l2_normalize(self._encode(bags))
+
+    def _make_classifier(self, n_columns):
+        return LinearSVC(C=self.C, random_state=self.random_state)
+
+
+class MiVLAD(_CodebookClassifier):
+    """miVLAD (Wei, Wu & Zhou 2017): VLAD codes over k-means codewords, then a linear SVM.
+
+    Parameters: ``n_codewords`` (default 1), ``C`` (default 10.0), ``random_state``; see the module's
+    ``_CodebookClassifier``. With 2 or more codewords VLAD drops how many instances fall in each cell, so a
+    lone witness in a cell of its own goes unseen (docs/accuracy-embedding.md).
+
+    Attributes
+    ----------
+    codebook_ : KMeans or MiniBatchKMeans
+    classifier_ : LinearSVC
+    """
+
+    def __init__(self, n_codewords=1, C=10.0, random_state=None):
+        self.n_codewords = n_codewords
+        self.C = C
+        self.random_state = random_state
+
+    def _fit_codebook(self, X, k):
+        if len(X) > MINIBATCH_ABOVE:
+            return MiniBatchKMeans(k, batch_size=4096, n_init=3, random_state=self.random_state).fit(X)
+        return KMeans(k, n_init=3, random_state=self.random_state).fit(X)
+
+    def _encode(self, bags):
+        return vlad(bags, self.codebook_.cluster_centers_, self.codebook_.predict(bags.X))
+
+
+class MiFV(_CodebookClassifier):
+    """miFV (Wei, Wu & Zhou 2017): Fisher vectors over a diagonal Gaussian mixture, then a linear SVM.
+
+    Parameters: ``n_codewords`` (mixture components, default 2), ``C`` (default 1.0), ``random_state``; see
+    the module's ``_CodebookClassifier``.
+
+    Attributes
+    ----------
+    codebook_ : GaussianMixture (diagonal covariances)
+    classifier_ : LinearSVC
+    """
+
+    def __init__(self, n_codewords=2, C=1.0, random_state=None):
+        self.n_codewords = n_codewords
+        self.C = C
+        self.random_state = random_state
+
+    def _fit_codebook(self, X, k):
+        if len(X) > GMM_SAMPLE:
+            X = X[np.sort(np.random.default_rng(self.random_state).choice(len(X), GMM_SAMPLE, replace=False))]
+        return GaussianMixture(k, covariance_type="diag", reg_covar=1e-4, random_state=self.random_state).fit(X)
+
+    def _encode(self, bags):
+        return fisher_vector(bags, self.codebook_)
