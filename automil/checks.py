@@ -25,7 +25,7 @@ from sklearn.exceptions import NotFittedError
 from automil.bags import Bags
 from automil.learner import LearnerSpec
 
-__all__ = ["check_learner", "learner_checks", "witness_bags"]
+__all__ = ["check_learner", "check_search_space_extremes", "learner_checks", "witness_bags"]
 
 SEED = 0
 N_FEATURES = 5
@@ -238,17 +238,8 @@ def check_first_trial_is_a_point_of_the_search_space(spec):
 
     import optuna
 
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line in the user's log
-    try:
-        study = optuna.create_study()
-    finally:
-        optuna.logging.set_verbosity(verbosity)
-    study.enqueue_trial(spec.first_trial)
-    trial = study.ask()
     bags = witness_bags(8)
-    trial.set_user_attr("n_features", bags.n_features)
-    trial.set_user_attr("n_classes", 2)
+    trial = _new_trial(None, bags.n_features, enqueue=spec.first_trial)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # Optuna only warns about a fixed value outside its range
         try:
@@ -263,6 +254,77 @@ def check_first_trial_is_a_point_of_the_search_space(spec):
     spec.build(**params).fit(bags, bags.y)
 
 
+def _new_trial(sampler, n_features, enqueue=None):
+    """An ask-and-tell trial of a fresh in-memory study (``enqueue``: its fixed parameters), with the
+    data attributes search spaces read."""
+    import optuna
+
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line in the user's log
+    try:
+        study = optuna.create_study(sampler=sampler)
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    if enqueue is not None:
+        study.enqueue_trial(enqueue)
+    trial = study.ask()
+    trial.set_user_attr("n_features", n_features)
+    trial.set_user_attr("n_classes", 2)
+    return trial
+
+
+def _end_sampler(pattern: int):
+    """A sampler that puts every parameter at an end of its range: pattern 0 all low ends, 1 all high
+    ends, 2 and 3 alternate low/high in suggestion order; a categorical takes its choice number
+    ``pattern`` (cyclically), so the four patterns visit every branch of a small define-by-run space."""
+    import optuna
+
+    class EndSampler(optuna.samplers.BaseSampler):
+        def infer_relative_search_space(self, study, trial):
+            return {}
+
+        def sample_relative(self, study, trial, search_space):
+            return {}
+
+        def sample_independent(self, study, trial, param_name, distribution):
+            if isinstance(distribution, optuna.distributions.CategoricalDistribution):
+                return distribution.choices[pattern % len(distribution.choices)]
+            high = pattern == 1 or (pattern >= 2 and (len(trial.params) + pattern) % 2 == 1)
+            return distribution.high if high else distribution.low
+
+    return EndSampler()
+
+
+def check_search_space_extremes(spec, n_random: int = 2):
+    """Every point of the search space is valid: at the ends of its ranges (all low, all high, and
+    alternating) and at ``n_random`` random points, the space suggests without pruning and the learner it
+    builds fits a small problem without an error, a RuntimeWarning (overflow, a numerical breakdown) or a
+    non-finite score. A tuner must never spend a trial on a point that cannot give a result."""
+    import warnings
+
+    import optuna
+
+    if not isinstance(spec, LearnerSpec):
+        return
+    train, test = witness_bags(6, seed=SEED), witness_bags(4, seed=SEED + 1)
+    samplers = [_end_sampler(pattern) for pattern in range(4)]
+    samplers += [optuna.samplers.RandomSampler(seed=SEED + i) for i in range(n_random)]
+    for sampler in samplers:
+        trial = _new_trial(sampler, train.n_features)
+        try:
+            params = spec.search_space(trial)
+        except optuna.TrialPruned as pruned:
+            raise AssertionError(f"the search space prunes the point {trial.params}: {pruned}") from None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", RuntimeWarning)
+                scores = spec.build(**params).fit(train, train.y).decision_function(test)
+        except Exception as error:  # noqa: BLE001
+            raise AssertionError(f"the point {trial.params} of the search space fails to fit: "
+                                 f"{type(error).__name__}: {error}") from error
+        assert np.isfinite(scores).all(), f"the point {trial.params} gives non-finite scores"
+
+
 _GENERAL = (check_clone_and_params, check_binary, check_multiclass, check_list_and_bags_input,
             check_deterministic, check_refit_forgets, check_bad_input)
 _MIL = (check_witness_copy_flips_negative_bag, check_negative_instances_keep_bag_negative,
@@ -273,6 +335,8 @@ def learner_checks(spec) -> list:
     """The checks that apply to ``spec`` (a LearnerSpec, or an estimator instance), each a callable
     without arguments named after the property it proves."""
     checks = list(_GENERAL)
+    if isinstance(spec, LearnerSpec):
+        checks.append(check_search_space_extremes)
     if isinstance(spec, LearnerSpec) and spec.standard_mil:
         checks += _MIL
     if isinstance(spec, LearnerSpec) and spec.first_trial:

@@ -2,10 +2,13 @@
 
 import dataclasses
 
+import optuna
 import pytest
 
 import automil
-from automil.checks import check_first_trial_is_a_point_of_the_search_space, learner_checks
+from automil.checks import (
+    check_first_trial_is_a_point_of_the_search_space, check_search_space_extremes, learner_checks,
+)
 
 CASES = [(spec.name, check) for spec in automil.learners().values() for check in learner_checks(spec)]
 
@@ -28,8 +31,22 @@ def test_a_first_trial_outside_the_search_space_fails_the_contract(first_trial, 
 
 
 def test_a_first_trial_the_search_space_prunes_fails_the_contract():
-    # mu0 * rho^maxiter = 1e-2 * 1.5^3000 would overflow: pdMISVM's space prunes such a point
-    spec = automil.get_learner("pdmisvm")
-    spec = dataclasses.replace(spec, first_trial={**spec.first_trial, "mu0": 1e-2, "rho": 1.5, "maxiter": 3000})
+    def refusing_space(trial):
+        raise optuna.TrialPruned("no setting fits")
+
+    spec = dataclasses.replace(automil.get_learner("mirf"), search_space=refusing_space)
     with pytest.raises(AssertionError, match="it prunes it"):
         check_first_trial_is_a_point_of_the_search_space(spec)
+
+
+def test_a_search_space_with_an_overflowing_end_fails_the_contract():
+    # pdMISVM's space before issue 14: maxiter up to 3000 whatever mu0 and rho, so at the high ends
+    # mu0 * rho^maxiter = 1e-2 * 1.5^3000 overflows in a fit that runs to maxiter; it warns and the check reports the point.
+    def unbounded_space(trial):
+        return {"C": 1.0, "mu0": trial.suggest_float("mu0", 1e-10, 1e-2, log=True),
+                "rho": trial.suggest_float("rho", 1.01, 1.5), "maxiter": trial.suggest_int("maxiter", 200, 3000),
+                "tol": 1e-300}  # never reached: every fit runs to maxiter
+
+    spec = dataclasses.replace(automil.get_learner("pdmisvm"), search_space=unbounded_space)
+    with pytest.raises(AssertionError, match="'maxiter': 3000.*RuntimeWarning.*overflow"):
+        check_search_space_extremes(spec, n_random=0)

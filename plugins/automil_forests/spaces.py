@@ -35,4 +35,4 @@ def midf_space(trial) -> dict:
 # The estimators' defaults as points of the spaces above: the first trial of every new study.
 MIRF_FIRST_TRIAL = {"n_estimators": 100, "max_features_kind": "sqrt", "max_depth_limited": False}
 BLRT_FIRST_TRIAL = {**MIRF_FIRST_TRIAL, "n_rules": 16, "min_samples": 1}
-MIDF_FIRST_TRIAL = {"n_estimators": 50, "max_layers": 10, "patience": 1}
+MIDF_FIRST_TRIAL = {"n_estimators": 25, "max_layers": 10, "patience": 1}

@@ -17,7 +17,7 @@ def register_learners(register):
     from automil_svm.sparse_mil import SBMIL, SMIL
 
     learners = (
-        ("sil", SIL, spaces.kernel_space, True,
+        ("sil", SIL, spaces.sil_space, True,
          "SIL: SVM on instances labelled by their bag; bag score = best instance (Ray & Craven 2005)"),
         ("mi-svm", MiSVM, spaces.kernel_space, True,
          "mi-SVM (lower-case mi): instance-level, maximum pattern margin; relabels instances of positive "

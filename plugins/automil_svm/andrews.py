@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from automil import bag_max
+from automil import bag_max, kernels
 from automil_svm.ovr import (
     CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, MaxInstanceMixin, OneVsRestBagSVM, learner_doc,
 )
@@ -23,6 +23,13 @@ _ITERATION_PARAMETERS = """\
         ``1/2 ||w||^2 + sum_i C_i xi_i`` of its last SVM is kept.
     random_state : int or None, default=None
         Seeds the random starting points of the restarts."""
+
+_INIT_PARAMETER = """\
+    init : {"instance_mean", "feature_mean"}, default="instance_mean"
+        Where a positive bag starts (restarts: a random convex combination instead of the mean).
+        "instance_mean" is Andrews et al.'s: the mean of the bag's raw instances, mapped into the kernel's
+        feature space, ``phi(mean(x))``. "feature_mean" is the mean of the mapped instances,
+        ``mean(phi(x))`` (the set-kernel view). They coincide for the linear kernel."""
 
 _ITERATION_ATTRIBUTES = """\
     n_iter_ : ndarray of shape (n_models,)
@@ -59,8 +66,7 @@ class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
         self._rng = np.random.default_rng(self.random_state)
 
     def _fit_binary(self, bags, t, space):
-        runs = [self._iterate(bags, t, space, None)]
-        runs += [self._iterate(bags, t, space, self._rng) for _ in range(self.restarts)]
+        runs = [self._iterate(bags, t, space, start) for start in range(self.restarts + 1)]
         solution, n_iter, converged, objective = min(runs, key=lambda run: run[3])
         self._runs.append((n_iter, converged, objective))
         return space.scorer(solution)
@@ -99,13 +105,13 @@ class MiSVM(_AndrewsSVM):
         parameters=(COMMON_PARAMETERS, SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER, _ITERATION_PARAMETERS),
         attributes=(_ITERATION_ATTRIBUTES,), references=_REFERENCE)
 
-    def _iterate(self, bags, t, space, rng):
+    def _iterate(self, bags, t, space, start):
         index = bags.bag_index
         positive = t > 0
         C = self._example_C(self._bag_weights(t)[index], bags.n_instances)
         labels = t[index]  # step 1: instances of positive bags start positive
-        if rng is not None:  # a restart: random labels in positive bags
-            labels = np.where(positive[index] & (rng.random(len(labels)) < 0.5), -1.0, labels)
+        if start > 0:  # a restart: random labels in positive bags
+            labels = np.where(positive[index] & (self._rng.random(len(labels)) < 0.5), -1.0, labels)
         for n_iter in range(1, self.max_iters + 1):
             solution = space.solve(None, labels, C)  # step 2
             new = relabel_positive_bags(space.scores(solution), positive, bags.offsets)  # step 3
@@ -120,8 +126,8 @@ class MISVM(_AndrewsSVM):
     __doc__ = learner_doc(
         """MI-SVM (upper-case MI): bag-level, maximum bag margin; one witness per positive bag.
 
-    Each positive bag is represented by one instance, its witness (first the bag mean, then the arg-max
-    instance of the current SVM); every negative instance is an example. Solves until the witnesses stop
+    Each positive bag is represented by one instance, its witness (first the mean of its instances, see
+    ``init``, then the arg-max instance of the current SVM); every negative instance is an example. Solves until the witnesses stop
     changing (at least two solves) or ``max_iters`` solves (algorithms.md 6). Bag score
     ``max_{x in B} f(x)``; witness the arg-max. With ``scale_C`` the number of examples is
     ``L_n + X_p`` (negative instances plus positive bags).
@@ -129,10 +135,40 @@ class MISVM(_AndrewsSVM):
     Andrews et al. give the instances of a negative bag one shared slack (a group constraint
     ``sum_{j in I} alpha_j <= C``); libsvm cannot express it, so here every negative instance has its own
     slack and bound ``[0, C]``. The two problems coincide when every negative bag is a single instance.""",
-        parameters=(COMMON_PARAMETERS, SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER, _ITERATION_PARAMETERS),
+        parameters=(COMMON_PARAMETERS, SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER, _ITERATION_PARAMETERS,
+                    _INIT_PARAMETER),
         attributes=(_ITERATION_ATTRIBUTES,), references=_REFERENCE)
 
-    def _iterate(self, bags, t, space, rng):
+    def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, scale_C=False, solver="auto",
+                 class_weight=None, max_iters=50, restarts=0, random_state=None, init="instance_mean"):
+        super().__init__(kernel, C, gamma, degree, scale_C, solver, class_weight, max_iters, restarts,
+                         random_state)
+        self.init = init
+
+    def _check_params(self, bags):
+        super()._check_params(bags)
+        if self.init not in ("instance_mean", "feature_mean"):
+            raise ValueError(f"MISVM: init must be 'instance_mean' or 'feature_mean', got {self.init!r}")
+
+    def _training_points(self, bags):
+        """Step 1's starting points: start 0 weighs a bag's instances equally, every restart draws
+        weights U(0, 1), normalized per bag. In raw space (``init="instance_mean"``, a nonlinear kernel)
+        the weighted means of all bags join the training instances, start after start."""
+        rng = np.random.default_rng(self.random_state)
+        mix = [np.ones(bags.n_instances)] + [rng.random(bags.n_instances) for _ in range(self.restarts)]
+        self._start_weights = [w / np.repeat(np.add.reduceat(w, bags.offsets[:-1]), bags.sizes) for w in mix]
+        if self.kernel == "linear" or self.init == "feature_mean":
+            self._start_rows = None
+            return bags.X
+        self._start_rows = bags.n_instances + bags.n_bags * np.arange(len(mix))
+        means = [kernels.bag_matrix(bags.offsets) @ sp.diags(w) @ bags.X for w in self._start_weights]
+        return sp.vstack((bags.X, *means), format="csr") if sp.issparse(bags.X) else np.vstack((bags.X, *means))
+
+    def _end_fit(self):
+        super()._end_fit()
+        del self._start_weights, self._start_rows
+
+    def _iterate(self, bags, t, space, start):
         negative_rows = bags.instance_rows(np.flatnonzero(t < 0))
         positive_bags = np.flatnonzero(t > 0)
         positive_rows = bags.instance_rows(positive_bags)
@@ -143,13 +179,13 @@ class MISVM(_AndrewsSVM):
         C = self._example_C(np.concatenate((weights[bags.bag_index[negative_rows]], weights[positive_bags])),
                             n_neg + n_pos)
         local_offsets = np.concatenate(([0], np.cumsum(sizes)))
-        # Step 1: a positive bag is first represented by the mean of its instances (a restart: by a random
-        # convex combination of them, weights U(0, 1) normalized).
-        mix = np.ones(len(positive_rows)) if rng is None else rng.random(len(positive_rows))
-        mix /= np.repeat(np.add.reduceat(mix, local_offsets[:-1]), sizes)
-        R = sp.vstack((instance_examples(negative_rows, bags.n_instances),
-                       sp.csr_matrix((mix, positive_rows, local_offsets), shape=(n_pos, bags.n_instances))),
-                      format="csr")
+        # Step 1: a positive bag is first represented by a weighted mean of its instances (_training_points)
+        if self._start_rows is None:  # in the kernel's feature space: a combination of the instances
+            starts = sp.csr_matrix((self._start_weights[start][positive_rows], positive_rows, local_offsets),
+                                   shape=(n_pos, space.n))
+        else:  # in raw space: the appended points
+            starts = instance_examples(self._start_rows[start] + positive_bags, space.n)
+        R = sp.vstack((instance_examples(negative_rows, space.n), starts), format="csr")
         selectors = None
         for n_iter in range(1, self.max_iters + 1):
             solved = R
@@ -160,5 +196,5 @@ class MISVM(_AndrewsSVM):
             if converged:
                 break
             selectors = witnesses
-            R = instance_examples(np.concatenate((negative_rows, witnesses)), bags.n_instances)
+            R = instance_examples(np.concatenate((negative_rows, witnesses)), space.n)
         return solution, n_iter, converged, space.objective(solution, solved, targets, C)

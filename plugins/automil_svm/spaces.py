@@ -15,6 +15,12 @@ def kernel_space(trial) -> dict:
     return params
 
 
+def sil_space(trial) -> dict:
+    """The kernel space plus class weighting by bag counts (SIL labels every instance by its bag, so the
+    side with the larger bags outweighs the other; one-vs-rest on K classes makes every side unequal)."""
+    return {**kernel_space(trial), "class_weight": trial.suggest_categorical("class_weight", [None, "balanced"])}
+
+
 def nsk_space(trial) -> dict:
     return {**kernel_space(trial),
             "normalization": trial.suggest_categorical("normalization", ["none", "averaging", "featurespace"])}
@@ -30,6 +36,6 @@ def sbmil_space(trial) -> dict:
 
 # The estimators' defaults as points of the spaces above: the first trial of every new study.
 _DEFAULT = {"C": 1.0, "kernel": "linear"}
-FIRST_TRIALS = {"sil": _DEFAULT, "mi-svm": _DEFAULT, "MI-SVM": _DEFAULT,
+FIRST_TRIALS = {"sil": {**_DEFAULT, "class_weight": None}, "mi-svm": _DEFAULT, "MI-SVM": _DEFAULT,
                 "nsk": {**_DEFAULT, "normalization": "averaging"}, "smil": {**_DEFAULT, "bag_score": "max"},
                 "sbmil": {**_DEFAULT, "eta": 0.1}}

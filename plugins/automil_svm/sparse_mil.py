@@ -8,8 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from automil_svm.ovr import (
-    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, MaxInstanceMixin, OneVsRestBagSVM, bag_mean,
-    learner_doc,
+    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, THRESHOLD_PARAMETER, MaxInstanceMixin,
+    OneVsRestBagSVM, bag_mean, learner_doc,
 )
 from automil_svm.svm_problem import bag_examples, instance_examples
 
@@ -66,16 +66,18 @@ class SMIL(MaxInstanceMixin, OneVsRestBagSVM):
     algorithms.md 16.8).""",
         parameters=(_SMIL_PARAMETERS, SOLVER_PARAMETER, _SOLVER_NOTE, """\
     bag_score : {"max", "mean"}, default="max"
-        How the instance scores of a bag become its score."""),
+        How the instance scores of a bag become its score.""", THRESHOLD_PARAMETER),
         references=_REFERENCE)
 
-    def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, solver="auto", bag_score="max"):
+    def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, solver="auto", bag_score="max",
+                 threshold="fit"):
         self.kernel = kernel
         self.C = C
         self.gamma = gamma
         self.degree = degree
         self.solver = solver
         self.bag_score = bag_score
+        self.threshold = threshold
 
     def _check_params(self, bags):
         if self.bag_score not in ("max", "mean"):

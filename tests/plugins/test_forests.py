@@ -217,29 +217,41 @@ def test_blrt_with_defaults_fits_its_training_bags(data_dir):
     assert np.mean(BLRTClassifier(random_state=0).fit(bags).predict(bags) == bags.y) > 0.9
 
 
-def test_midf_with_one_level_averages_its_four_forests():
+def test_midf_with_one_level_averages_its_fold_models_of_four_forests():
     train, test = witness_bags(12), witness_bags(8, seed=1)
     model = MIDFClassifier(n_estimators=10, max_layers=1, random_state=0).fit(train)
-    assert model.n_layers_ == 1 and len(model.layers_) == 1 and len(model.layers_[0]) == 4
-    kinds = [type(forest).__name__ for forest in model.layers_[0]]
-    assert kinds == ["MIRFClassifier", "MIRFClassifier", "BLRTClassifier", "BLRTClassifier"]
+    assert model.n_layers_ == 1 and len(model.layers_) == 1 and len(model.layers_[0]) == 3  # n_folds
+    for fold_model in model.layers_[0]:
+        kinds = [type(forest).__name__ for forest in fold_model]
+        assert kinds == ["MIRFClassifier", "MIRFClassifier", "BLRTClassifier", "BLRTClassifier"]
     proba = model.predict_proba(test)
-    np.testing.assert_allclose(proba, np.mean([f.predict_proba(test) for f in model.layers_[0]], axis=0))
+    forests = [forest for fold_model in model.layers_[0] for forest in fold_model]
+    np.testing.assert_allclose(proba, np.mean([f.predict_proba(test) for f in forests], axis=0))
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     np.testing.assert_array_equal(model.decision_function(test), proba)
 
 
-@pytest.mark.parametrize("seed", [0, 2])
-def test_midf_keeps_the_best_level_of_cascade_one_and_widens_instances_by_4k(seed):
-    # seed 0: cascade 1 scores levels 1 and 2 equally (first wins, L* = 1); seed 2: level 2 is best
-    bags = witness_bags(12, 3)
-    model = MIDFClassifier(n_estimators=8, max_layers=4, patience=3, random_state=seed).fit(bags)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_midf_keeps_the_best_level_and_predicts_through_the_same_fold_models(seed):
+    bags, test = witness_bags(12, 3), witness_bags(6, 3, seed=9)
+    model = MIDFClassifier(n_estimators=8, max_layers=3, patience=3, random_state=seed).fit(bags)
     scores = model.layer_scores_
-    assert len(scores) == 4 and scores[0] <= scores[1]
-    assert model.n_layers_ == int(np.argmax(scores)) + 1 == len(model.layers_) == 1 + (seed == 2)
-    for level, forests in enumerate(model.layers_):
+    assert len(scores) == 3
+    assert (model.n_layers_ > 1) == (seed == 2)  # seed 2: level 2 beats level 1, so vectors are used
+    assert model.n_layers_ == int(np.argmax(scores)) + 1 == len(model.layers_)
+    # prediction: each level's instance vectors are the mean over the fold models that the level trained
+    X = test.X
+    for level, fold_models in enumerate(model.layers_):
         width = bags.n_features + (4 * 3 if level else 0)  # d + 4K after the first level
-        assert all(forest.n_features_in_ == width for forest in forests)
+        assert all(forest.n_features_in_ == width for fold_model in fold_models for forest in fold_model)
+        if level < model.n_layers_ - 1:
+            singletons = Bags(X, np.arange(len(X) + 1))
+            vectors = np.mean([np.hstack([f.predict_proba(singletons) for f in fold_model])
+                               for fold_model in fold_models], axis=0)
+            X = np.hstack((test.X, vectors))
+    last = Bags(X, test.offsets)
+    expected = np.mean([f.predict_proba(last) for fold_model in model.layers_[-1] for f in fold_model], axis=0)
+    np.testing.assert_allclose(model.predict_proba(test), expected)
 
 
 def test_midf_tries_levels_until_patience_runs_out():
@@ -260,6 +272,7 @@ def test_midf_tries_levels_until_patience_runs_out():
     (BLRTClassifier, {"max_depth": 0}, "max_depth"),
     (BLRTClassifier, {"n_jobs": 0}, "n_jobs"),
     (MIDFClassifier, {"max_layers": 0}, "max_layers"),
+    (MIDFClassifier, {"vectors": "in_bag"}, "vectors"),
 ])
 def test_bad_parameters_raise_naming_the_parameter(kind, params, name):
     with pytest.raises(ValueError, match=name):

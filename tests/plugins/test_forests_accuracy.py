@@ -12,10 +12,17 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "forest_accuracy.py"
-_spec = importlib.util.spec_from_file_location("forest_accuracy", BENCH)
-forest_accuracy = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(forest_accuracy)
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+def _bench_module(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+forest_accuracy = _bench_module("forest_accuracy")
 
 # lowest published accuracy (%) among the methods of targets.md table 1
 FAMILY_LOW = {"musk1": 77.9, "musk2": 83.6, "elephant": 77.1, "fox": 57.8, "tiger": 73.0}
@@ -35,3 +42,15 @@ def test_default_accuracy_is_within_the_mil_family_range(learner, dataset, datas
     assert len(scores) == 10
     accuracy = 100 * scores.mean()
     assert accuracy >= FAMILY_LOW[dataset] - 3, f"{learner} on {dataset}: {accuracy:.1f}%"
+
+
+@pytest.mark.accuracy
+def test_mirf_is_at_least_as_accurate_as_the_instance_forest_it_generalizes(datasets):
+    # Issue 14: scikit-learn's forest on instances labelled by their bag, a bag scored by its best
+    # instance, same trees and folds (bench/forest_baseline.py; docs/accuracy-forests.md). Elephant is
+    # where the two differ most (83.5 vs 74.5 measured); the others are within 1.5 points.
+    import sys
+
+    sys.modules.setdefault("forest_accuracy", forest_accuracy)  # forest_baseline imports it by name
+    accuracy, _ = _bench_module("forest_baseline").compare(datasets["elephant"], n_folds=5, n_trees=100)
+    assert accuracy["mirf"] >= accuracy["forest"], accuracy

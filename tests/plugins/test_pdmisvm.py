@@ -14,7 +14,7 @@ from automil.kernels import linear_kernel
 from automil_datasets.synthetic import make_synthetic_bags
 from automil_pdmisvm.kernel import KernelPdMISVMClassifier, class_push_through_eigen, push_through_scores
 from automil_pdmisvm.linear import InexactPdMISVMClassifier, PdMISVMClassifier, class_eigen, exact_w
-from automil_pdmisvm.search import kernel_space, linear_space
+from automil_pdmisvm.search import MU_BOUND, kernel_space, linear_space, maxiter_limit
 
 sys.path.insert(0, str(Path(__file__).parent))
 from pdmisvm_reference import reference_fit  # noqa: E402
@@ -216,11 +216,13 @@ def test_kernel_refuses_gram_matrices_over_the_memory_limit():
         KernelPdMISVMClassifier(gamma=2.5).fit(bags, y)
 
 
-def test_search_space_refuses_trials_whose_mu_would_overflow():
+def test_search_space_bounds_maxiter_so_mu_never_overflows():
     base = {"C": 1.0, "mu0": 1e-2, "tol": 1e-6, "gamma": 1.0, "ell_scale": 1.0}
-    ok = optuna.trial.FixedTrial({**base, "rho": 1.2, "maxiter": 1000})
-    assert linear_space(ok)["maxiter"] == 1000
-    with pytest.raises(optuna.TrialPruned, match="overflow"):
+    assert linear_space(optuna.trial.FixedTrial({**base, "rho": 1.2, "maxiter": 1000}))["maxiter"] == 1000
+    limit = maxiter_limit(1e-2, 1.5)
+    assert 1e-2 * 1.5 ** (limit - 1) <= MU_BOUND < 1e-2 * 1.5 ** limit
+    assert maxiter_limit(1e-10, 1.01) == 3000  # the range's own end where mu stays small
+    with pytest.warns(UserWarning, match="maxiter"):  # Optuna: a fixed value outside the (bounded) range
         linear_space(optuna.trial.FixedTrial({**base, "rho": 1.5, "maxiter": 3000}))
     trial = optuna.trial.FixedTrial({**base, "rho": 1.2, "maxiter": 1000})
     trial.set_user_attr("n_features", 16)

@@ -16,6 +16,8 @@ import pytest
 DATASETS = ("musk1", "elephant", "fox", "tiger")
 LEARNERS = ("sil", "mi-svm", "MI-SVM", "nsk", "smil", "sbmil")
 SETTINGS = {"linear": {"kernel": "linear", "C": 1.0}, "rbf": {"kernel": "rbf", "C": 10.0}}
+# The peer applies the papers' bag rule, a cut at 0; SIL and sMIL fit their cut by default (issue 14).
+PUBLISHED_RULE = {"sil": {"threshold": 0.0}, "smil": {"threshold": 0.0}}
 
 # targets.md 1b: misvm (the library behind the pdMISVM paper's baselines) on this very protocol, %.
 PEER = {
@@ -42,8 +44,6 @@ EXCEPTIONS = {
     # mi-SVM is a local search over instance labels: solvers that differ within their tolerances (misvm's
     # QP and bias rule vs liblinear) land on different fixed points; 5 points is 1.7 standard errors here.
     ("mi-svm", "linear", "elephant"): 71.0,
-    # fox is near chance for every method (best published 63.0): 3.5 points is one standard error.
-    ("MI-SVM", "rbf", "fox"): 55.0,
 }
 
 
@@ -57,7 +57,8 @@ def _dataset_table(dataset: str) -> dict:
     for name in LEARNERS:
         spec = automil.get_learner(name)
         for setting, params in SETTINGS.items():
-            predicted, _, seconds = cross_validated_predictions(spec.build(**params), bags)
+            estimator = spec.build(**params, **PUBLISHED_RULE.get(name, {}))
+            predicted, _, seconds = cross_validated_predictions(estimator, bags)
             table[name, setting] = (100.0 * np.mean(predicted == bags.y), seconds)
     return table
 
@@ -87,3 +88,29 @@ def test_accuracy_is_within_three_points_of_the_peer_or_above_its_documented_flo
     floor = EXCEPTIONS.get((learner, setting, dataset), peer - 3.0)
     got = accuracy[learner, setting, dataset]
     assert got >= floor, f"{learner} ({setting}) on {dataset}: {got:.1f}% < floor {floor:.1f}% (peer {peer}%)"
+
+
+# SIL's and sMIL's defaults (the bag cut fitted on the training bags) on the sets where the published cut
+# at 0 gives one class for (nearly) every test fold: SIL and sMIL on digits-bags (10% witness rate), sMIL
+# with the RBF kernel on the classic sets. The published rule on the same folds is the peer: 50.0, 51.0
+# (digits-bags) and 48.9, 50.0, 50.0, 50.0 (RBF musk1 ... tiger), one class on 9 or 10 of the 10 folds
+# (bench/default_choices.py, docs/accuracy-svm.md). The floor is chance plus 2 standard errors of a 10-fold
+# accuracy on 200 bags (2 x 3.5 points), and no fold may be one class; the fitted cut measures 59.0 (fox)
+# to 82.0 on these cells.
+ONE_CLASS_CASES = [("sil", "digits-bags", {}), ("smil", "digits-bags", {}),
+                   *[("smil", name, SETTINGS["rbf"]) for name in DATASETS]]
+
+
+@pytest.mark.accuracy
+@pytest.mark.parametrize(("learner", "dataset", "params"), ONE_CLASS_CASES,
+                         ids=[f"{n}-{d}-{p.get('kernel', 'linear')}" for n, d, p in ONE_CLASS_CASES])
+def test_sil_and_smil_defaults_never_predict_one_class(data_dir, learner, dataset, params):
+    import automil
+    from automil.evaluation import cross_validated_predictions
+
+    bags = automil.load_bags(dataset)
+    predicted, folds, _ = cross_validated_predictions(automil.get_learner(learner).build(**params), bags)
+    one_class = [f for f in np.unique(folds) if len(np.unique(predicted[folds == f])) == 1]
+    assert not one_class, f"{learner} on {dataset}: every bag of fold(s) {one_class} got the same class"
+    accuracy = 100.0 * np.mean(predicted == bags.y)
+    assert accuracy >= 57.0, f"{learner} on {dataset}: {accuracy:.1f}% < 57% (published cut: 50%)"
