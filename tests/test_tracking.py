@@ -16,6 +16,7 @@ from automil import BagClassifier, LearnerSpec, cli
 from automil.evaluation import Standardized, fold_scores, mean_std
 from automil.folds import bag_folds, fold_splits
 from automil.track import Tracker
+from automil.track.inputs import BagsDataset
 from automil.track.records import LearnerResult
 from automil.tune.trial_states import study_record, trial_record
 
@@ -103,6 +104,7 @@ def logged(tmp_path_factory):
               "accuracy": accuracy_score(test.y, predicted), "accuracy_std": 0.031,
               "balanced_accuracy": balanced_accuracy_score(test.y, predicted), "balanced_accuracy_std": 0.042,
               "repeated_accuracy": 0.8, "repeated_accuracy_std": 0.02, "tuning_score": study.best_value,
+              "metric": "balanced_accuracy",
               "trials": N_TRIALS, "trials_timed_out": 0, "best_params": study.best_params, "seed": 0,
               "best_trial": study.best_trial.number}
     tracker.log_result(parent, LearnerResult.from_dict(result), model=model, bags=test, study=study_record(study))
@@ -286,15 +288,41 @@ def test_workers_logging_the_same_trials_at_once_leave_one_finished_run_per_tria
 def test_parent_run_holds_the_final_figures_and_best_parameters(logged):
     run = logged["client"].get_run(logged["parent"])
     result, study = logged["result"], logged["study"]
-    for key in ("accuracy", "balanced_accuracy", "accuracy_std", "balanced_accuracy_std", "repeated_accuracy",
-                "repeated_accuracy_std", "tuning_score", "trials"):
+    for key in ("accuracy", "balanced_accuracy", "accuracy_std", "balanced_accuracy_std", "trials"):
         assert run.data.metrics[key] == pytest.approx(result[key])
+    # variants named after their measure, so that they sort together in the UI's column list
+    assert run.data.metrics["accuracy_repeated_cv"] == pytest.approx(result["repeated_accuracy"])
+    assert run.data.metrics["accuracy_repeated_cv_std"] == pytest.approx(result["repeated_accuracy_std"])
+    assert run.data.metrics["balanced_accuracy_tuning"] == pytest.approx(result["tuning_score"])
+    assert not {"repeated_accuracy", "tuning_score"} & set(run.data.metrics)
     assert "seed" not in run.data.metrics and run.data.tags["automil.seed"] == "0"
     assert float(run.data.tags["best.C"]) == pytest.approx(study.best_params["C"])
     assert json.loads(run.data.tags["automil.best_params"]) == pytest.approx(study.best_params)
     assert run.data.tags["automil.best_trial"] == str(study.best_trial.number)
     assert run.data.tags["automil.best_trial_run"] == logged["trial_runs"][study.best_trial.number]
     assert run.data.tags["automil.status"] == "ok"
+
+
+def test_parent_run_has_the_bags_as_its_dataset_input(logged):
+    run = logged["client"].get_run(logged["parent"])
+    (dataset_input,) = run.inputs.dataset_inputs
+    dataset, test = dataset_input.dataset, logged["test"]
+    assert dataset.name == "digits-bags" and dataset.digest == BagsDataset(test, "digits-bags").digest
+    assert json.loads(dataset.profile) == {"bags": test.n_bags, "instances": test.n_instances,
+                                           "features": test.n_features, "classes": len(test.classes)}
+    assert json.loads(dataset.source) == {"tags": {"generated": "digits-bags"}}  # no file behind it
+    assert {tag.key: tag.value for tag in dataset_input.tags} == {"mlflow.data.context": "train"}
+
+
+def test_bags_of_two_versions_of_a_file_differ_by_digest_and_name_the_file(tmp_path):
+    path = tmp_path / "tiny.csv"
+    path.write_text("i1,b1,1,0.5,1.0\ni2,b1,0,0.1,0.2\ni3,b2,0,0.3,0.4\n")  # MILL layout
+    first = BagsDataset(automil.read_bags(path), "tiny")
+    path.write_text("i1,b1,1,0.5,1.0\ni2,b1,0,0.1,0.2\ni3,b2,0,0.3,0.5\n")  # one value changed
+    second = BagsDataset(automil.read_bags(path), "tiny")
+    assert first.digest != second.digest
+    assert json.loads(first.to_dict()["source"])["uri"] == str(path.resolve())
+    assert json.loads(first.to_dict()["profile"]) == {"bags": 2, "instances": 3, "features": 2, "classes": 2}
 
 
 def test_parent_run_has_the_figures_as_png_artifacts(logged):
@@ -377,6 +405,32 @@ def test_report_markdown_shows_the_logged_figures_in_percent(logged, capsys):
     row = next(line for line in out.splitlines() if line.startswith("| meanpool"))
     assert f"**{100 * metrics['balanced_accuracy']:.1f} ± {100 * metrics['balanced_accuracy_std']:.1f}**" in row
     assert "| sleeper | T/O | T/O |" in out
+
+
+def test_the_comparison_ranks_the_learners_and_writes_the_leaderboard_into_the_experiment(logged):
+    tracker, client = logged["tracker"], logged["client"]
+    chosen = LearnerResult(learner="meanpool", registered_model="models:/automil-digits-bags/1")
+    tracker.refresh_comparison("digits-bags", chosen)
+    latest = {}
+    for study in tracker.studies(["digits-bags"]):  # what the comparison should show: latest per learner
+        if study["learner"] not in latest or study["end_time"] > latest[study["learner"]]["end_time"]:
+            latest[study["learner"]] = study
+    scored = sorted((s for s in latest.values() if "balanced_accuracy" in s["metrics"]),
+                    key=lambda s: -s["metrics"]["balanced_accuracy"])
+    assert scored and [s["metrics"]["rank"] for s in scored] == list(range(1, len(scored) + 1))
+    assert all("rank" not in s["metrics"] for s in latest.values() if s not in scored)  # the T/O learner
+    experiment = client.get_experiment(tracker.experiment_id("digits-bags"))
+    note = experiment.tags["mlflow.note.content"]
+    best = scored[0]
+    assert note.startswith(f"**digits-bags**: best **{best['learner']}**, balanced accuracy "
+                           f"{100 * best['metrics']['balanced_accuracy']:.1f}")
+    # the first line (all the UI shows folded) names the model the tune chose and registered
+    assert "chosen model **meanpool**, registered as `models:/automil-digits-bags/1`" in note.split("\n")[0]
+    for study in latest.values():  # each learner linked to its run in the table
+        assert f"[{study['learner']}](#/experiments/{experiment.experiment_id}/runs/{study['run_id']})" in note
+    assert f"run_uuid={best['run_id']}" in note
+    for study in scored:
+        assert "figures/comparison.png" in {a.path for a in client.list_artifacts(study["run_id"], "figures")}
 
 
 def test_report_of_a_dataset_without_studies_says_so(logged, capsys):

@@ -1,6 +1,10 @@
-"""``automil ui`` in a real browser: Debian's chromium, driven by Playwright, on a real tracking store.
+"""``automil ui`` in a real browser, as a user meets it: Debian's chromium, driven by Playwright, on the
+store of a real short ``automil tune``.
 
-The screenshot is kept in ``test-artifacts/`` at the repository root (git-ignored).
+The screenshots are kept in ``test-artifacts/`` at the repository root (git-ignored):
+``ui_runs.png`` (the runs table under the leaderboard), ``ui_trials.png`` (one learner's trials unfolded),
+``ui_run_figure.png`` (a learner's run page with the comparison chart), ``ui_home_path.png`` (the runs
+table reached from the home page).
 """
 
 import os
@@ -9,23 +13,18 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
-import optuna
+import mlflow
 import pytest
-
-from automil import LearnerSpec
-from automil.track import Tracker
-from automil.track.records import LearnerResult
-from automil.tune.trial_states import study_record, trial_record
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-LEARNERS = {"meanpool": 0.875, "maxpool": 0.625}  # learner -> headline balanced accuracy
+DATASET = "musk1"  # 92 bags: the smallest real file
+LEARNERS = ("nsk", "sil")  # two quick learners (fits of a few ms on musk1)
 
 pytestmark = [
     pytest.mark.browser,
@@ -34,27 +33,17 @@ pytestmark = [
 ]
 
 
-def _store(uri):
-    """Two learners' studies on one dataset, each with three trials and a final result."""
-    tracker = Tracker(uri)
-    for learner, headline in LEARNERS.items():
-        spec = LearnerSpec(learner, object, lambda trial: {}, description=f"{learner} (test)", plugin="tests")
-        parent = tracker.study_run(f"digits-bags/{learner}", "digits-bags", spec, {"automil.protocol": "nested"})
-        study = optuna.create_study(direction="maximize")
-        for number in range(3):
-            score = headline - 0.05 * (2 - number)
-            study.add_trial(optuna.trial.create_trial(
-                params={"C": 10.0 ** number}, value=score,
-                distributions={"C": optuna.distributions.FloatDistribution(1e-3, 1e3, log=True)},
-                user_attrs={"fold_accuracy": [score] * 3, "fold_balanced_accuracy": [score] * 3,
-                            "accuracy": score, "balanced_accuracy": score, "learner": learner}))
-        for trial in study.trials:
-            tracker.log_trial(parent, trial_record(trial), f"digits-bags/{learner}")
-        result = LearnerResult(learner=learner, dataset="digits-bags", accuracy=headline, accuracy_std=0.05,
-                               balanced_accuracy=headline, balanced_accuracy_std=0.05,
-                               best_params=study.best_params, trials=3, status="ok")
-        tracker.log_result(parent, result, study=study_record(study))
-    return tracker.experiment_id("digits-bags")
+def _tune(tmp_path) -> str:
+    """The store of a real ``automil tune`` with a tiny budget."""
+    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", DATASET, "--n-trials", "2",
+               "--folds", "3", "--repeats", "1", "--jobs", "1", "--storage", f"journal:{tmp_path / 'studies.log'}",
+               "--tracking-uri", uri]
+    for learner in LEARNERS:
+        command += ["--learner", learner]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    return uri
 
 
 def _free_port() -> int:
@@ -63,84 +52,118 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _wait_until_up(url, server, seconds=180):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"automil ui exited with code {server.returncode} before serving")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.5)
-    pytest.fail(f"the MLflow UI did not answer at {url} within {seconds} s")
+def _pm(metrics) -> str:
+    """The headline balanced accuracy as the leaderboard shows it."""
+    return f"{100 * metrics['balanced_accuracy']:.1f} ± {100 * metrics['balanced_accuracy_std']:.1f}"
 
 
-def test_ui_shows_the_learners_runs_and_their_balanced_accuracy(tmp_path):
+def _announced_links(server) -> dict[str, str]:
+    """The dataset links ``automil ui`` prints after its "MLflow UI at" line."""
+    links, announced = {}, False
+    for line in server.stdout:
+        announced = announced or "MLflow UI at" in line
+        found = re.match(r"\s+(\S+): (http://\S+)$", line)
+        if announced and found:
+            links[found.group(1)] = found.group(2)
+            if found.group(1) == DATASET:
+                return links
+    pytest.fail(f"automil ui exited with code {server.wait()} before printing the link of {DATASET}")
+
+
+def test_a_user_lands_on_the_runs_table_finds_each_learner_with_its_score_and_opens_its_trials(
+        tmp_path, data_dir):
     playwright_api = pytest.importorskip("playwright.sync_api")
     sync_playwright, expect = playwright_api.sync_playwright, playwright_api.expect
-    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
-    experiment_id = _store(uri)
+    uri = _tune(tmp_path)
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name(DATASET)
+    studies = {run.data.tags["automil.learner"]: run for run in
+               client.search_runs([experiment.experiment_id], "tags.`automil.kind` = 'study'")}
+    assert set(studies) == set(LEARNERS)
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "automil.cli", "ui", "--port", str(port), "--tracking-uri", uri],
                               stdout=subprocess.PIPE, text=True, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
     try:
-        announced = server.stdout.readline()
-        url = f"http://127.0.0.1:{port}"
-        assert url in announced
-        _wait_until_up(url, server)
+        link = _announced_links(server)[DATASET]
+        assert link.startswith(f"{url}/#/experiments/{experiment.experiment_id}/runs")
         ARTIFACTS.mkdir(exist_ok=True)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1600, "height": 1100})
             try:
-                page = browser.new_page(viewport={"width": 2400, "height": 900})
-                page.goto(f"{url}/#/experiments/{experiment_id}/runs", wait_until="domcontentloaded")
-                for learner in LEARNERS:  # the React app renders the runs table after its API calls
-                    page.get_by_role("link", name=learner, exact=True).wait_for(timeout=90_000)
-                # What a user does to compare learners: add the balanced-accuracy column.
-                page.get_by_role("button", name="Columns").click()
-                page.keyboard.type("balanced_accuracy")
-                page.get_by_test_id("column-selector-tree").locator("[class$=tree-title]").filter(
-                    has_text=re.compile(r"^balanced_accuracy$")).click()
-                page.keyboard.press("Escape")
-                header = page.locator('[role=columnheader][col-id="metrics.`balanced_accuracy`"]')
-                header.wait_for(timeout=30_000)
-                header.scroll_into_view_if_needed()
-                expect(header).to_be_in_viewport()
-                for learner, headline in LEARNERS.items():  # each parent run's row shows its figure
-                    row = page.locator("[role=row]").filter(has=page.get_by_role("link", name=learner, exact=True))
-                    index = row.first.get_attribute("row-index")
-                    cell = page.locator(f'[role=row][row-index="{index}"] [col-id="metrics.`balanced_accuracy`"]')
-                    expect(cell.first).to_have_text(str(headline), timeout=30_000)
-                    expect(cell.first).to_be_in_viewport()
-                # The trials are nested under their learner's run: unfold one.
-                first = page.locator("[role=row]").filter(has=page.get_by_role("link", name="meanpool", exact=True))
-                first.first.get_by_role("button").first.click()
-                expect(page.get_by_role("link", name="trial 2", exact=True)).to_be_visible(timeout=30_000)
-                page.screenshot(path=str(ARTIFACTS / "ui_runs.png"))
-                # A learner's run page serves its figures (artifacts next to the sqlite store).
-                page.get_by_role("link", name="maxpool", exact=True).click()
+                # 1. The printed link opens the training runs table, not the GenAI overview.
+                page.goto(link, wait_until="domcontentloaded")
+                runs = page.get_by_role("grid")
+                for learner in LEARNERS:  # the React app renders the table after its API calls
+                    runs.get_by_role("link", name=learner, exact=True).wait_for(timeout=90_000)
+                expect(page.get_by_text("Overview", exact=True)).to_have_count(0)
+                close = page.locator("[data-component-id='mlflow.assistant.chat_panel.close']")
+                if close.count():
+                    close.click()  # MLflow's assistant panel takes a third of the page
+                # 2. The description above the table: the winner on its first line, unfolded the leaderboard.
+                ranked = sorted(studies.values(), key=lambda r: (-r.data.metrics["balanced_accuracy"],
+                                                                 r.data.tags["automil.learner"].lower()))
+                winner = re.escape(ranked[0].data.tags["automil.learner"])
+                expect(page.get_by_text(re.compile(
+                    rf"best {winner}, balanced accuracy {re.escape(_pm(ranked[0].data.metrics))}"))).to_be_visible()
+                # ... and the model the tune chose and registered (the selection breaks ties by fit time)
+                (version,) = client.search_model_versions(f"name = 'automil-{DATASET}'")
+                chosen = re.escape(client.get_run(version.run_id).data.tags["automil.learner"])
+                expect(page.get_by_text(re.compile(
+                    rf"chosen model {chosen}, registered as models:/automil-{DATASET}/{version.version}\b"
+                ))).to_be_visible()
+                page.locator("[data-component-id='mlflow.experiment.metadata_editor.expand_button']").click()
+                for rank, run in enumerate(ranked, start=1):
+                    learner, metrics = run.data.tags["automil.learner"], run.data.metrics
+                    assert metrics["rank"] == rank
+                    row = page.get_by_role("row").filter(
+                        has=page.get_by_role("link", name=learner, exact=True)).filter(has_text=_pm(metrics))
+                    expect(row.first).to_be_visible()
+                    expect(row.first.get_by_role("link", name=learner)).to_have_attribute(
+                        "href", f"#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}")
+                # the comparison chart is drawn in the description (served from the best learner's run)
+                page.wait_for_function("() => [...document.images].some(i => i.src.includes('comparison.png') "
+                                       "&& i.complete && i.naturalWidth == 900)", timeout=30_000)
+                # the Dataset column names the bags and their digest
+                expect(runs.get_by_text(re.compile(rf"{DATASET} \([0-9a-f]{{8}}\)")).first).to_be_visible()
+                page.screenshot(path=str(ARTIFACTS / "ui_runs.png"), full_page=True)
+                # 3. One learner's trials, nested under its run: unfold them.
+                learner = ranked[0].data.tags["automil.learner"]
+                row = runs.get_by_role("row").filter(has=page.get_by_role("link", name=learner, exact=True))
+                row.first.get_by_role("button").first.click()
+                expect(runs.get_by_role("link", name="trial 1", exact=True)).to_be_visible(timeout=30_000)
+                page.screenshot(path=str(ARTIFACTS / "ui_trials.png"), full_page=True)
+                # 4. The learner's run page serves its figures, the comparison among them.
+                runs.get_by_role("link", name=learner, exact=True).click()
                 page.get_by_role("tab", name="Artifacts").click()
                 page.get_by_text("figures", exact=True).first.click()
-                page.get_by_text("optimization_history.png", exact=True).first.click()
-                # the PNG (700 x 400 px) was served and decoded by the browser
-                page.wait_for_function("() => [...document.images].some(i => i.complete && i.naturalWidth == 700 "
-                                       "&& i.naturalHeight == 400)", timeout=30_000)
+                page.get_by_text("comparison.png", exact=True).first.click()
+                page.wait_for_function("() => [...document.images].some(i => i.complete && i.naturalWidth == 900)",
+                                       timeout=30_000)
                 page.screenshot(path=str(ARTIFACTS / "ui_run_figure.png"))
+                # 5. From the home page: the Model training switch (remembered by the browser), then the
+                # experiment, lands on the same runs table.
+                page.goto(f"{url}/", wait_until="domcontentloaded")
+                page.get_by_text("Model training", exact=True).click()
+                page.get_by_role("link", name=DATASET, exact=True).first.click()
+                for learner in LEARNERS:
+                    page.get_by_role("grid").get_by_role("link", name=learner, exact=True).wait_for(timeout=60_000)
+                page.screenshot(path=str(ARTIFACTS / "ui_home_path.png"))
             except Exception:
-                page.screenshot(path=str(ARTIFACTS / "ui_runs_failure.png"))
+                page.screenshot(path=str(ARTIFACTS / "ui_failure.png"))
                 raise
             finally:
                 browser.close()
     finally:
         os.killpg(server.pid, signal.SIGINT)  # Ctrl-C, as a terminal sends it to the whole group
         try:
-            code = server.wait(timeout=30)
+            code = server.wait(timeout=60)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
             raise
+        server.stdout.close()
     assert code == 0
     with pytest.raises(OSError):
         urllib.request.urlopen(f"{url}/health", timeout=2)

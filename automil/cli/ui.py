@@ -1,41 +1,78 @@
-"""``automil ui``: the MLflow UI on the tracking store."""
+"""``automil ui``: the MLflow UI on the tracking store, announced when it answers and gone when stopped."""
 
 from __future__ import annotations
 
+import signal
+import time
+
 from automil.cli.common import subcommand
 
-__all__ = ["add_ui"]
+__all__ = ["add_ui", "serve"]
+
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name))
 
 
 # ---- automil ui -------------------------------------------------------------------------------------
 def add_ui(commands):
     sub = subcommand(commands, "ui", _run_ui, "start the MLflow UI on the tracking store",
                       "Start the MLflow UI on automil's tracking store (one experiment per dataset, one "
-                      "run per learner, nested runs per trial) and print its URL; Ctrl-C stops it.")
+                      "run per learner, nested runs per trial); once it answers, print its URL and, per "
+                      "dataset, the link to its runs table. Ctrl-C, SIGTERM or SIGHUP stop the server and "
+                      "its workers.")
     sub.add_argument("--host", default="127.0.0.1",
                      help="interface to bind (default 127.0.0.1: this machine only)")
     sub.add_argument("--port", type=int, default=5000, help="port (default 5000)")
+    sub.add_argument("--open", action="store_true", help="open the UI in the default web browser once it "
+                                                         "answers")
     sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
                                             "sqlite:///mlruns/mlflow.db)")
 
 
 def _run_ui(args) -> int:
-    import subprocess
-
-    from automil.track import default_tracking_uri, start_ui
+    from automil.track import default_tracking_uri
+    from automil.track.server import ui_command
     from automil.uris import shown_storage
 
     uri = args.tracking_uri or default_tracking_uri()
     host = f"[{args.host}]" if ":" in args.host else args.host
-    print(f"automil: MLflow UI at http://{host}:{args.port} (store {shown_storage(uri)}); Ctrl-C stops it", flush=True)
-    server = start_ui(uri, args.host, args.port)
+    command, env = ui_command(uri, args.host, args.port)
+    return serve(command, env, f"http://{host}:{args.port}", f"store {shown_storage(uri)}", args.open)
+
+
+def serve(command: list[str], env: dict, base_url: str, store: str, open_browser: bool = False,
+          out=print) -> int:
+    """Run the server ``command`` until a stop signal; prints where to look once it answers.
+
+    Returns 0 after a stop signal, else the server's exit code. A signal only sets a flag, checked
+    between steps: an exception raised wherever the signal lands (inside ``subprocess.Popen`` just
+    after the fork, say) could lose the child and leave it running.
+    """
+    from automil.track.server import (dataset_experiments, runs_table_url, start_server, stop_server,
+                                      wait_until_ready)
+
+    stopped = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: stopped.append(signum)) for sig in _STOP_SIGNALS}
+    server = None
     try:
-        return server.wait()
-    except KeyboardInterrupt:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        return 0
+        out(f"automil: starting the MLflow UI on {store} ...", flush=True)
+        server = start_server(command, env)
+        if not wait_until_ready(server, base_url, stopped):
+            return 0
+        experiments = dataset_experiments(base_url)
+        out(f"automil: MLflow UI at {base_url} ; Ctrl-C stops it", flush=True)
+        for dataset, experiment_id in experiments:
+            out(f"  {dataset}: {runs_table_url(base_url, experiment_id)}", flush=True)
+        if not experiments:
+            out("  no automil experiment yet: run automil tune", flush=True)
+        if open_browser and not stopped:
+            import webbrowser
+
+            webbrowser.open(runs_table_url(base_url, experiments[0][1]) if len(experiments) == 1 else base_url)
+        while not stopped and server.poll() is None:
+            time.sleep(0.2)
+        return 0 if stopped else server.returncode
+    finally:
+        if server is not None:
+            stop_server(server)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -7,6 +7,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from automil.track import comparison
+from automil.track.comparison import metric_name
+from automil.track.inputs import dataset_input
 from automil.track.model import BagModel
 from automil.track.records import LearnerResult, StudyRecord
 from automil.track.registry import register_model
@@ -32,8 +35,9 @@ class ResultLogging:
             From :meth:`study_run`.
         result : LearnerResult
             The driver's leaderboard row, logged as ``result.to_dict()``. Every finite number becomes a
-            metric under its own key (a dict of numbers ``{"k": {"a": 1}}`` becomes ``k_a``, a list of
-            numbers one metric with a step per entry), every string a tag ``automil.<key>``;
+            metric under its key, variants renamed by :func:`automil.track.comparison.metric_name`
+            (``nested_accuracy`` -> ``accuracy_nested``; a dict of numbers ``{"k": {"a": 1}}`` becomes
+            ``k_a``, a list of numbers one metric with a step per entry), every string a tag ``automil.<key>``;
             ``best_params`` become tags ``best.<name>`` (tags, not params: MLflow params cannot change,
             and a resumed study can find a new best).
             The headline figures are expected under ``accuracy``, ``balanced_accuracy`` and their
@@ -45,7 +49,8 @@ class ResultLogging:
         bags : Bags, optional
             Labelled bags (the driver gives the dataset): the confusion matrix of ``model`` on them when
             ``result`` has none, two of them as the model's input example, and, for a witness learner on
-            image-like bags, the witness and coefficient figures.
+            image-like bags, the witness and coefficient figures. They are also logged as the run's
+            MLflow dataset input (the runs table's Dataset column).
         study : StudyRecord, optional
             The study's trials and parameter importances: the optimization history and importance figures.
         """
@@ -63,6 +68,9 @@ class ResultLogging:
         self._log_batch(parent_run_id, tags=tags,
                         metrics=[(key, value, now, n_trials if index is None else index)
                                  for key, value, index in metrics])
+        if bags is not None:  # the Dataset column of the runs table
+            dataset = self._parent(parent_run_id).data.tags.get("automil.dataset") or result.get("dataset") or ""
+            retry(self.client.log_inputs, parent_run_id, datasets=[dataset_input(bags, dataset)])
         status, model_uri = "FAILED", None
         try:
             with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:
@@ -83,6 +91,11 @@ class ResultLogging:
         model registry; returns ``models:/automil-<dataset>/<version>``."""
         return register_model(self.client, dataset, model_uri)
 
+    def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
+        """The rank of every learner of ``dataset``, the leaderboard in its experiment's description and
+        the comparison chart, from the studies in the store (see :mod:`automil.track.comparison`);
+        ``chosen`` is the row of the learner whose model the last tune registered."""
+        comparison.refresh(self, dataset, chosen)
 
     def log_model(self, parent_run_id: str, model, bags=None) -> str:
         """Log ``model`` as the pyfunc model ``model`` of the run; returns its ``models:/`` URI (also
@@ -114,12 +127,13 @@ def _result_entries(result: dict) -> tuple[list, dict, int]:
     for key, value in result.items():
         if key in ("best_params", "confusion_matrix", "classes") or value is None:
             continue
+        name = metric_name(key, result.get("metric"))
         if finite(value) and key not in RESULT_TAG_KEYS:
-            metrics.append((key, float(value), None))
+            metrics.append((name, float(value), None))
         elif isinstance(value, dict) and value and all(finite(v) for v in value.values()):
-            metrics.extend((f"{key}_{sub}", float(v), None) for sub, v in value.items())
+            metrics.extend((f"{name}_{sub}", float(v), None) for sub, v in value.items())
         elif isinstance(value, (list, tuple)) and value and all(finite(v) for v in value):
-            metrics.extend((key, float(v), index) for index, v in enumerate(value))
+            metrics.extend((name, float(v), index) for index, v in enumerate(value))
         else:
             tags[f"automil.{key}"] = clip_text(value, MAX_TAG_CHARS)
     best_params = result.get("best_params") or {}

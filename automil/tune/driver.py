@@ -79,20 +79,22 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
             raise
     finally:
         worker.close()
-    _select(rows, dataset, tracker, listener)
+    tracker.refresh_comparison(dataset, _select(rows, dataset, tracker, listener))
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
     return sorted(rows, key=rank)
 
 
-def _select(rows: list[LearnerResult], dataset: str, tracking, listener: Listener):
-    """Mark the chosen learner's row and register its logged model as the dataset's new model version."""
+def _select(rows: list[LearnerResult], dataset: str, tracking, listener: Listener) -> LearnerResult | None:
+    """Mark the chosen learner's row and register its logged model as the dataset's new model version;
+    the chosen row, or ``None`` when no learner has a figure."""
     chosen = choose(rows)
     if chosen is None:
         listener.message("no learner has a figure to choose a model by")
-        return
+        return None
     chosen.selected = True
     if chosen.model_uri is not None:
         chosen.registered_model = tracking.register_model(dataset, chosen.model_uri)
+    return chosen
 
 
 def usable_learners(bags, names):

@@ -30,6 +30,10 @@ class Tracking(Protocol):
     def register_model(self, dataset: str, model_uri: str) -> str:
         """Register a logged model as the dataset's chosen model (a new version); its ``models:/`` URI."""
 
+    def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
+        """After a tune: rank the dataset's learners and rewrite their comparison (the experiment's
+        leaderboard and chart), naming ``chosen``, the row of the learner whose model was registered."""
+
     def end_study(self, parent_run_id: str) -> None:
         """Close the parent run after a sweep that logged no result."""
 
@@ -48,6 +52,9 @@ class Untracked:
         return None
 
     def register_model(self, dataset: str, model_uri: str) -> None:
+        return None
+
+    def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
         return None
 
     def end_study(self, parent_run_id: str) -> None:
@@ -79,6 +86,9 @@ class Guarded:
 
     def register_model(self, dataset: str, model_uri: str) -> str | None:
         return self._call(self.tracking.register_model, dataset, model_uri)
+
+    def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
+        self._call(self.tracking.refresh_comparison, dataset, chosen)
 
     def end_study(self, parent_run_id: str) -> None:
         self._call(self.tracking.end_study, parent_run_id)
