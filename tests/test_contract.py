@@ -41,7 +41,8 @@ def test_a_first_trial_the_search_space_prunes_fails_the_contract():
 
 def test_a_search_space_with_an_overflowing_end_fails_the_contract():
     # pdMISVM's space before issue 14: maxiter up to 3000 whatever mu0 and rho, so at the high ends
-    # mu0 * rho^maxiter = 1e-2 * 1.5^3000 overflows in a fit that runs to maxiter; it warns and the check reports the point.
+    # mu0 * rho^maxiter = 1e-2 * 1.5^3000 overflows in a fit that runs to maxiter; it warns and the check
+    # reports the point.
     def unbounded_space(trial):
         return {"C": 1.0, "mu0": trial.suggest_float("mu0", 1e-10, 1e-2, log=True),
                 "rho": trial.suggest_float("rho", 1.01, 1.5), "maxiter": trial.suggest_int("maxiter", 200, 3000),

@@ -32,9 +32,10 @@ class MIDFClassifier(BagClassifier):
     A level is ``n_folds`` fold models, each 2 MIRF + 2 BLRT forests trained on the bags of the other inner
     folds. A training instance's class vector for the next level comes from the fold model that did not
     train on it (``vectors``); a new bag's instance is given the mean over all fold models of the same
-    level, so the cascade trains and predicts on out-of-sample vectors of the same models. The inner estimate of a level is the bag accuracy of every fold model on its
-    held-out fold; the cascade grows while that estimate improves (``patience`` levels without a gain
-    stop it) and keeps the levels up to the best one. A level's bag class vector is the mean over its
+    level, so the cascade trains and predicts on out-of-sample vectors of the same models. The inner
+    estimate of a level is the bag accuracy of every fold model on its held-out fold; the cascade grows
+    while that estimate improves (``patience`` levels without a gain stop it) and keeps the levels up to
+    the best one. A level's bag class vector is the mean over its
     fold models and forests.
 
     Parameters

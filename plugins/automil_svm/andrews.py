@@ -127,8 +127,8 @@ class MISVM(_AndrewsSVM):
         """MI-SVM (upper-case MI): bag-level, maximum bag margin; one witness per positive bag.
 
     Each positive bag is represented by one instance, its witness (first the mean of its instances, see
-    ``init``, then the arg-max instance of the current SVM); every negative instance is an example. Solves until the witnesses stop
-    changing (at least two solves) or ``max_iters`` solves (algorithms.md 6). Bag score
+    ``init``, then the arg-max instance of the current SVM); every negative instance is an example.
+    Solves until the witnesses stop changing (at least two solves) or ``max_iters`` solves (algorithms.md 6). Bag score
     ``max_{x in B} f(x)``; witness the arg-max. With ``scale_C`` the number of examples is
     ``L_n + X_p`` (negative instances plus positive bags).
 
