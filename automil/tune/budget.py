@@ -53,13 +53,9 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
         if step.learner not in parents:
             parents[step.learner] = tracking.study_run(study_name(plan.dataset, step.learner), plan.dataset, spec,
                                                        {"automil.protocol": plan.options.protocol})
-        # A share that ends before the tuning deadline is the learner's own: passing it makes it too slow.
-        # One that the deadline cuts is the run's budget running out, as for any other trial.
-        end = np.inf if deadline is None else deadline
-        fair_share = step.time_limit is not None and now + step.time_limit < end
-        hard_stop = now + step.time_limit if fair_share else end
         split = plan.splits[step.study]
-        trial = run_trial(study, spec, split, plan, bags, worker, hard_stop, fair_share)
+        trial = run_trial(study, spec, split, plan, bags, worker, np.inf if deadline is None else deadline,
+                          step.time_limit)
         if split is None and parents[step.learner] is not None:
             tracking.log_trial(parents[step.learner], trial, study.study_name)
     for learner in plan.learners:

@@ -32,27 +32,32 @@ def configure_study(study, plan: Plan, index: int):
     fail_stale_trials(study)
 
 
-def run_trial(study, spec, split: int | None, plan: Plan, bags, worker, hard_stop: float, fair_share: bool):
+def run_trial(study, spec, split: int | None, plan: Plan, bags, worker, deadline: float, share: float | None):
     """One trial of ``study`` (the learner's defaults first when the study has no trial yet), as a record.
 
-    A fit still running at ``hard_stop`` is stopped: with ``fair_share`` the learner is too slow for its
-    share of the budget (the trial says so, with its fits' times), else the run's budget ended.
+    A fit still running ``share`` seconds after the trial started is stopped: the learner is too slow for
+    its fair share of the budget (the trial says so, with its fits' times). A fit still running at the
+    tuning ``deadline`` is stopped too: the run's budget ended.
     """
     trials = records(study)
     if spec.first_trial and not any(counts_toward_budget(t) for t in trials) \
             and not any(t.state == "WAITING" for t in trials):
         study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
     splits = fold_splits(plan.assignment, exclude=split)
-    frozen = _run_trial(study, spec, plan, bags, splits, len(bags.classes), worker, hard_stop, fair_share)
+    frozen = _run_trial(study, spec, plan, bags, splits, len(bags.classes), worker, deadline, share)
     return trial_record(frozen)
 
 
-def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, hard_stop, fair_share):
+def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadline, share):
     """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome."""
     import optuna
     from optuna.trial import TrialState
 
     started = time.time()
+    # A share that ends before the deadline is the learner's own: passing it makes the learner too slow.
+    # One that the deadline cuts is the run's budget running out, as for any other trial.
+    fair_share = share is not None and started + share < deadline
+    hard_stop = started + share if fair_share else deadline
     trial = study.ask()
     attrs = {TrialAttr.WORKER: process_identity(), TrialAttr.HEARTBEAT: time.time(),
              TrialAttr.N_FEATURES: bags.n_features, TrialAttr.N_CLASSES: n_classes, TrialAttr.LEARNER: spec.name,
@@ -101,7 +106,7 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, hard_st
                         else f"its first fit ran {limit:.1f} s without finishing")
             record.update({TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
                            TrialAttr.ERROR: f"too slow for the budget: its defaults did not finish within their "
-                                            f"fair share of {hard_stop - started:.0f} s ({measured}); raise --timeout"})
+                                            f"fair share of {share:.0f} s ({measured}); raise --timeout"})
         elif limit < plan.options.fit_timeout:  # cut by the run's budget: not the learner's fault
             record.update({TrialAttr.INTERRUPTED: True,
                            TrialAttr.ERROR: f"stopped after {limit:.0f} s by the --timeout budget"})
