@@ -1,17 +1,16 @@
-"""Anytime behaviour of the budget: the promise-and-cost schedule of ``automil tune`` against an equal
-split of the same budget between learners, on the same data and seed.
+"""Anytime behaviour of the budget: ``automil tune``'s promise allocation against an equal split of the same
+budget between learners (``--allocation equal``), on the same data and seed.
 
     python bench/anytime.py --dataset fox --budget 300
     python bench/anytime.py --dataset digits-bags --dataset fox --dataset sival --budget 300 --json out.json
 
-For each fraction of the budget (25%, 50%, 100% by default) it runs, in fresh storages and untracked:
-- **schedule**: ``automil tune --dataset D --timeout f*B`` (every learner, one command);
-- **equal split**: ``automil tune --dataset D --learner L --timeout f*B/n`` once per learner L (each
-  learner alone with 1/n of the budget: what spreading the time evenly gives).
-It prints, for each, the best nested BACC reached, the trials per learner (main study), the share of the
-trials held by the three best learners, and the learners without a nested figure. Each fraction is a
-separate run (a nested figure needs the final evaluation), so the whole script takes about 3.5 x the
-budget per dataset.
+For each fraction of the budget (25%, 50%, 100% by default) it runs ``automil tune --dataset D --timeout
+f*B`` twice, in fresh storages and untracked: with ``--allocation promise`` (the default) and with
+``--allocation equal`` (after the defaults, every learner with a score gets the same seconds). Both run
+every learner's defaults first, so they differ only in where the rest of the time goes. It prints, for
+each, the best nested BACC reached, the trials per learner (main study), the share of the trials held by
+the three best learners, and the learners without a nested figure. Each fraction is a separate run (a
+nested figure needs the final evaluation), so the script takes about 3.5 x the budget per dataset.
 """
 
 from __future__ import annotations
@@ -25,22 +24,12 @@ import time
 from pathlib import Path
 
 
-def tune(dataset: str, timeout: float, storage: Path, seed: int, learners=None) -> list[dict]:
+def tune(dataset: str, timeout: float, storage: Path, seed: int, allocation: str) -> list[dict]:
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", dataset, "--timeout", f"{timeout:.0f}",
-               "--storage", f"journal:{storage}", "--no-track", "--seed", str(seed), "--json", "-"]
-    for learner in learners or []:
-        command += ["--learner", learner]
+               "--storage", f"journal:{storage}", "--no-track", "--seed", str(seed), "--allocation", allocation,
+               "--json", "-"]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
-
-
-def usable_learners(dataset: str) -> list[str]:
-    """The learners ``automil tune`` would run on the dataset (those it does not skip)."""
-    import automil
-    from automil.tune.driver import usable_learners as usable
-
-    bags = automil.load_bags(dataset)
-    return [spec.name for spec in usable(bags, None)[0]]
 
 
 def summary(rows: list[dict]) -> dict:
@@ -58,28 +47,21 @@ def summary(rows: list[dict]) -> dict:
 
 
 def run(dataset: str, budget: float, fractions: list[float], seed: int, workdir: Path) -> dict:
-    learners = usable_learners(dataset)
-    out = {"dataset": dataset, "budget": budget, "learners": learners, "schedule": {}, "equal": {}}
+    out = {"dataset": dataset, "budget": budget, "promise": {}, "equal": {}}
     for fraction in fractions:
-        seconds = fraction * budget
-        start = time.time()
-        rows = tune(dataset, seconds, workdir / f"{dataset}-schedule-{fraction}.journal", seed)
-        out["schedule"][fraction] = {**summary(rows), "wall": time.time() - start}
-        start = time.time()
-        rows = []
-        for learner in learners:
-            rows += tune(dataset, seconds / len(learners), workdir / f"{dataset}-equal-{fraction}.journal", seed,
-                         [learner])
-        out["equal"][fraction] = {**summary(rows), "wall": time.time() - start}
-        for kind in ("schedule", "equal"):
-            print(line(dataset, kind, fraction, out[kind][fraction]), flush=True)
+        for allocation in ("promise", "equal"):
+            start = time.time()
+            rows = tune(dataset, fraction * budget, workdir / f"{dataset}-{allocation}-{fraction}.journal", seed,
+                        allocation)
+            out[allocation][fraction] = {**summary(rows), "wall": time.time() - start}
+            print(line(dataset, allocation, fraction, out[allocation][fraction]), flush=True)
     return out
 
 
 def line(dataset: str, kind: str, fraction: float, s: dict) -> str:
     bacc = "-" if s["best_nested_bacc"] is None else f"{100 * s['best_nested_bacc']:.1f}"
     trials = " ".join(f"{k}={v}" for k, v in sorted(s["trials"].items(), key=lambda kv: -kv[1]))
-    return (f"{dataset:12s} {kind:8s} {100 * fraction:4.0f}%  best nested BACC {bacc:>5s} ({s['best_learner']}); "
+    return (f"{dataset:12s} {kind:7s} {100 * fraction:4.0f}%  best nested BACC {bacc:>5s} ({s['best_learner']}); "
             f"top-3 share of trials {100 * s['top3_share']:.0f}%; without a figure: "
             f"{', '.join(s['without_figure']) or 'none'}; wall {s['wall']:.0f} s\n    trials: {trials}")
 
@@ -98,9 +80,9 @@ def main():
             results.append(run(dataset, args.budget, args.fractions, args.seed, Path(tmp)))
     for r in results:
         best_equal = r["equal"][max(args.fractions)]["best_nested_bacc"]
-        half = r["schedule"].get(0.5, {}).get("best_nested_bacc")
+        half = r["promise"].get(0.5, {}).get("best_nested_bacc")
         if best_equal is not None and half is not None:
-            print(f"{r['dataset']}: schedule at 50% {100 * half:.1f} vs equal split at 100% {100 * best_equal:.1f} "
+            print(f"{r['dataset']}: promise at 50% {100 * half:.1f} vs equal split at 100% {100 * best_equal:.1f} "
                   f"({'at least' if half >= best_equal else 'below'})")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))

@@ -27,7 +27,7 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.tune.options import METRICS, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
+    from automil.tune.options import ALLOCATIONS, METRICS, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
     from automil.tune.storage import DEFAULT_STORAGE
 
     d = TuneOptions() if defaults else None
@@ -51,6 +51,9 @@ def _add_tune_options(sub, defaults: bool):
                          help="what the tuner maximizes (both are recorded; default balanced_accuracy)")
         sub.add_argument("--seed", type=int, default=d.seed, help="seeds folds, samplers and learners")
         sub.add_argument("--sampler", choices=SAMPLERS, default=d.sampler, help="Optuna sampler")
+        sub.add_argument("--allocation", choices=ALLOCATIONS, default=d.allocation,
+                         help="after every learner's defaults: promise (default) gives the time to the learners "
+                              "close to the best; equal gives every learner the same seconds")
         sub.add_argument("--protocol", choices=PROTOCOLS, default=d.protocol,
                          help="nested (default): headline scores from folds the tuner never saw; tuned: tune "
                               "and score on the same folds (the papers' protocol, optimistic)")

@@ -41,7 +41,8 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
                                 plan.start, now)
                   for learner in plan.learners]
         left = None if deadline is None else deadline - now
-        step = next_step(states, plan.options.n_trials, left, plan.options.jobs)
+        step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
+                         equal=plan.options.allocation == "equal")
         listener.standing(standing(states, plan, None if step is None else step.learner, now))
         if step is None:
             break

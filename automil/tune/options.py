@@ -7,11 +7,15 @@ from dataclasses import dataclass, field
 
 from automil.tune.storage import DEFAULT_STORAGE
 
-__all__ = ["TuneOptions", "default_jobs", "parse_size", "SAMPLERS", "METRICS", "PROTOCOLS", "TUNING_SHARE"]
+__all__ = ["TuneOptions", "default_jobs", "parse_size", "SAMPLERS", "METRICS", "PROTOCOLS", "ALLOCATIONS",
+           "TUNING_SHARE"]
 
 SAMPLERS = ("tpe", "random")
 METRICS = ("balanced_accuracy", "accuracy")
 PROTOCOLS = ("nested", "tuned")
+# promise: the time goes to the learners close to the best (AutoML); equal: every learner with a score gets
+# the same seconds (a comparison table with equal effort per learner).
+ALLOCATIONS = ("promise", "equal")
 # Share of --timeout spent tuning; the rest goes to the final evaluation (nested refits, repeated CV).
 TUNING_SHARE = 0.75
 
@@ -35,6 +39,7 @@ class TuneOptions:
     storage: str = DEFAULT_STORAGE
     sampler: str = "tpe"
     protocol: str = "nested"
+    allocation: str = "promise"
     fit_memory: int | None = None
     track: bool = True
     tracking_uri: str | None = None
@@ -54,7 +59,8 @@ class TuneOptions:
             raise ValueError("--protocol nested needs --folds 3 or more (each outer split is tuned with "
                              "the other folds)")
         for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, PROTOCOLS),
-                                     ("--sampler", self.sampler, SAMPLERS)):
+                                     ("--sampler", self.sampler, SAMPLERS),
+                                     ("--allocation", self.allocation, ALLOCATIONS)):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
 

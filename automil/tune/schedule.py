@@ -80,7 +80,7 @@ class Step:
 
 
 def next_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None,
-              jobs: int = 1) -> Step | None:
+              jobs: int = 1, equal: bool = False) -> Step | None:
     """The trial to run next, or ``None`` when no study may take one.
 
     First every learner gets its defaults in the study on all folds, cheapest first (by
@@ -89,13 +89,16 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     Then the seconds go to :func:`contenders`, the one that has had the fewest seconds for its weight
     first, into its study with the fewest trials (the study on all folds first on ties). When every
     learner with a score is full, the learners without one share what is left (phase ``"rest"``).
+    With ``equal``, every learner with a score and an open study contends with weight 1 (the same
+    seconds each), whatever its score.
     """
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
         first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
         return Step(first.name, 0, "defaults", share)
-    weights = contenders(learners, n_trials)
+    weights = ({s.name: 1.0 for s in learners if s.main.best is not None and s.open_studies(n_trials)} if equal
+               else contenders(learners, n_trials))
     if weights:
         by_name = {s.name: s for s in learners}
         name = min(weights, key=lambda n: (by_name[n].seconds / weights[n], by_name[n].seconds, n))

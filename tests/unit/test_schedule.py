@@ -154,3 +154,13 @@ def test_learner_state_reads_counts_best_spread_seconds_and_too_slow_from_trial_
     later = learner_state("a", [main, split], "balanced_accuracy", run_start=t0.timestamp() + 3600,
                           now=t0.timestamp() + 7200)
     assert not later.too_slow  # stopped in an earlier run: a new run tries its defaults again
+
+
+def test_the_equal_allocation_gives_every_learner_with_a_score_the_same_seconds():
+    states = {s.name: s for s in [learner("leader", best=0.90, stderr=0.01), learner("behind", best=0.60)]}
+    cost = {"leader": 1.0, "behind": 0.5}
+    for _ in range(100):
+        step = next_step(list(states.values()), None, None, equal=True)
+        s = states[step.learner]
+        states[step.learner] = replace(s, seconds=s.seconds + cost[s.name])
+    assert states["behind"].seconds == pytest.approx(states["leader"].seconds, abs=1.0)
