@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["add_common", "subcommand", "print_table"]
+__all__ = ["add_common", "add_tracking_uri", "subcommand", "print_table"]
 
 
 def add_common(parser):
@@ -15,6 +15,11 @@ def add_common(parser):
     parser.add_argument("--debug", action="store_true",
                         default=argparse.SUPPRESS if parser.prog != "automil" else False,
                         help="show tracebacks and plugin load errors in full")
+
+
+def add_tracking_uri(sub):
+    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
+                                            "sqlite:///mlruns/mlflow.db)")
 
 
 def subcommand(commands, name, run, help, description=None):

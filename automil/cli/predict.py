@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from automil.cli.common import print_table, subcommand
+from automil.cli.common import add_tracking_uri, print_table, subcommand
 
 __all__ = ["add_predict"]
 
@@ -21,8 +21,7 @@ def add_predict(commands):
                      help="registered dataset name or a bag file")
     sub.add_argument("--json", metavar="PATH",
                      help="write the predictions as JSON to PATH ('-': to stdout instead of the lines)")
-    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
-                                            "sqlite:///mlruns/mlflow.db)")
+    add_tracking_uri(sub)
 
 
 def _run_predict(args) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from automil.cli.common import subcommand
+from automil.cli.common import add_tracking_uri, subcommand
 
 __all__ = ["add_report"]
 
@@ -19,8 +19,7 @@ def add_report(commands):
                      help="only this dataset (repeatable; the columns keep this order)")
     sub.add_argument("--format", choices=FORMATS, default="markdown",
                      help="output format (default markdown)")
-    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
-                                            "sqlite:///mlruns/mlflow.db)")
+    add_tracking_uri(sub)
 
 
 def _run_report(args) -> int:

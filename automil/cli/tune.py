@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from automil.cli.common import print_table, subcommand
+from automil.cli.common import add_tracking_uri, print_table, subcommand
 from automil.track.records import Status
 from automil.uris import shown_storage
 
@@ -69,8 +69,7 @@ def _add_tune_options(sub, defaults: bool):
                      help="write the leaderboard as JSON (to PATH, or to stdout instead of the table)")
     sub.add_argument("--no-track", dest="track", action="store_false", default=None if not defaults else True,
                      help="do not log to MLflow")
-    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
-                                            "sqlite:///mlruns/mlflow.db)")
+    add_tracking_uri(sub)
 
 
 def _run_tune(args) -> int:

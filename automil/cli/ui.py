@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import time
 
-from automil.cli.common import subcommand
+from automil.cli.common import add_tracking_uri, subcommand
 
 __all__ = ["add_ui", "serve"]
 
@@ -24,8 +24,7 @@ def add_ui(commands):
     sub.add_argument("--port", type=int, default=5000, help="port (default 5000)")
     sub.add_argument("--open", action="store_true", help="open the UI in the default web browser once it "
                                                          "answers")
-    sub.add_argument("--tracking-uri", help="MLflow tracking URI (default $MLFLOW_TRACKING_URI, else "
-                                            "sqlite:///mlruns/mlflow.db)")
+    add_tracking_uri(sub)
 
 
 def _run_ui(args) -> int:

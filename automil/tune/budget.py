@@ -32,13 +32,13 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
     worker.set_data(bags)
     worker.wait_started()  # outside any trial: start-up is not a trial's cost
     studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
-                         for split in plan.splits] for learner in plan.learners}
+                         for split in plan.options.splits] for learner in plan.learners}
     configured, parents = set(), {}
     deadline = plan.tuning_deadline
     while deadline is None or time.time() < deadline:
         now = time.time()
-        states = [learner_state(learner, [records(s) for s in studies[learner]], plan.options.metric,
-                                plan.start, now)
+        trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
+        states = [learner_state(learner, trials[learner], plan.options.metric, plan.start, now)
                   for learner in plan.learners]
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
@@ -54,9 +54,9 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
         if step.learner not in parents:
             parents[step.learner] = tracking.study_run(study_name(plan.dataset, step.learner), plan.dataset, spec,
                                                        {"automil.protocol": plan.options.protocol})
-        split = plan.splits[step.study]
-        trial = run_trial(study, spec, split, plan, bags, worker, np.inf if deadline is None else deadline,
-                          step.time_limit)
+        split = plan.options.splits[step.study]
+        trial = run_trial(study, trials[step.learner][step.study], spec, split, plan, bags, worker,
+                          np.inf if deadline is None else deadline, step.time_limit)
         if split is None and parents[step.learner] is not None:
             tracking.log_trial(parents[step.learner], trial, study.study_name)
     for learner in plan.learners:

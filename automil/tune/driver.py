@@ -31,7 +31,7 @@ from automil.tune.budget import tune_studies
 from automil.tune.selection import choose
 from automil.uris import shown_storage
 
-__all__ = ["tune", "usable_learners"]
+__all__ = ["tune"]
 
 
 def tune(dataset: str, learners=None, options: TuneOptions | None = None, listener: Listener | None = None,
@@ -59,7 +59,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         bags = load_bags(dataset)
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
-        specs, skipped = usable_learners(bags, learners)
+        specs, skipped = _usable_learners(bags, learners)
         storage = open_storage(options.storage)
         assignment = prepare_studies(storage, dataset, bags, specs, options)
         plan = Plan(dataset, [s.name for s in specs], options, assignment, start)
@@ -97,7 +97,7 @@ def _select(rows: list[LearnerResult], dataset: str, tracking, listener: Listene
     return chosen
 
 
-def usable_learners(bags, names):
+def _usable_learners(bags, names):
     """The learners to tune (the ``names`` given, else every registered one) and those skipped, with why:
     binary learners on multi-class bags, dense-only learners on sparse bags."""
     from automil import plugins

@@ -40,7 +40,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
         spec = plugins.get_learner(learner)
         main = optuna.load_study(study_name=study_name(plan.dataset, learner), storage=storage)
         subs = [optuna.load_study(study_name=study_name(plan.dataset, learner, i), storage=storage)
-                for i in range(options.folds)] if options.protocol == "nested" else []
+                for i in options.splits[1:]]
         trials = records(main)
         sub_trials = [records(s) for s in subs]
         best = best_trial(trials)

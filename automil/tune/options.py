@@ -44,6 +44,11 @@ class TuneOptions:
     track: bool = True
     tracking_uri: str | None = None
 
+    @property
+    def splits(self) -> list[int | None]:
+        """The studies of every learner: ``None`` (all bags) first, then the outer splits of nested CV."""
+        return [None] + (list(range(self.folds)) if self.protocol == "nested" else [])
+
     def check(self):
         """Raise ``ValueError`` naming the first bad option."""
         positive = {"--n-trials": self.n_trials, "--timeout": self.timeout, "--fit-timeout": self.fit_timeout,

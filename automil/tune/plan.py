@@ -23,11 +23,6 @@ class Plan:
     start: float  # time.time() when the run began
 
     @property
-    def splits(self) -> list[int | None]:
-        """The studies of every learner: ``None`` (all bags) first, then the outer splits of nested CV."""
-        return [None] + (list(range(self.options.folds)) if self.options.protocol == "nested" else [])
-
-    @property
     def tuning_deadline(self) -> float | None:
         t = self.options.timeout
         return None if t is None else self.start + TUNING_SHARE * t

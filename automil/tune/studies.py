@@ -39,8 +39,7 @@ def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
     assignment = None
     studies = []
     for spec in specs:
-        splits = [None] + (list(range(options.folds)) if options.protocol == "nested" else [])
-        for split in splits:
+        for split in options.splits:
             name = study_name(dataset, spec.name, split)
             study = optuna.create_study(storage=storage, study_name=name, direction="maximize",
                                         load_if_exists=True)

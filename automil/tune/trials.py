@@ -16,7 +16,7 @@ from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, Work
 from automil.tune.plan import Plan
 from automil.tune.processes import process_identity
 from automil.tune.studies import sampler
-from automil.tune.trial_states import counts_toward_budget, fail_stale_trials, records, trial_record
+from automil.tune.trial_states import counts_toward_budget, fail_stale_trials, trial_record
 
 __all__ = ["run_trial", "configure_study"]
 
@@ -32,14 +32,15 @@ def configure_study(study, plan: Plan, index: int):
     fail_stale_trials(study)
 
 
-def run_trial(study, spec, split: int | None, plan: Plan, bags, worker, deadline: float, share: float | None):
-    """One trial of ``study`` (the learner's defaults first when the study has no trial yet), as a record.
+def run_trial(study, trials, spec, split: int | None, plan: Plan, bags, worker, deadline: float,
+              share: float | None):
+    """One trial of ``study``, whose ``trials`` (records) the caller has just read: the learner's defaults
+    first when none counts yet. Returns the new trial's record.
 
     A fit still running ``share`` seconds after the trial started is stopped: the learner is too slow for
     its fair share of the budget (the trial says so, with its fits' times). A fit still running at the
     tuning ``deadline`` is stopped too: the run's budget ended.
     """
-    trials = records(study)
     if spec.first_trial and not any(counts_toward_budget(t) for t in trials) \
             and not any(t.state == "WAITING" for t in trials):
         study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
