@@ -13,8 +13,8 @@ from automil.track.inputs import dataset_input
 from automil.track.model import BagModel
 from automil.track.records import LearnerResult, StudyRecord
 from automil.track.registry import register_model
-from automil.track.store import (MAX_TAG_CHARS, MODEL_NAME, RESULT_TAG_KEYS, clip_text, finite, global_tracking_uri,
-                                 jsonable, quiet_mlflow, retry)
+from automil.track.store import (INSERTED_BY_ANOTHER, MAX_TAG_CHARS, MODEL_NAME, RESULT_TAG_KEYS, clip_text, finite,
+                                 global_tracking_uri, jsonable, quiet_mlflow, retry)
 
 __all__ = ["ResultLogging"]
 
@@ -70,7 +70,8 @@ class ResultLogging:
                                  for key, value, index in metrics])
         if bags is not None:  # the Dataset column of the runs table
             dataset = self._parent(parent_run_id).data.tags.get("automil.dataset") or result.get("dataset") or ""
-            retry(self.client.log_inputs, parent_run_id, datasets=[dataset_input(bags, dataset)])
+            retry(self.client.log_inputs, parent_run_id, datasets=[dataset_input(bags, dataset)],
+                  transient=INSERTED_BY_ANOTHER)
         status, model_uri = "FAILED", None
         try:
             with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:

@@ -137,15 +137,24 @@ RUN_DELETED = "must be in the 'active' state"
 MERGE_ATTEMPTS = 5
 
 
-def retry(call, *args, attempts=8, **kwargs):
-    """Run one store call, retrying when another process holds sqlite's write lock."""
+# MLflow's (sqlite's) words when another process holds the write lock.
+LOCKED = ("database is locked",)
+# The words of sqlite and PostgreSQL when another process inserted the same row first: MLflow looks a dataset
+# up, then inserts it, so two workers logging the same bags to one experiment can both miss it; the loser's
+# second attempt finds the winner's row.
+INSERTED_BY_ANOTHER = LOCKED + ("UNIQUE constraint failed", "duplicate key value violates unique constraint")
+
+
+def retry(call, *args, attempts=8, transient: tuple[str, ...] = LOCKED, **kwargs):
+    """Run one store call, again (after a growing pause) while it fails with an error naming one of
+    ``transient``: by default, while another process holds sqlite's write lock."""
     from mlflow.exceptions import MlflowException
 
     for attempt in range(attempts):
         try:
             return call(*args, **kwargs)
         except MlflowException as error:
-            if "database is locked" not in str(error) or attempt == attempts - 1:
+            if not any(words in str(error) for words in transient) or attempt == attempts - 1:
                 raise
             time.sleep(0.05 * 2**attempt)
 
