@@ -1,6 +1,7 @@
 """Test set-up: only the built-in plugins load, and the data directory is the shared benchmark files."""
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,25 @@ def data_dir() -> Path:
     if not path.is_dir():
         pytest.skip(f"benchmark data directory {path} not found (set AUTOMIL_DATA_DIR)")
     return path
+
+
+@pytest.fixture(scope="session")
+def mlflow_store(tmp_path_factory):
+    """``mlflow_store(directory)`` -> the URI of an empty MLflow sqlite store at ``directory/mlruns/mlflow.db``.
+
+    MLflow takes seconds to create and migrate the tables of a new store, so the session migrates one and
+    every test store starts as its copy. (``test_automil_tune_logs_every_trial_the_result_and_a_model...``
+    keeps the path of a store that ``automil tune`` creates itself.)
+    """
+    from mlflow import MlflowClient
+
+    template = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(f"sqlite:///{template}").search_experiments()
+
+    def make(directory: Path) -> str:
+        database = Path(directory) / "mlruns" / "mlflow.db"
+        database.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template, database)
+        return f"sqlite:///{database}"
+
+    return make

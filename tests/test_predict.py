@@ -19,10 +19,10 @@ def _automil(*args, cwd, check=True):
 
 
 @pytest.fixture(scope="module")
-def tuned(tmp_path_factory):
+def tuned(tmp_path_factory, mlflow_store):
     """A short real tune of two fast learners on digits-bags, tracked in a sqlite MLflow store."""
     root = tmp_path_factory.mktemp("predict")
-    uri = f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+    uri = mlflow_store(root)
     out = _automil("tune", "--dataset", "digits-bags", "--learner", "pdmisvm", "--learner", "MI-SVM",
                    "--n-trials", "2", "--folds", "3", "--repeats", "1", "--timeout", "none", "--jobs", "1",
                    "--protocol", "tuned",

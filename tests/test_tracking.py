@@ -80,11 +80,11 @@ def _objective(bags, folds):
 
 
 @pytest.fixture(scope="module")
-def logged(tmp_path_factory):
-    """A tuned study, its trials and final result logged into a fresh store; plus a learner whose every
+def logged(tmp_path_factory, mlflow_store):
+    """A tuned study, its trials and final result logged into an empty store; plus a learner whose every
     trial timed out."""
     root = tmp_path_factory.mktemp("store")
-    uri = f"sqlite:///{root / 'mlruns' / 'mlflow.db'}"
+    uri = mlflow_store(root)
     bags = automil.get_dataset("digits-bags").load()
     rng = np.random.default_rng(0)
     order = rng.permutation(bags.n_bags)

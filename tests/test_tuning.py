@@ -268,12 +268,12 @@ def test_fold_assignment_is_written_last_so_workers_opening_a_study_at_once_see_
         assert tuning_keys[-1] == "fold_assignment"
 
 
-def test_a_rerun_of_a_finished_study_logs_the_trials_mlflow_lacks(tmp_path):
+def test_a_rerun_of_a_finished_study_logs_the_trials_mlflow_lacks(tmp_path, mlflow_store):
     # A worker that could not log a trial (its MLflow call failed) and then found its result already
     # computed by another worker must still leave every finished trial in MLflow.
     import mlflow
 
-    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    uri = mlflow_store(tmp_path)
     args = ["--learner", "centroid", "--n-trials", "3", "--protocol", "tuned", "--repeats", "1",
             "--timeout", "none", "--jobs", "1", "--tracking-uri", uri]
     automil(tmp_path, *args)

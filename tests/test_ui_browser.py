@@ -33,9 +33,8 @@ pytestmark = [
 ]
 
 
-def _tune(tmp_path) -> str:
-    """The store of a real ``automil tune`` with a tiny budget."""
-    uri = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+def _tune(tmp_path, uri) -> str:
+    """The store ``uri`` after a real ``automil tune`` with a tiny budget."""
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", DATASET, "--n-trials", "2",
                "--folds", "3", "--repeats", "1", "--jobs", "1", "--storage", f"journal:{tmp_path / 'studies.log'}",
                "--tracking-uri", uri]
@@ -71,10 +70,10 @@ def _announced_links(server) -> dict[str, str]:
 
 
 def test_a_user_lands_on_the_runs_table_finds_each_learner_with_its_score_and_opens_its_trials(
-        tmp_path, data_dir):
+        tmp_path, data_dir, mlflow_store):
     playwright_api = pytest.importorskip("playwright.sync_api")
     sync_playwright, expect = playwright_api.sync_playwright, playwright_api.expect
-    uri = _tune(tmp_path)
+    uri = _tune(tmp_path, mlflow_store(tmp_path))
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name(DATASET)
     studies = {run.data.tags["automil.learner"]: run for run in

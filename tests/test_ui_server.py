@@ -52,11 +52,9 @@ def _port_is_free(port: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory) -> str:
-    """One empty tracking store for the module: creating MLflow's tables takes a while."""
-    from automil.track import Tracker
-
-    return Tracker(f"sqlite:///{tmp_path_factory.mktemp('ui') / 'mlruns' / 'mlflow.db'}").tracking_uri
+def store(tmp_path_factory, mlflow_store) -> str:
+    """One empty tracking store for the module."""
+    return mlflow_store(tmp_path_factory.mktemp("ui"))
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")

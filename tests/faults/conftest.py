@@ -27,10 +27,10 @@ def postgres():
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
+def mlflow_server(tmp_path_factory, mlflow_store):
     """One ``mlflow server`` (sqlite backend) for the session; a test may stop and start it."""
     workdir = tmp_path_factory.mktemp("mlflow-server")
-    server = harness.MlflowServer(f"sqlite:///{workdir / 'mlflow.db'}", workdir)
+    server = harness.MlflowServer(mlflow_store(workdir), workdir)
     try:
         yield server.start()
     finally:

@@ -13,10 +13,10 @@ SQLITE_WORKERS, SQLITE_TRIALS = 2, 80
 
 
 def test_four_workers_on_postgresql_and_two_on_sqlite_record_200_trials_exactly_once(tmp_path, site, postgres,
-                                                                                       mlflow_server):
+                                                                                       mlflow_server, mlflow_store):
     # The PostgreSQL workers play four machines sharing one study store and one MLflow server; the sqlite
     # workers play one machine with its own study file and MLflow store.
-    local_tracking = f"sqlite:///{tmp_path / 'mlruns' / 'mlflow.db'}"
+    local_tracking = mlflow_store(tmp_path)
     groups = {
         "postgresql": ([Tune(tmp_path / f"pg{i}", site, postgres, n_trials=POSTGRES_TRIALS,
                              tracking_uri=mlflow_server.url) for i in range(POSTGRES_WORKERS)], POSTGRES_TRIALS),
