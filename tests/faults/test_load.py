@@ -1,4 +1,4 @@
-"""Load: six ``automil tune`` processes, four on PostgreSQL and two on sqlite, finish 200 short trials between
+"""Load: six ``automil tune`` processes, four on PostgreSQL and two on sqlite, finish 100 short trials between
 them; every trial is in its storage exactly once and every finished trial in MLflow exactly once."""
 
 import pytest
@@ -8,11 +8,11 @@ from faults.harness import Tune
 
 pytestmark = [*harness.needs_postgres, pytest.mark.timeout(420)]
 
-POSTGRES_WORKERS, POSTGRES_TRIALS = 4, 120
-SQLITE_WORKERS, SQLITE_TRIALS = 2, 80
+POSTGRES_WORKERS, POSTGRES_TRIALS = 4, 60
+SQLITE_WORKERS, SQLITE_TRIALS = 2, 40
 
 
-def test_four_workers_on_postgresql_and_two_on_sqlite_record_200_trials_exactly_once(tmp_path, site, postgres,
+def test_four_workers_on_postgresql_and_two_on_sqlite_record_100_trials_exactly_once(tmp_path, site, postgres,
                                                                                        mlflow_server, mlflow_store):
     # The PostgreSQL workers play four machines sharing one study store and one MLflow server; the sqlite
     # workers play one machine with its own study file and MLflow store.
