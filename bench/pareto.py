@@ -1,7 +1,8 @@
 """Accuracy against cost on one dataset: does a learner's Pareto front (``--objective balanced_accuracy
 --objective fit_seconds``) hold a point much faster than its most accurate point and nearly as accurate?
 
-    python bench/pareto.py --dataset fox --budget 600
+    python bench/pareto.py --dataset fox --budget 900 --rescore-limit 30
+    python bench/pareto.py --dataset fox --budget 1200 --allocation equal --rescore-limit 30
 
 It runs ``automil tune --dataset D --objective balanced_accuracy --objective fit_seconds --protocol tuned
 --timeout B`` untracked in a fresh storage (every learner; the tuned protocol because the fronts come from
@@ -31,10 +32,10 @@ from automil.pareto import cheapest_near_best, non_dominated
 OBJECTIVES = ["--objective", "balanced_accuracy", "--objective", "fit_seconds"]
 
 
-def tune(dataset: str, budget: float, storage: Path, seed: int, learners: list[str]) -> list[dict]:
+def tune(dataset: str, budget: float, storage: Path, seed: int, learners: list[str], allocation: str) -> list[dict]:
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", dataset, *OBJECTIVES, "--protocol", "tuned",
                "--timeout", f"{budget:.0f}", "--n-trials", "none", "--repeats", "1", "--storage", f"journal:{storage}",
-               "--no-track", "--seed", str(seed), "--json", "-"]
+               "--no-track", "--seed", str(seed), "--allocation", allocation, "--json", "-"]
     for learner in learners:
         command += ["--learner", learner]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
@@ -103,6 +104,9 @@ def main(argv=None) -> int:
     parser.add_argument("--budget", type=float, default=600.0, help="--timeout of the tune, seconds")
     parser.add_argument("--learner", action="append", default=[], help="repeatable; default every learner")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--allocation", default="promise", choices=("promise", "equal"),
+                        help="of automil tune: equal gives every learner the same seconds, so more of them get a "
+                             "front of several points")
     parser.add_argument("--folds", type=int, default=6, help="folds of the fresh re-scoring")
     parser.add_argument("--tolerance", type=float, default=0.02, help="BACC given up at most (0.02: 2 points)")
     parser.add_argument("--speedup", type=float, default=5.0)
@@ -115,13 +119,15 @@ def main(argv=None) -> int:
 
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="automil-pareto-") as tmp:
-        rows = tune(args.dataset, args.budget, Path(tmp) / "studies.journal", args.seed, args.learner)
+        rows = tune(args.dataset, args.budget, Path(tmp) / "studies.journal", args.seed, args.learner,
+                    args.allocation)
     tuned = time.time() - start
     bags = load_bags(args.dataset)
     fronts = {r["learner"]: [{**p, "learner": r["learner"]} for p in r["pareto_front"]]
               for r in rows if r.get("pareto_front")}
     print(f"{args.dataset}: tuned {len(fronts)} learners for BACC against fit seconds in {tuned:.0f} s "
-          f"(--timeout {args.budget:.0f}); target: a front point >= {args.speedup:g}x faster than the most accurate, "
+          f"(--timeout {args.budget:.0f}, --allocation {args.allocation}); target: a front point >= "
+          f"{args.speedup:g}x faster than the most accurate, "
           f"within {100 * args.tolerance:g} points of its BACC (tuning folds; fresh: re-scored on {args.folds} "
           f"fresh folds)")
     print(f"{'learner':<18} {'front':>5} {'most accurate (trial)':>20} {'BACC':>5} {'fit s':>8}  "
