@@ -124,3 +124,32 @@ def test_several_objectives_give_one_direction_each():
 def test_bad_objectives_are_refused_naming_the_problem(kwargs, message):
     with pytest.raises(ValueError, match=message):
         TuneOptions(**kwargs).check()
+
+
+def test_a_study_file_asks_for_several_objectives_like_the_command_line(tmp_path):
+    from automil.tune.study_file import read_study_file
+
+    path = tmp_path / "cost.toml"
+    path.write_text('[options]\nobjectives = ["accuracy", "predict_seconds"]\n\n[[study]]\ndataset = "fox"\n')
+    (_, _, options), = read_study_file(path)
+    assert options.objectives == ("accuracy", "predict_seconds") and options.metric == "accuracy"
+    assert options.directions == ("maximize", "minimize")
+    path.write_text('[options]\nmetric = "balanced_accuracy"\nobjectives = ["accuracy", "fit_seconds"]\n\n'
+                    '[[study]]\ndataset = "fox"\n')
+    with pytest.raises(ValueError, match="disagree"):
+        read_study_file(path)
+
+
+def test_the_scatter_draws_every_trial_one_colour_per_learner_on_a_log_time_axis():
+    from automil.track.figures import pareto_figure
+
+    points = {"fast": [(0.01, 0.70), (0.02, 0.72), (0.05, 0.71)], "slow": [(3.0, 0.80), (9.0, 0.78)], "none": []}
+    axes = pareto_figure(points, "made up").axes[0]
+    assert axes.get_xscale() == "log"
+    labels = [text.get_text() for text in axes.get_legend().get_texts()]
+    assert labels == ["fast (3)", "slow (2)", "front across learners"]
+    drawn = np.vstack([c.get_offsets() for c in axes.collections])
+    assert {tuple(p) for p in drawn} >= {(x, 100 * y) for pairs in points.values() for x, y in pairs}
+    colours = {tuple(c.get_facecolor()[0][:3]) for c in axes.collections}  # the ringed front: same colour
+    assert len(colours) == 2
+    assert "no completed trials" in [t.get_text() for t in pareto_figure({}, "empty").axes[0].texts]
