@@ -29,7 +29,9 @@ TUNING_SHARE = 0.75
 class TuneOptions:
     """The budget and protocol of a tuning run (the options of ``automil tune``).
 
-    ``track`` and ``tracking_uri`` are read by the command line, which opens the tracking store and hands
+    ``objectives`` (``--objective``, two or more) makes multi-objective studies; ``metric`` is then their
+    first, and ``None`` means that first objective, else balanced accuracy. ``track`` and ``tracking_uri``
+    are read by the command line, which opens the tracking store and hands
     ``tune`` a factory for it; the driver itself never opens one.
     """
 

@@ -88,7 +88,8 @@ def _check_objectives(study, attrs: dict, options) -> None:
     stored = attrs.get("objectives") or [attrs.get("metric", options.metric)]
     wanted = list(options.objectives) if options.multi_objective else [options.metric]
     directions = [d.name.lower() for d in study.directions]
-    if directions != list(options.directions) or ("metric" in attrs and stored != wanted):
+    # names are compared once the study's record is whole (its fold assignment is written last)
+    if directions != list(options.directions) or ("fold_assignment" in attrs and stored != wanted):
         raise ValueError(
             f"study {study.study_name!r} in {shown_storage(options.storage)} was made with the objective(s) "
             f"{', '.join(stored)} ({', '.join(directions)}); this run asks for {', '.join(wanted)}. Give the "
