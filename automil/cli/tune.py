@@ -27,7 +27,7 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.tune.options import ALLOCATIONS, METRICS, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
+    from automil.tune.options import ALLOCATIONS, METRICS, OBJECTIVES, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
     from automil.tune.storage import DEFAULT_STORAGE
 
     d = TuneOptions() if defaults else None
@@ -47,8 +47,11 @@ def _add_tune_options(sub, defaults: bool):
         sub.add_argument("--folds", type=int, default=d.folds, help=f"k of k-fold CV (default {d.folds})")
         sub.add_argument("--repeats", type=int, default=d.repeats,
                          help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats})")
-        sub.add_argument("--metric", choices=METRICS, default=d.metric,
+        sub.add_argument("--metric", choices=METRICS, default=None,
                          help="what the tuner maximizes (both are recorded; default balanced_accuracy)")
+        sub.add_argument("--objective", dest="objectives", action="append", default=[], metavar="NAME",
+                         help=f"repeatable: two or more ({', '.join(OBJECTIVES)}) tune for a Pareto front of "
+                              "accuracy against cost, the first (a metric) choosing the best model")
         sub.add_argument("--seed", type=int, default=d.seed, help="seeds folds, samplers and learners")
         sub.add_argument("--sampler", choices=SAMPLERS, default=d.sampler, help="Optuna sampler")
         sub.add_argument("--allocation", choices=ALLOCATIONS, default=d.allocation,
@@ -121,15 +124,21 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
     nested = rows[0]["protocol"] == "nested"
     metric = "BACC" if rows[0]["metric"] == "balanced_accuracy" else "ACC"
     head = "nested" if nested else "tuned*"
+    fronts = any(row.get("pareto_front") is not None for row in rows)
+    objectives = _objectives(rows)
+    cost = next((name for name in objectives if name.endswith("_seconds")), None)
     header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC",
-              f"tuning {metric}*", "fit s", "trials", "T/O", "best parameters")
+              f"tuning {metric}*", "fit s", "trials", "T/O") + (
+        ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
+        else ()) + ("best parameters",)
     table = []
     for row in rows:
         status = Status(row["status"])
+        extra = _front_cells(row, cost) if fronts else ()
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row['error']}"
             table.append((row["learner"], what, what, "", "", "", "", row["trials"],
-                          row.get("trials_timed_out", ""), (row.get("error") or "")[:70]
+                          row.get("trials_timed_out", ""), *extra, (row.get("error") or "")[:70]
                           if status != Status.TIMED_OUT else ""))
             continue
         name = f"{row['learner']} (chosen)" if row.get("selected") else row["learner"]
@@ -139,8 +148,11 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
                       _pm(row["repeated_balanced_accuracy"], row["repeated_balanced_accuracy_std"]),
                       _pm(row["tuning_score"], None),
                       "-" if row["fit_seconds"] is None else f"{row['fit_seconds']:.2f}",
-                      row["trials"], row["trials_timed_out"], _params(row["best_params"])))
+                      row["trials"], row["trials_timed_out"], *extra, _params(row["best_params"])))
     print_table(header, table)
+    if fronts:
+        print(f"front: trials on the Pareto front of {' against '.join(objectives)} (tuning folds); fast: its "
+              f"fastest point within 1 point of its best {metric}.")
     first = rows[0]
     print(f"\n{first['dataset']}: {first['folds']}-fold CV over bags, seed {first['seed']}; repeated CV = "
           f"best parameters re-evaluated over {max(r.get('repeats') or 0 for r in rows)} repeats (mean +- sd "
@@ -168,6 +180,24 @@ def _print_choice(rows):
     if chosen.get("registered_model"):
         name = chosen["registered_model"].rsplit("/", 1)[0]
         print(f"Apply it: automil predict {name}/latest --dataset NAME_OR_FILE")
+
+
+def _objectives(rows) -> list[str]:
+    """The objectives of the fronts, in their order (a point's keys after ``trial`` and ``params``)."""
+    point = next((front[0] for front in (row.get("pareto_front") for row in rows) if front), {})
+    return [key for key in point if key not in ("trial", "params")]
+
+
+def _front_cells(row, cost: str | None) -> tuple:
+    """The front's size and its cheapest point (by ``cost``) within 1 point of its best metric."""
+    from automil.pareto import cheapest_near_best
+
+    front = row.get("pareto_front")
+    if not front or cost is None:
+        return ("-" if front is None else len(front), "-", "-")
+    metric = row["metric"]
+    fast = front[cheapest_near_best([p[metric] for p in front], [p[cost] for p in front])]
+    return (len(front), f"{fast[cost]:.3g}", _pm(fast[metric], None))
 
 
 def _pm(mean, std) -> str:

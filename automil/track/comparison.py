@@ -7,7 +7,9 @@ After every tune, the dataset's experiment gets
   first line naming the winner (the UI folds the description to it) and a markdown table with each
   learner linked to its run;
 - ``figures/comparison.png`` on every learner's run: balanced accuracy with its spread and the mean fit
-  time of each learner, drawn into the description too.
+  time of each learner, drawn into the description too;
+- ``figures/pareto.png`` beside it when a study was tuned for several objectives (``--objective``): every
+  completed trial of every learner, balanced accuracy against fit time, with the Pareto fronts.
 
 Metric names of a learner's run sort together by measure: ``balanced_accuracy`` (the headline),
 ``balanced_accuracy_nested``, ``balanced_accuracy_repeated_cv``, ``balanced_accuracy_tuning``, each spread
@@ -22,12 +24,14 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from automil.track.figures import pareto_figure
 from automil.track.records import LearnerResult
 from automil.track.store import NOTE_TAG, retry
 
-__all__ = ["metric_name", "refresh", "leaderboard_markdown", "comparison_figure"]
+__all__ = ["metric_name", "refresh", "leaderboard_markdown", "comparison_figure", "trial_points"]
 
 CHART = "figures/comparison.png"
+SCATTER = "figures/pareto.png"
 _VARIANTS = (("nested_", "_nested"), ("repeated_", "_repeated_cv"))
 
 
@@ -70,9 +74,9 @@ def _pm(metrics: dict, name: str) -> str:
 
 
 def leaderboard_markdown(dataset: str, experiment_id: str, ranked: list[dict], chart_run: str | None,
-                         chosen: LearnerResult | None = None) -> str:
+                         chosen: LearnerResult | None = None, scatter: bool = False) -> str:
     """The experiment description: the winner (and the chosen model, when the last tune chose one) on the
-    first line, then the table and the chart."""
+    first line, then the table and the chart (and the scatter of accuracy against cost, with ``scatter``)."""
     scored = [s for s in ranked if s["metrics"].get("balanced_accuracy") is not None]
     protocol = {s["tags"].get("automil.protocol", "nested") for s in scored}
     headline = "nested CV" if protocol == {"nested"} else "tuned protocol: optimistic" if protocol == {
@@ -103,6 +107,8 @@ def leaderboard_markdown(dataset: str, experiment_id: str, ranked: list[dict], c
                   "model. BACC: headline balanced accuracy, mean ± sd over folds."]
     if chart_run is not None:
         lines += ["", f"![learners compared](get-artifact?path={CHART}&run_uuid={chart_run})"]
+        if scatter:
+            lines += ["", f"![accuracy against fit time](get-artifact?path={SCATTER}&run_uuid={chart_run})"]
     lines += ["", f"_Updated by automil {time.strftime('%Y-%m-%d %H:%M', time.localtime())}._"]
     return "\n".join(lines)
 
@@ -156,12 +162,34 @@ def refresh(tracker, dataset: str, chosen: LearnerResult | None = None) -> None:
         retry(client.log_metric, study["run_id"], "rank", position, now)
     scored = [s for s in ranked if "rank" in s["metrics"]]
     chart_run = None
+    scatter = any("pareto_front_size" in s["metrics"] for s in ranked)  # some learner had several objectives
     if scored:
         with tempfile.TemporaryDirectory(prefix="automil-comparison-") as tmp:
-            path = Path(tmp) / Path(CHART).name
-            comparison_figure(dataset, ranked).savefig(path, dpi=100)
+            figures = {CHART: lambda: comparison_figure(dataset, ranked)}
+            if scatter:
+                figures[SCATTER] = lambda: pareto_figure(
+                    trial_points(tracker, dataset, ranked),
+                    f"{dataset}: every completed trial, accuracy against cost (ringed: each learner's front)")
+            for name, draw in figures.items():
+                draw().savefig(Path(tmp) / Path(name).name, dpi=100)
             for study in scored:
-                retry(client.log_artifact, study["run_id"], str(path), str(Path(CHART).parent))
+                for name in figures:
+                    retry(client.log_artifact, study["run_id"], str(Path(tmp) / Path(name).name),
+                          str(Path(name).parent))
         chart_run = scored[0]["run_id"]
     retry(client.set_experiment_tag, experiment_id, NOTE_TAG,
-           leaderboard_markdown(dataset, experiment_id, ranked, chart_run, chosen))
+           leaderboard_markdown(dataset, experiment_id, ranked, chart_run, chosen, scatter))
+
+
+def trial_points(tracker, dataset: str, ranked: list[dict]) -> dict[str, list[tuple[float, float]]]:
+    """``(mean fit seconds, balanced accuracy)`` of every completed trial of the studies in ``ranked``,
+    per learner."""
+    learners = {study["run_id"]: study["learner"] for study in ranked}
+    points = {}
+    for trial in tracker.trials(dataset):
+        metrics = trial["metrics"]
+        if trial["parent"] in learners and trial["state"] == "COMPLETE" and \
+                {"fit_seconds", "balanced_accuracy"} <= metrics.keys():
+            points.setdefault(learners[trial["parent"]], []).append(
+                (metrics["fit_seconds"], metrics["balanced_accuracy"]))
+    return points

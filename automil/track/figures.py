@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 
 import numpy as np
+
+from automil.pareto import non_dominated
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 __all__ = ["confusion_matrix_figure", "optimization_history_figure", "param_importances_figure",
-           "witness_figure", "coefficients_figure", "image_shape"]
+           "witness_figure", "coefficients_figure", "image_shape", "pareto_figure"]
 
 _PIXEL_NAME = re.compile(r"pixel_(\d+)_(\d+)$")
 _TIMED_OUT = "T/O"
@@ -82,6 +85,44 @@ def optimization_history_figure(history, direction: str = "maximize", objective:
     else:
         ax.text(0.5, 0.5, "no trials", ha="center", va="center", transform=ax.transAxes)
     return fig
+
+
+def pareto_figure(points: dict[str, list[tuple[float, float]]], title: str) -> Figure:
+    """Accuracy against cost: every completed trial of every learner (``points[learner]`` holds
+    ``(mean fit seconds, balanced accuracy)`` pairs) on a log time axis, one colour per learner. Each
+    learner's Pareto front (no trial of its own both faster and at least as accurate) is ringed in black
+    and joined; the front across learners is the dashed line."""
+    fig = Figure(figsize=(9, 5.5), layout="constrained")
+    ax = fig.add_subplot()
+    palette = colormaps["tab10" if len(points) <= 10 else "tab20"]
+    everything = []
+    for index, (learner, pairs) in enumerate(sorted(points.items())):
+        if not pairs:
+            continue
+        xy = np.array(pairs, dtype=float) * [1.0, 100.0]
+        everything.append(xy)
+        colour = palette(index % palette.N)
+        front = _front(xy)
+        ax.scatter(xy[:, 0], xy[:, 1], s=16, color=colour, alpha=0.55, label=f"{learner} ({len(xy)})")
+        ax.plot(front[:, 0], front[:, 1], "-", color=colour, linewidth=1, drawstyle="steps-post")
+        ax.scatter(front[:, 0], front[:, 1], s=42, color=colour, edgecolors="black", linewidths=0.9, zorder=3)
+    if everything:
+        front = _front(np.vstack(everything))
+        ax.plot(front[:, 0], front[:, 1], "--", color="black", linewidth=1.2, drawstyle="steps-post",
+                label="front across learners", zorder=4)
+        ax.set_xscale("log")
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small", frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no completed trials", ha="center", va="center", transform=ax.transAxes)
+    ax.set(xlabel="mean fit time per fold, s (log)", ylabel="balanced accuracy, % (tuning folds)", title=title)
+    ax.grid(True, which="major", alpha=0.3)
+    return fig
+
+
+def _front(xy: np.ndarray) -> np.ndarray:
+    """The points of ``(seconds, accuracy)`` rows no other beats, fastest first."""
+    front = xy[non_dominated(xy, [False, True])]
+    return front[np.lexsort((-front[:, 1], front[:, 0]))]
 
 
 def param_importances_figure(importances: dict | None, reason: str = "") -> Figure:

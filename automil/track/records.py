@@ -62,7 +62,8 @@ class TrialAttr:
 @dataclass(frozen=True)
 class TrialRecord:
     """One Optuna trial as plain data. ``state`` is Optuna's state name (COMPLETE, PRUNED, FAIL, RUNNING,
-    WAITING); ``attrs`` its user attributes (keys in :class:`TrialAttr`)."""
+    WAITING); ``attrs`` its user attributes (keys in :class:`TrialAttr`); ``value`` the value of the
+    study's metric, its first objective."""
 
     number: int
     state: str
@@ -72,6 +73,7 @@ class TrialRecord:
     start: datetime | None = None
     end: datetime | None = None
     queued: bool = False  # its parameters were queued (the learner's defaults), not sampled
+    values: tuple = ()  # every objective's value of a multi-objective study (``value`` is the first)
 
     @property
     def finished(self) -> bool:
@@ -97,7 +99,8 @@ class StudyRecord:
 
 # The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
 _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
-_OPTIONAL_KEYS = ("classes", "confusion_matrix")  # only when there are out-of-fold predictions
+# only when there are out-of-fold predictions, or several objectives
+_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front")
 
 
 @dataclass
@@ -142,6 +145,7 @@ class LearnerResult:
     classes: list | None = None
     confusion_matrix: list | None = None
     tuned_splits: int | None = None
+    pareto_front: list | None = None
     model_uri: str | None = None
     selected: bool = False
     registered_model: str | None = None

@@ -42,7 +42,9 @@ class ResultLogging:
             and a resumed study can find a new best).
             The headline figures are expected under ``accuracy``, ``balanced_accuracy`` and their
             ``*_std``; ``confusion_matrix`` (rows true, columns predicted, out-of-fold counts) with
-            ``classes``, when present, is drawn instead of predicting ``bags``. Missing keys are skipped.
+            ``classes``, when present, is drawn instead of predicting ``bags``. ``pareto_front`` (several
+            objectives) is logged as its size ``pareto_front_size``, its points in ``result.json``.
+            Missing keys are skipped.
         model : estimator, optional
             The fitted best model (``automil.evaluation.Standardized``), logged as the MLflow pyfunc
             model ``model`` (see :class:`BagModel` for the input format).
@@ -127,6 +129,9 @@ def _result_entries(result: dict) -> tuple[list, dict, int]:
     metrics, tags = [], {}
     for key, value in result.items():
         if key in ("best_params", "confusion_matrix", "classes") or value is None:
+            continue
+        if key == "pareto_front":  # the points are in result.json; the dataset's scatter shows them
+            metrics.append(("pareto_front_size", float(len(value)), None))
             continue
         name = metric_name(key, result.get("metric"))
         if finite(value) and key not in RESULT_TAG_KEYS:

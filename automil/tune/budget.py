@@ -38,7 +38,8 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
     while deadline is None or time.time() < deadline:
         now = time.time()
         trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
-        states = [learner_state(learner, trials[learner], plan.options.metric, plan.start, now)
+        states = [learner_state(learner, trials[learner], plan.options.metric, plan.start, now,
+                                plan.options.directions)
                   for learner in plan.learners]
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
@@ -64,9 +65,10 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
 
 
 def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, run_start: float,
-                  now: float) -> LearnerState:
+                  now: float, directions=("maximize",)) -> LearnerState:
     """The budget's view of a learner from the trial records of its studies (the study on all bags first);
-    the standard error of a study's best value comes from that trial's fold scores of ``metric``.
+    the standard error of a study's best value comes from that trial's fold scores of ``metric`` (the best
+    trial as :func:`best_trial` picks it under the studies' ``directions``).
 
     ``seconds`` adds up the wall-clock time of all its trials (a running one until ``now``);
     ``expected_seconds`` is the mean duration of its finished trials on all bags, when it has any;
@@ -76,7 +78,7 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
     seconds = 0.0
     for trials in studies:
         counted = [t for t in trials if counts_toward_budget(t)]
-        best = best_trial(trials)
+        best = best_trial(trials, directions)
         stderr = 0.0
         if best is not None:
             folds = best.attrs.get(f"fold_{metric}") or []

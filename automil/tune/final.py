@@ -43,11 +43,11 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
                 for i in options.splits[1:]]
         trials = records(main)
         sub_trials = [records(s) for s in subs]
-        best = best_trial(trials)
+        best = best_trial(trials, options.directions)
         # An outer split the budget left untuned takes the learner's defaults: chosen before any data
         # was seen, they are as blind to its outer fold as a tuning on the other folds.
         defaults = defaults_trial(trials)
-        outer_best = [best_trial(t) or defaults for t in sub_trials]
+        outer_best = [best_trial(t, options.directions) or defaults for t in sub_trials]
         key = {"trials": [len(t) for t in [trials, *sub_trials]],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}

@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from automil.evaluation import mean_std
+from automil.pareto import non_dominated
 from automil.track.records import LearnerResult, Status, TrialAttr, TrialRecord
 from automil.tune.options import TuneOptions
 from automil.tune.trial_states import trial_counts
 
-__all__ = ["Evaluation", "result_row", "row_status", "skipped_row", "rank"]
+__all__ = ["Evaluation", "result_row", "row_status", "skipped_row", "rank", "pareto_front"]
 
 
 @dataclass
@@ -86,12 +87,26 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
         row["classes"] = classes.tolist()
         row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
     row["tuned_splits"] = job.tuned_splits if options.protocol == "nested" else None
+    row["pareto_front"] = pareto_front(job.trials, options) if options.multi_objective else None
     too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
     if best is None and too_slow:
         row["status"], row["error"] = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
     else:
         row["status"] = row_status(row["accuracy"], counts, best, job.errors)
     return LearnerResult(**row)
+
+
+def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[dict]:
+    """The completed trials of a multi-objective study that no other beats on every objective, best
+    metric first: ``{trial, params, <objective>: value, ...}``. Like the tuning score, the values come
+    from the folds the parameters were tuned on."""
+    complete = [t for t in trials if t.state == "COMPLETE" and len(t.values) == len(options.objectives)]
+    if not complete:
+        return []
+    keep = non_dominated([t.values for t in complete], [d == "maximize" for d in options.directions])
+    front = [{"trial": t.number, "params": t.attrs.get(TrialAttr.ESTIMATOR_PARAMS),
+              **dict(zip(options.objectives, t.values, strict=True))} for t in (complete[i] for i in keep)]
+    return sorted(front, key=lambda point: (-point[options.metric], point["trial"]))
 
 
 def _first_error(job: Evaluation, counts: dict, finished: list[TrialRecord], stopped: int) -> str | None:

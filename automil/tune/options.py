@@ -7,11 +7,16 @@ from dataclasses import dataclass, field
 
 from automil.tune.storage import DEFAULT_STORAGE
 
-__all__ = ["TuneOptions", "default_jobs", "parse_size", "SAMPLERS", "METRICS", "PROTOCOLS", "ALLOCATIONS",
-           "TUNING_SHARE"]
+__all__ = ["TuneOptions", "default_jobs", "parse_size", "SAMPLERS", "METRICS", "OBJECTIVES", "PROTOCOLS",
+           "ALLOCATIONS", "TUNING_SHARE"]
 
 SAMPLERS = ("tpe", "random")
 METRICS = ("balanced_accuracy", "accuracy")
+DEFAULT_METRIC = "balanced_accuracy"
+# What --objective may name, with its direction: the metrics (mean over the folds) and the costs (mean
+# seconds per fold of the trial's fits or predictions).
+OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "fit_seconds": "minimize",
+              "predict_seconds": "minimize"}
 PROTOCOLS = ("nested", "tuned")
 # promise: the time goes to the learners close to the best (AutoML); equal: every learner with a score gets
 # the same seconds (a comparison table with equal effort per learner).
@@ -24,7 +29,9 @@ TUNING_SHARE = 0.75
 class TuneOptions:
     """The budget and protocol of a tuning run (the options of ``automil tune``).
 
-    ``track`` and ``tracking_uri`` are read by the command line, which opens the tracking store and hands
+    ``objectives`` (``--objective``, two or more) makes multi-objective studies; ``metric`` is then their
+    first, and ``None`` means that first objective, else balanced accuracy. ``track`` and ``tracking_uri``
+    are read by the command line, which opens the tracking store and hands
     ``tune`` a factory for it; the driver itself never opens one.
     """
 
@@ -33,7 +40,8 @@ class TuneOptions:
     fit_timeout: float = 1000.0
     folds: int = 6
     repeats: int = 10
-    metric: str = "balanced_accuracy"
+    metric: str | None = None  # None: the first of ``objectives``, else balanced_accuracy
+    objectives: tuple[str, ...] = ()
     seed: int = 0
     jobs: int = field(default_factory=lambda: default_jobs())
     storage: str = DEFAULT_STORAGE
@@ -43,6 +51,22 @@ class TuneOptions:
     fit_memory: int | None = None
     track: bool = True
     tracking_uri: str | None = None
+
+    def __post_init__(self):
+        self.objectives = tuple(self.objectives or ())
+        if self.metric is None:
+            self.metric = self.objectives[0] if self.objectives else DEFAULT_METRIC
+
+    @property
+    def multi_objective(self) -> bool:
+        """Two or more objectives: the studies search a Pareto front (``docs/tune.md``, "Accuracy
+        against cost")."""
+        return len(self.objectives) > 1
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        """The Optuna directions of the studies: the metric's alone, or one per objective."""
+        return tuple(OBJECTIVES[name] for name in self.objectives) if self.multi_objective else ("maximize",)
 
     @property
     def splits(self) -> list[int | None]:
@@ -63,11 +87,25 @@ class TuneOptions:
         if self.protocol == "nested" and self.folds < 3:
             raise ValueError("--protocol nested needs --folds 3 or more (each outer split is tuned with "
                              "the other folds)")
+        self._check_objectives()
         for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, PROTOCOLS),
                                      ("--sampler", self.sampler, SAMPLERS),
                                      ("--allocation", self.allocation, ALLOCATIONS)):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+
+    def _check_objectives(self):
+        for name in self.objectives:
+            if name not in OBJECTIVES:
+                raise ValueError(f"--objective must be one of {', '.join(OBJECTIVES)}, got {name!r}")
+        if len(set(self.objectives)) < len(self.objectives):
+            raise ValueError(f"--objective names an objective twice: {', '.join(self.objectives)}")
+        if self.objectives and self.objectives[0] not in METRICS:
+            raise ValueError(f"the first --objective is the one the best model is chosen by, so it must be a "
+                             f"metric ({', '.join(METRICS)}), got {self.objectives[0]!r}")
+        if self.objectives and self.objectives[0] != self.metric:
+            raise ValueError(f"--metric {self.metric} and the first --objective {self.objectives[0]} disagree: "
+                             "give one of them (a single --objective is the same as --metric)")
 
 
 def default_jobs() -> int:

@@ -41,9 +41,10 @@ def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
     for spec in specs:
         for split in options.splits:
             name = study_name(dataset, spec.name, split)
-            study = optuna.create_study(storage=storage, study_name=name, direction="maximize",
+            study = optuna.create_study(storage=storage, study_name=name, directions=list(options.directions),
                                         load_if_exists=True)
             attrs = study.user_attrs
+            _check_objectives(study, attrs, options)
             if "fold_assignment" in attrs:
                 stored = {k: attrs["folds"][k] for k in ("n_splits", "seed")}
                 if stored != folds or attrs.get("metric") != options.metric:
@@ -62,6 +63,8 @@ def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
         assignment = fresh
     record = {"dataset": dataset, "metric": options.metric, "seed": options.seed,
               "folds": {**folds, "digest": fold_digest(assignment)}, "labels_digest": labels}
+    if options.multi_objective:  # a single-objective study stays as it was: its metric says it all
+        record["objectives"] = list(options.objectives)
     stored_assignment = assignment.tolist()
     for study, spec, split in studies:
         attrs = study.user_attrs
@@ -75,6 +78,22 @@ def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
                 study.set_user_attr(key, value)
     return assignment
 
+
+
+def _check_objectives(study, attrs: dict, options) -> None:
+    """An existing study must search the objectives this run asks for: Optuna keeps the directions it
+    was made with, and values of other objectives cannot share a front."""
+    if not (options.multi_objective or "objectives" in attrs or len(study.directions) > 1):
+        return  # single objective both: the metric check of prepare_studies applies
+    stored = attrs.get("objectives") or [attrs.get("metric", options.metric)]
+    wanted = list(options.objectives) if options.multi_objective else [options.metric]
+    directions = [d.name.lower() for d in study.directions]
+    # names are compared once the study's record is whole (its fold assignment is written last)
+    if directions != list(options.directions) or ("fold_assignment" in attrs and stored != wanted):
+        raise ValueError(
+            f"study {study.study_name!r} in {shown_storage(options.storage)} was made with the objective(s) "
+            f"{', '.join(stored)} ({', '.join(directions)}); this run asks for {', '.join(wanted)}. Give the "
+            "same --objective options to continue it, or another --storage for a new study")
 
 
 def sampler(plan: Plan, name: str, index: int, n_existing: int):

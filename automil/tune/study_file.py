@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+from dataclasses import fields
 
 from automil.tune.options import TuneOptions, parse_size
 
@@ -53,7 +53,7 @@ def read_study_file(path, overrides: dict | None = None) -> list[tuple[str, list
                 values[key] = None
         if isinstance(values.get("fit_memory"), str):
             values["fit_memory"] = parse_size(values["fit_memory"])
-        options = replace(TuneOptions(), **{**values, **(overrides or {})})
+        options = TuneOptions(**{**values, **(overrides or {})})
         options.check()
         runs += [(dataset, learners, options) for dataset in datasets]
     return runs

@@ -22,9 +22,10 @@ def trial_record(frozen_trial) -> TrialRecord:
     """An Optuna ``FrozenTrial`` as a :class:`TrialRecord`."""
     values = frozen_trial.values or []
     return TrialRecord(number=int(frozen_trial.number), state=frozen_trial.state.name,
-                       value=values[0] if len(values) == 1 else None, params=dict(frozen_trial.params),
+                       value=values[0] if values else None, params=dict(frozen_trial.params),
                        attrs=frozen_trial.user_attrs, start=frozen_trial.datetime_start,
-                       end=frozen_trial.datetime_complete, queued="fixed_params" in frozen_trial.system_attrs)
+                       end=frozen_trial.datetime_complete, queued="fixed_params" in frozen_trial.system_attrs,
+                       values=tuple(values) if len(values) > 1 else ())
 
 
 def records(study) -> list[TrialRecord]:
@@ -73,10 +74,20 @@ def fail_stale_trials(study):
             study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
 
 
-def best_trial(trials: list[TrialRecord]) -> TrialRecord | None:
-    """The completed trial of highest value (the earliest among equals)."""
+def best_trial(trials: list[TrialRecord], directions=("maximize",)) -> TrialRecord | None:
+    """The completed trial of highest value (the earliest among equals).
+
+    In a multi-objective study (``directions`` of every objective, the first the metric) it is the point
+    of the Pareto front with the best metric: among equal metrics the better next objectives decide (the
+    faster one, with ``fit_seconds`` second), then the earliest.
+    """
     complete = [t for t in trials if t.state == "COMPLETE"]
-    return max(complete, key=lambda t: (t.value, -t.number)) if complete else None
+    if not complete:
+        return None
+    if len(directions) == 1:
+        return max(complete, key=lambda t: (t.value, -t.number))
+    signs = [1.0 if d == "maximize" else -1.0 for d in directions]
+    return max(complete, key=lambda t: (*(s * v for s, v in zip(signs, t.values, strict=True)), -t.number))
 
 
 def defaults_trial(trials: list[TrialRecord]) -> TrialRecord | None:

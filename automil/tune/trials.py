@@ -22,13 +22,17 @@ __all__ = ["run_trial", "configure_study"]
 
 
 def configure_study(study, plan: Plan, index: int):
-    """A study as this process tunes it: its own sampler stream, the fold-wise pruner, no stale trials."""
+    """A study as this process tunes it: its own sampler stream, the fold-wise pruner (single objective
+    only), no stale trials."""
     import optuna
 
     study.sampler = sampler(plan, study.study_name, index, len(study.get_trials(deepcopy=False)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
+    if plan.options.multi_objective:  # Optuna prunes single-objective studies only (trial.report raises)
+        study.pruner = optuna.pruners.NopPruner()
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
     fail_stale_trials(study)
 
 
@@ -68,6 +72,7 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
     record = {TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FIT_SECONDS: [],
               TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False, TrialAttr.ONE_CLASS: False}
     state, value, limit = TrialState.COMPLETE, None, plan.options.fit_timeout
+    multi = plan.options.multi_objective
     try:
         try:
             params = spec.search_space(trial)
@@ -87,14 +92,15 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
             record[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores["balanced_accuracy"])
             record[TrialAttr.FIT_SECONDS].append(out["fit_seconds"])
             record[TrialAttr.PREDICT_SECONDS].append(out["predict_seconds"])
-            trial.report(scores[plan.options.metric], step=step)
-            if scores["one_class"]:
+            if not multi:
+                trial.report(scores[plan.options.metric], step=step)
+            if scores["one_class"]:  # pruned under every objective: never a result
                 record[TrialAttr.ONE_CLASS] = True
                 record[TrialAttr.ERROR] = f"predicted one class for every bag of fold {step}"
                 raise optuna.TrialPruned(record[TrialAttr.ERROR])
-            if fold < len(splits) - 1 and trial.should_prune():
+            if not multi and fold < len(splits) - 1 and trial.should_prune():
                 raise optuna.TrialPruned()
-        value = float(np.mean(record[f"fold_{plan.options.metric}"]))
+        value = objective_values(record, plan.options)
     except optuna.TrialPruned as pruned:
         state = TrialState.PRUNED
         if str(pruned) and TrialAttr.ERROR not in record:  # the search space's reason (the pruner gives none)
@@ -125,6 +131,15 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
         _finish(study, trial, stopped, TrialState.FAIL, None)
         raise
     return _finish(study, trial, record, state, value)
+
+
+def objective_values(record: dict, options) -> float | list[float]:
+    """What Optuna is told: the mean over the folds of the metric, or of every objective (metrics and
+    seconds per fit or prediction) for a multi-objective study."""
+    if not options.multi_objective:
+        return float(np.mean(record[f"fold_{options.metric}"]))
+    folds = {"accuracy": TrialAttr.FOLD_ACCURACY, "balanced_accuracy": TrialAttr.FOLD_BALANCED_ACCURACY}
+    return [float(np.mean(record[folds.get(name, name)])) for name in options.objectives]
 
 
 def _finish(study, trial, record, state, value):
