@@ -131,10 +131,10 @@ def main(argv=None):
     for seed in args.seed or [0]:
         with tempfile.TemporaryDirectory(prefix="automil-warm-") as scratch:
             results += run(args.learner, args.source_trials, seed, Path(scratch))
-    print()
-    print("\n".join(summary(results)))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        print(f"\nseeds so far: {sorted({r['seed'] for r in results})}")
+        print("\n".join(summary(results)) + "\n", flush=True)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
 
 
 if __name__ == "__main__":

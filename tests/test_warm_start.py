@@ -1,19 +1,19 @@
 """Warm start across datasets: the source chosen from studies in a real journal storage, its point checked
-against the current space, and end to end through ``automil run`` and ``automil tune``."""
-
-import subprocess
-import sys
+against the current space, and end to end through the driver on real data files and worker processes."""
 
 import numpy as np
 import optuna
 import pytest
-from optuna.distributions import CategoricalDistribution, FloatDistribution
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
 from automil.meta_features import MetaFeatures
+from automil.tune.driver import tune
+from automil.tune.listener import Silent
+from automil.tune.options import TuneOptions
 from automil.tune.storage import open_storage
 from automil.tune.warm_start import WARM_START_ATTR, warm_start
-from driver_support import plugin_env, plugin_site
+from driver_support import load_in_process
 
 SPACE = {"C": FloatDistribution(1e-2, 1e2, log=True), "kernel": CategoricalDistribution(["linear", "rbf"])}
 HERE = MetaFeatures(n_bags=200, n_instances=1300, mean_bag_size=6.5, n_features=230, n_classes=2, sparsity=0.1)
@@ -101,6 +101,14 @@ def test_no_source_is_decided_once_and_says_nothing(storage):
     assert warm_start(target, "svm", "here", storage) == (True, None) and not _queued(target)
 
 
+def test_no_warm_start_on_the_command_line_turns_the_option_off():
+    from automil.cli.main import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["tune", "--dataset", "fox"]).warm_start is True
+    assert parse(["tune", "--dataset", "fox", "--no-warm-start"]).warm_start is False
+
+
 # ---- end to end -------------------------------------------------------------------------------------------
 
 def _write_mill(path, seed, n_bags, n_features):
@@ -115,34 +123,42 @@ def _write_mill(path, seed, n_bags, n_features):
     path.write_text("\n".join(lines) + "\n")
 
 
-def _cli(tmp_path, *args):
-    done = subprocess.run([sys.executable, "-m", "automil.cli", *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env=plugin_env(plugin_site(), tmp_path / "records"))
-    assert done.returncode == 0, done.stderr
-    return done
+class Notes(Silent):
+    """A listener that keeps the driver's status lines."""
+
+    def __init__(self):
+        self.lines = []
+
+    def message(self, line: str):
+        self.lines.append(line)
 
 
-def test_a_study_on_a_second_dataset_tries_the_first_ones_best_point_after_its_defaults(tmp_path):
-    # One process tunes test-bags (a source), then wide.mill with warm start (the main study and its outer
-    # splits), then wider.mill without it.
+def test_a_study_on_a_second_dataset_tries_the_first_ones_best_point_after_its_defaults(tmp_path, monkeypatch):
+    # In this process, with real worker processes and a real sqlite storage that already holds a far
+    # source: test-bags is tuned without warm start, then wide.mill with it (its main study and outer splits).
+    load_in_process(monkeypatch, tmp_path / "records")
+    monkeypatch.chdir(tmp_path)
     _write_mill(tmp_path / "wide.mill", seed=1, n_bags=30, n_features=9)
-    _write_mill(tmp_path / "wider.mill", seed=2, n_bags=30, n_features=12)
     storage = f"sqlite:///{tmp_path / 'studies.db'}"
-    (tmp_path / "grid.toml").write_text(
-        '[options]\nn_trials = 2\ntimeout = "none"\nfolds = 3\nrepeats = 1\njobs = 1\n'
-        '\n[[study]]\ndataset = "test-bags"\nprotocol = "tuned"\nlearners = ["onefeature"]\n'
-        '\n[[study]]\ndataset = "wide.mill"\nprotocol = "nested"\nlearners = ["onefeature"]\n'
-        '\n[[study]]\ndataset = "wider.mill"\nprotocol = "tuned"\nlearners = ["onefeature"]\nwarm_start = false\n')
-    done = _cli(tmp_path, "run", "grid.toml", "--storage", storage, "--no-track")
-    assert done.stderr.count("warm start for onefeature from test-bags/onefeature") == 1, done.stderr
-    assert done.stderr.count("warm start") == 1, "one note for the learner, none without warm start"
-    source = optuna.load_study(study_name="test-bags/onefeature", storage=storage)
-    assert source.best_trial.params != {"feature": 4}, "the test needs a source whose best is not its defaults"
+    far = MetaFeatures(n_bags=5000, n_instances=90000, mean_bag_size=18.0, n_features=9, n_classes=2, sparsity=0.9)
+    study = optuna.create_study(storage=storage, study_name="far/onefeature", direction="maximize")
+    for key, value in {"dataset": "far", "learner": "onefeature", "meta_features": far.to_dict()}.items():
+        study.set_user_attr(key, value)
+    study.add_trial(create_trial(params={"feature": 3}, distributions={"feature": IntDistribution(0, 8)}, value=0.9))
+    budget = {"n_trials": 2, "timeout": None, "folds": 3, "repeats": 1, "jobs": 1, "storage": storage,
+              "track": False}
+    notes = Notes()
+    tune("test-bags", ["onefeature"], TuneOptions(**budget, protocol="tuned", warm_start=False), notes)
+    cold = optuna.load_study(study_name="test-bags/onefeature", storage=storage)
+    assert len(cold.trials) == 2 and not any("warm_start_from" in t.user_attrs for t in cold.trials)
+    assert "warm_start" not in cold.user_attrs and not any("warm start" in line for line in notes.lines)
+    assert cold.best_trial.params != {"feature": 4}, "the test needs a source whose best is not its defaults"
+
+    tune("wide.mill", ["onefeature"], TuneOptions(**budget, protocol="nested"), notes)
+    assert [line for line in notes.lines if "warm start" in line] == \
+           ["warm start for onefeature from test-bags/onefeature"], "once, naming the nearest source"
     for name in ["wide.mill/onefeature", *(f"wide.mill/onefeature/outer-{i}" for i in range(3))]:
         trials = sorted(optuna.load_study(study_name=name, storage=storage).trials, key=lambda t: t.number)
         assert trials[0].params == {"feature": 4} and "warm_start_from" not in trials[0].user_attrs, name
         assert trials[1].user_attrs["warm_start_from"] == "test-bags/onefeature", name
-        assert trials[1].params == source.best_trial.params and trials[1].state == TrialState.COMPLETE, name
-    cold = optuna.load_study(study_name="wider.mill/onefeature", storage=storage)
-    assert len(cold.trials) == 2 and not any("warm_start_from" in t.user_attrs for t in cold.trials)
-    assert "warm_start" not in cold.user_attrs
+        assert trials[1].params == cold.best_trial.params and trials[1].state == TrialState.COMPLETE, name

@@ -41,6 +41,9 @@ def warm_start(study, learner: str, dataset: str, storage) -> tuple[bool, str | 
         study.set_user_attr(WARM_START_ATTR, {"source": None})
         return True, None
     name, params = source
+    if not params:  # a learner without hyperparameters: nothing to try
+        study.set_user_attr(WARM_START_ATTR, {"source": name, "skipped": "no parameters"})
+        return True, None
     point, problem = _within(params, space)
     if problem is None and any(t.params == point for t in trials):
         problem = f"its best parameters {point} were already tried here"
@@ -97,6 +100,6 @@ def _within(params: dict, space: dict) -> tuple[dict, str | None]:
         if not inside:
             return point, f"parameter {name} = {value!r} lies outside this study's {distribution}"
         point[name] = value
-    if params and not point:
+    if not point:
         return point, f"none of its parameters {sorted(params)} is in this study's space"
     return point, None
