@@ -45,9 +45,10 @@ def meta_features(bags: Bags) -> MetaFeatures:
     X = bags.X
     nonzero = X.count_nonzero() if sp.issparse(X) else np.count_nonzero(X)
     cells = bags.n_instances * bags.n_features
-    return MetaFeatures(n_bags=bags.n_bags, n_instances=bags.n_instances,
-                        mean_bag_size=bags.n_instances / max(bags.n_bags, 1), n_features=bags.n_features,
-                        n_classes=len(bags.classes), sparsity=1.0 - nonzero / cells if cells else 0.0)
+    return MetaFeatures(n_bags=int(bags.n_bags), n_instances=int(bags.n_instances),
+                        mean_bag_size=float(bags.n_instances / max(bags.n_bags, 1)),
+                        n_features=int(bags.n_features), n_classes=len(bags.classes),
+                        sparsity=float(1.0 - nonzero / cells) if cells else 0.0)  # plain numbers: stored as JSON
 
 
 def distance(a: MetaFeatures, b: MetaFeatures) -> float:

@@ -1,5 +1,6 @@
 """Meta-features of hand-made bags, their distance and the nearest choice."""
 
+import json
 import math
 
 import numpy as np
@@ -19,8 +20,11 @@ def _facts(**changes) -> MetaFeatures:
 def test_meta_features_of_dense_bags_count_bags_instances_classes_and_zero_entries():
     X = np.array([[1.0, 0.0], [0.0, 0.0], [2.0, 3.0], [0.0, 4.0], [5.0, 6.0]])
     bags = Bags(X, np.array([0, 2, 3, 5]), y=np.array(["a", "b", "c"]))
-    assert meta_features(bags) == MetaFeatures(n_bags=3, n_instances=5, mean_bag_size=5 / 3, n_features=2,
-                                               n_classes=3, sparsity=4 / 10)
+    facts = meta_features(bags)
+    assert facts == MetaFeatures(n_bags=3, n_instances=5, mean_bag_size=5 / 3, n_features=2, n_classes=3,
+                                 sparsity=4 / 10)
+    assert json.loads(json.dumps(facts.to_dict())) == facts.to_dict(), "stored as a study attribute"
+    assert all(type(value) in (int, float) for value in facts.to_dict().values())
 
 
 def test_sparse_bags_count_the_stored_nonzeros_not_the_explicit_zeros():
