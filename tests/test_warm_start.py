@@ -133,7 +133,8 @@ class Notes(Silent):
         self.lines.append(line)
 
 
-def test_a_study_on_a_second_dataset_tries_the_first_ones_best_point_after_its_defaults(tmp_path, monkeypatch):
+def test_a_study_on_a_second_dataset_tries_the_first_ones_best_point_after_its_defaults(tmp_path, fresh_plugins):
+    monkeypatch = fresh_plugins  # the built-in plugins come back after the test
     # In this process, with real worker processes and a real sqlite storage that already holds a far
     # source: test-bags is tuned without warm start, then wide.mill with it (its main study and outer splits).
     load_in_process(monkeypatch, tmp_path / "records")
