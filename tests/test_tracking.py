@@ -505,6 +505,18 @@ def test_a_trial_still_running_is_refused_by_name(logged):
         logged["tracker"].log_trial(logged["parent"], trial_record(frozen), "digits-bags/meanpool")
 
 
+def test_a_warm_start_trial_shows_its_source_study_as_a_tag(logged):
+    # A study of another dataset (its own experiment), so the fixture's runs stay as they are.
+    study = optuna.create_study(direction="maximize", study_name="elsewhere/meanpool")
+    study.enqueue_trial({"C": 2.0}, user_attrs={"warm_start_from": "digits-bags/meanpool"})
+    study.optimize(lambda trial: SPEC.search_space(trial)["C"] / 10, n_trials=2)
+    tracker, client = logged["tracker"], logged["client"]
+    parent = tracker.study_run(study.study_name, "elsewhere", SPEC)
+    runs = [client.get_run(tracker.log_trial(parent, trial_record(t), study.study_name)) for t in study.trials]
+    assert [run.data.tags.get("automil.warm_start_from") for run in runs] == ["digits-bags/meanpool", None]
+    assert runs[0].data.params == {"C": "2.0"}
+
+
 class BrokenWitness(MeanPoolLogistic):
     def _witness(self, bags):
         raise RuntimeError("witness not implemented for this bag")

@@ -264,7 +264,7 @@ def test_fold_assignment_is_written_last_so_workers_opening_a_study_at_once_see_
     assert len(by_study) == 4  # the main study and one per outer split
     for keys in by_study.values():
         assert {"labels_digest", "metric", "folds", "protocol"} <= set(keys)
-        tuning_keys = [key for key in keys if key != "result"]  # the final evaluation's
+        tuning_keys = [key for key in keys if key not in ("result", "warm_start")]  # written after preparing
         assert tuning_keys[-1] == "fold_assignment"
 
 

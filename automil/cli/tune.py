@@ -60,6 +60,9 @@ def _add_tune_options(sub, defaults: bool):
         sub.add_argument("--protocol", choices=PROTOCOLS, default=d.protocol,
                          help="nested (default): headline scores from folds the tuner never saw; tuned: tune "
                               "and score on the same folds (the papers' protocol, optimistic)")
+        sub.add_argument("--no-warm-start", dest="warm_start", action="store_false", default=d.warm_start,
+                         help="do not try, after a learner's defaults, its best parameters from the most "
+                              "similar other dataset tuned in the same storage")
         sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",
                          help="kill a fit whose process passes this resident memory (e.g. 4G; Linux)")
     sub.add_argument("--jobs", type=int, default=default("jobs"),

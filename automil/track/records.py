@@ -56,6 +56,7 @@ class TrialAttr:
     STALE = "stale"  # its process died: not counted
     OUT_OF_MEMORY = "out_of_memory"
     ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
+    WARM_START_FROM = "warm_start_from"  # a queued warm-start point: the study its parameters come from
     ERROR = "error"
 
 
@@ -72,7 +73,7 @@ class TrialRecord:
     attrs: dict = field(default_factory=dict)
     start: datetime | None = None
     end: datetime | None = None
-    queued: bool = False  # its parameters were queued (the learner's defaults), not sampled
+    queued: bool = False  # its parameters were queued (the learner's defaults or a warm start), not sampled
     values: tuple = ()  # every objective's value of a multi-objective study (``value`` is the first)
 
     @property

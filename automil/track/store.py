@@ -33,7 +33,7 @@ RUN_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", TIME
 
 # Trial user attributes logged as tags (the driver writes them; see automil.tune.trials).
 TRIAL_TAG_ATTRS = ("learner", "plugin", "plugin_version", "dataset", "seed", "n_features", "n_classes",
-                    "timed_out", "one_class", "out_of_memory", "interrupted", "error")
+                    "timed_out", "one_class", "out_of_memory", "interrupted", "error", "warm_start_from")
 # Numbers of a leaderboard row that describe the set-up rather than measure anything: tags, not metrics.
 RESULT_TAG_KEYS = ("seed", "folds", "best_trial")
 MAX_TAG_CHARS = 5000  # MLflow allows 8000; an error message longer than this is cut

@@ -15,6 +15,7 @@ from automil.tune.studies import study_name
 from automil.tune.tracking import Guarded
 from automil.tune.trial_states import best_trial, counts_toward_budget, records
 from automil.tune.trials import configure_study, run_trial
+from automil.tune.warm_start import warm_start
 
 __all__ = ["tune_studies", "learner_state", "standing"]
 
@@ -33,7 +34,7 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
     worker.wait_started()  # outside any trial: start-up is not a trial's cost
     studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
                          for split in plan.options.splits] for learner in plan.learners}
-    configured, parents = set(), {}
+    configured, parents, warmed, announced = set(), {}, set(), set()
     deadline = plan.tuning_deadline
     while deadline is None or time.time() < deadline:
         now = time.time()
@@ -55,6 +56,13 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
         if step.learner not in parents:
             parents[step.learner] = tracking.study_run(study_name(plan.dataset, step.learner), plan.dataset, spec,
                                                        {"automil.protocol": plan.options.protocol})
+        if plan.options.warm_start and (step.learner, step.study) not in warmed:
+            decided, note = warm_start(study, step.learner, plan.dataset, storage)
+            if decided:
+                warmed.add((step.learner, step.study))
+            if note is not None and step.learner not in announced:  # its other studies say the same
+                announced.add(step.learner)
+                listener.message(note)
         split = plan.options.splits[step.study]
         trial = run_trial(study, trials[step.learner][step.study], spec, split, plan, bags, worker,
                           np.inf if deadline is None else deadline, step.time_limit)

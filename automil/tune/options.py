@@ -48,6 +48,7 @@ class TuneOptions:
     sampler: str = "tpe"
     protocol: str = "nested"
     allocation: str = "promise"
+    warm_start: bool = True
     fit_memory: int | None = None
     track: bool = True
     tracking_uri: str | None = None

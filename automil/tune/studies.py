@@ -7,10 +7,13 @@ import zlib
 import numpy as np
 
 from automil.folds import bag_folds, fold_digest
+from automil.meta_features import meta_features
 from automil.tune.plan import Plan
 from automil.uris import shown_storage
 
-__all__ = ["study_name", "prepare_studies", "sampler"]
+__all__ = ["study_name", "prepare_studies", "sampler", "META_FEATURES_ATTR"]
+
+META_FEATURES_ATTR = "meta_features"  # the dataset's meta-features: what a warm start elsewhere compares
 
 
 def study_name(dataset: str, learner: str, split: int | None = None) -> str:
@@ -62,7 +65,8 @@ def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
     if assignment is None:
         assignment = fresh
     record = {"dataset": dataset, "metric": options.metric, "seed": options.seed,
-              "folds": {**folds, "digest": fold_digest(assignment)}, "labels_digest": labels}
+              "folds": {**folds, "digest": fold_digest(assignment)}, "labels_digest": labels,
+              META_FEATURES_ATTR: meta_features(bags).to_dict()}
     if options.multi_objective:  # a single-objective study stays as it was: its metric says it all
         record["objectives"] = list(options.objectives)
     stored_assignment = assignment.tolist()

@@ -92,8 +92,9 @@ def best_trial(trials: list[TrialRecord], directions=("maximize",)) -> TrialReco
 
 def defaults_trial(trials: list[TrialRecord]) -> TrialRecord | None:
     """The completed trial that ran the learner's defaults: the earliest completed trial that was queued
-    (the driver queues ``first_trial``), else trial 0 when it completed (a sampler's first point is drawn
-    before any score exists). ``None`` when neither completed."""
+    (the driver queues ``first_trial``, then a warm-start point; both were chosen without this dataset),
+    else trial 0 when it completed (a sampler's first point is drawn before any score exists). ``None``
+    when neither completed."""
     complete = [t for t in trials if t.state == "COMPLETE"]
     queued = [t for t in complete if t.queued]
     if queued:

@@ -15,6 +15,10 @@ def register_learners(register):
     register(automil.LearnerSpec(name="centroid", estimator=learners.Centroid,
                                  search_space=learners.centroid_space, first_trial={"shrink": 0.0},
                                  description="nearest class centroid of bag means"))
+    register(automil.LearnerSpec(name="onefeature", estimator=learners.OneFeature,
+                                 search_space=learners.onefeature_space, first_trial={"feature": 4},
+                                 description="a centroid on one feature (its defaults: a noise feature of the "
+                                             "test data)"))
     register(automil.LearnerSpec(name="sleepy", estimator=learners.Sleepy,
                                  search_space=learners.sleepy_space,
                                  description="sleeps in fit (and writes its pid first)"))

@@ -69,6 +69,21 @@ class Centroid(automil.BagClassifier):
         return -((Z[:, None, :] - self.centres_[None]) ** 2).sum(axis=2)
 
 
+def onefeature_space(trial):
+    return {"feature": trial.suggest_int("feature", 0, trial.user_attrs["n_features"] - 1)}
+
+
+class OneFeature(Centroid):
+    """A centroid on one feature's bag maxima: which feature matters (a space that depends on the data)."""
+
+    def __init__(self, feature=0, shrink=0.0):
+        self.feature = feature
+        self.shrink = shrink
+
+    def _embed(self, bags):
+        return super()._embed(bags)[:, [self.feature]]
+
+
 class Sleepy(Centroid):
     def __init__(self, seconds=60.0):
         self.seconds = seconds
