@@ -56,6 +56,7 @@ class TrialAttr:
     STALE = "stale"  # its process died: not counted
     OUT_OF_MEMORY = "out_of_memory"
     ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
+    OOF_SCORES = "oof_scores"  # out-of-fold bag scores, in the order of the folds' bags (trials near the best)
     ERROR = "error"
 
 
@@ -97,7 +98,8 @@ class StudyRecord:
 
 # The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
 _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
-_OPTIONAL_KEYS = ("classes", "confusion_matrix")  # only when there are out-of-fold predictions
+# only when there are out-of-fold predictions; members only on the ensemble's row
+_OPTIONAL_KEYS = ("classes", "confusion_matrix", "members")
 
 
 @dataclass
@@ -142,6 +144,7 @@ class LearnerResult:
     classes: list | None = None
     confusion_matrix: list | None = None
     tuned_splits: int | None = None
+    members: list | None = None
     model_uri: str | None = None
     selected: bool = False
     registered_model: str | None = None

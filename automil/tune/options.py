@@ -41,6 +41,7 @@ class TuneOptions:
     protocol: str = "nested"
     allocation: str = "promise"
     fit_memory: int | None = None
+    ensemble: bool = True
     track: bool = True
     tracking_uri: str | None = None
 

@@ -16,7 +16,7 @@ from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, Work
 from automil.tune.plan import Plan
 from automil.tune.processes import process_identity
 from automil.tune.studies import sampler
-from automil.tune.trial_states import counts_toward_budget, fail_stale_trials, trial_record
+from automil.tune.trial_states import best_trial, counts_toward_budget, fail_stale_trials, trial_record
 
 __all__ = ["run_trial", "configure_study"]
 
@@ -45,12 +45,16 @@ def run_trial(study, trials, spec, split: int | None, plan: Plan, bags, worker, 
             and not any(t.state == "WAITING" for t in trials):
         study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
     splits = fold_splits(plan.assignment, exclude=split)
-    frozen = _run_trial(study, spec, plan, bags, splits, len(bags.classes), worker, deadline, share)
+    best = best_trial(trials)
+    frozen = _run_trial(study, spec, plan, bags, splits, len(bags.classes), worker, deadline, share,
+                        None if best is None else best.value)
     return trial_record(frozen)
 
 
-def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadline, share):
-    """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome."""
+def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadline, share, best):
+    """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome. A completed
+    trial at least as good as ``best`` (the best value so far) keeps its out-of-fold scores, so the best
+    trial always has them for ensemble selection while the storage does not grow with every trial."""
     import optuna
     from optuna.trial import TrialState
 
@@ -68,6 +72,7 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
     record = {TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FIT_SECONDS: [],
               TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False, TrialAttr.ONE_CLASS: False}
     state, value, limit = TrialState.COMPLETE, None, plan.options.fit_timeout
+    oof_scores = []
     try:
         try:
             params = spec.search_space(trial)
@@ -87,6 +92,7 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
             record[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores["balanced_accuracy"])
             record[TrialAttr.FIT_SECONDS].append(out["fit_seconds"])
             record[TrialAttr.PREDICT_SECONDS].append(out["predict_seconds"])
+            oof_scores.append(out["scores"])
             trial.report(scores[plan.options.metric], step=step)
             if scores["one_class"]:
                 record[TrialAttr.ONE_CLASS] = True
@@ -95,6 +101,8 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
             if fold < len(splits) - 1 and trial.should_prune():
                 raise optuna.TrialPruned()
         value = float(np.mean(record[f"fold_{plan.options.metric}"]))
+        if best is None or value >= best:
+            record[TrialAttr.OOF_SCORES] = _rounded(np.concatenate(oof_scores))
     except optuna.TrialPruned as pruned:
         state = TrialState.PRUNED
         if str(pruned) and TrialAttr.ERROR not in record:  # the search space's reason (the pruner gives none)
@@ -134,6 +142,11 @@ def _finish(study, trial, record, state, value):
     for key, item in record.items():
         trial.set_user_attr(key, item)
     return study.tell(trial, value if state.name == "COMPLETE" else None, state=state)
+
+
+def _rounded(values: np.ndarray) -> list:
+    """``values`` to 6 significant digits, as nested lists (a score's noise needs no more digits)."""
+    return np.asarray([float(f"{v:.6g}") for v in values.ravel()]).reshape(values.shape).tolist()
 
 
 def _jsonable(params: dict, spec) -> dict:
