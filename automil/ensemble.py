@@ -10,7 +10,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-__all__ = ["ROUNDS", "bag_scores", "calibrate", "calibrated", "select", "score", "Ensemble"]
+from automil.learner import BagClassifier
+
+__all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "calibrate", "calibrated", "select", "score", "Ensemble"]
 
 # Rounds of the greedy selection. With replacement the weights are multiples of 1/ROUNDS: 25 gives a
 # resolution of 4 points of weight, finer than the out-of-fold metric of a few hundred bags can tell
@@ -24,11 +26,21 @@ def bag_scores(model, bags) -> np.ndarray:
     labels; binary -> shape ``(n_bags,)`` (the positive class's column), multi-class ``(n_bags, K)``."""
     for method in ("decision_function", "predict_proba"):
         if hasattr(model, method):
-            values = np.asarray(getattr(model, method)(bags), dtype=np.float64)
-            break
-    else:
-        labels = np.asarray(model.predict(bags))
-        values = (labels[:, None] == np.asarray(model.classes_)[None, :]).astype(np.float64)
+            return _one_column_if_binary(np.asarray(getattr(model, method)(bags), dtype=np.float64))
+    labels = np.asarray(model.predict(bags))
+    return _one_column_if_binary((labels[:, None] == np.asarray(model.classes_)[None, :]).astype(np.float64))
+
+
+def labels_and_scores(model, bags) -> tuple[np.ndarray, np.ndarray]:
+    """``model.predict(bags)`` and :func:`bag_scores`; one pass over the bags for a ``Standardized``
+    :class:`~automil.BagClassifier` that keeps its ``predict``, the arg-max of its decision scores."""
+    if getattr(type(getattr(model, "estimator_", None)), "predict", None) is BagClassifier.predict:
+        scores = np.asarray(model.decision_function(bags), dtype=np.float64)
+        return model.classes_[np.argmax(scores, axis=1)], _one_column_if_binary(scores)
+    return np.asarray(model.predict(bags)), bag_scores(model, bags)
+
+
+def _one_column_if_binary(values: np.ndarray) -> np.ndarray:
     return values[:, 1] if values.ndim == 2 and values.shape[1] == 2 else values
 
 

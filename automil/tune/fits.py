@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from automil.bags import Bags
-from automil.ensemble import bag_scores
+from automil.ensemble import labels_and_scores
 from automil.evaluation import Standardized
 from automil.tune.isolation import FitWorker
 from automil.tune.options import TuneOptions
@@ -60,11 +60,10 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         testing = bags.subset(test)
         start = time.perf_counter()
         try:
-            y_pred = np.asarray(model.predict(testing))
-            predict_seconds = time.perf_counter() - start
-            scores = bag_scores(model, testing)  # what ensemble selection combines
+            y_pred, scores = labels_and_scores(model, testing)  # the scores are what ensembles combine
         except ValueError as error:  # e.g. scores of the wrong shape or NaN (BagClassifier checks them)
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r}: {error}") from None
+        predict_seconds = time.perf_counter() - start
         if y_pred.shape != (testing.n_bags,):
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted an array of shape "
                              f"{y_pred.shape} for {testing.n_bags} bags (expected ({testing.n_bags},))")
