@@ -12,7 +12,8 @@ from sklearn.preprocessing import StandardScaler
 
 from automil.learner import BagClassifier
 
-__all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "calibrate", "calibrated", "select", "score", "Ensemble"]
+__all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "rounded", "calibrate", "calibrated", "select", "score",
+           "Ensemble"]
 
 # Rounds of the greedy selection. With replacement the weights are multiples of 1/ROUNDS: 25 gives a
 # resolution of 4 points of weight, finer than the out-of-fold metric of a few hundred bags can tell
@@ -38,6 +39,13 @@ def labels_and_scores(model, bags) -> tuple[np.ndarray, np.ndarray]:
         scores = np.asarray(model.decision_function(bags), dtype=np.float64)
         return model.classes_[np.argmax(scores, axis=1)], _one_column_if_binary(scores)
     return np.asarray(model.predict(bags)), bag_scores(model, bags)
+
+
+def rounded(values) -> list:
+    """Scores as JSON for storage: 6 significant digits (their noise needs no more), NaN as ``None``."""
+    values = np.asarray(values, dtype=np.float64)
+    flat = [None if np.isnan(v) else float(f"{v:.6g}") for v in values.ravel()]
+    return np.asarray(flat, dtype=object).reshape(values.shape).tolist()
 
 
 def _one_column_if_binary(values: np.ndarray) -> np.ndarray:

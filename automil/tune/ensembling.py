@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from automil.ensemble import Ensemble, calibrate, calibrated, score, select
+from automil.ensemble import Ensemble, calibrate, calibrated, rounded, score, select
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
 from automil.track.records import LearnerResult, Status, TrialAttr, TrialRecord
@@ -168,12 +168,8 @@ def _out_of_fold_order(assignment, exclude=None) -> np.ndarray:
 
 def stored_scores(scores: dict) -> dict:
     """A candidate's scores as JSON (kept with the learner's stored result, so that a rerun that reuses
-    the result can still ensemble it): NaN becomes ``None``, values keep 6 significant digits."""
-    def plain(values):
-        flat = [None if np.isnan(v) else float(f"{v:.6g}") for v in values.ravel()]
-        return np.asarray(flat, dtype=object).reshape(values.shape).tolist()
-
-    return {"nested" if key == "nested" else f"repeat-{key[1]}": plain(values) for key, values in scores.items()}
+    the result can still ensemble it), as :func:`automil.ensemble.rounded`."""
+    return {"nested" if key == "nested" else f"repeat-{key[1]}": rounded(values) for key, values in scores.items()}
 
 
 def loaded_scores(stored: dict) -> dict:

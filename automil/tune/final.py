@@ -79,7 +79,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
                 owners.append((learner, "nested", (i, test)))
     # every learner's model is logged; a learner whose stored result is reused is refitted when it is
     # a member of the ensemble, whose model is assembled from its members' full-data refits
-    members = set(ensemble_members(plan, bags, candidates)) if options.ensemble else set()
+    members = set(ensemble_members(plan, bags, candidates)) if options.ensemble and tracking.enabled else set()
     for learner in plan.learners:
         best = best_trial(candidates[learner].trials)
         if best is not None and tracking.enabled and (learner in jobs or learner in members):

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from automil.ensemble import rounded
 from automil.evaluation import fold_scores, mean_std
 from automil.folds import fold_splits
 from automil.track.records import TrialAttr
@@ -102,7 +103,7 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
                 raise optuna.TrialPruned()
         value = float(np.mean(record[f"fold_{plan.options.metric}"]))
         if best is None or value >= best:
-            record[TrialAttr.OOF_SCORES] = _rounded(np.concatenate(oof_scores))
+            record[TrialAttr.OOF_SCORES] = rounded(np.concatenate(oof_scores))
     except optuna.TrialPruned as pruned:
         state = TrialState.PRUNED
         if str(pruned) and TrialAttr.ERROR not in record:  # the search space's reason (the pruner gives none)
@@ -142,11 +143,6 @@ def _finish(study, trial, record, state, value):
     for key, item in record.items():
         trial.set_user_attr(key, item)
     return study.tell(trial, value if state.name == "COMPLETE" else None, state=state)
-
-
-def _rounded(values: np.ndarray) -> list:
-    """``values`` to 6 significant digits, as nested lists (a score's noise needs no more digits)."""
-    return np.asarray([float(f"{v:.6g}") for v in values.ravel()]).reshape(values.shape).tolist()
 
 
 def _jsonable(params: dict, spec) -> dict:
