@@ -44,6 +44,24 @@ def test_tune_chooses_one_learner_and_registers_its_model(tuned):
     assert client.get_run(version.run_id).data.tags["automil.learner"] == chosen[0]["learner"]
 
 
+def test_the_ensemble_row_names_its_members_and_its_model_loads_and_predicts(tuned):
+    (row,) = [r for r in tuned["rows"] if r["learner"] == "ensemble"]
+    assert row["status"] == "ok" and row["members"]
+    assert {m["learner"] for m in row["members"]} <= {"pdmisvm", "MI-SVM"}
+    assert sum(m["weight"] for m in row["members"]) == pytest.approx(1.0)
+    client = mlflow.MlflowClient(tuned["uri"])
+    (run,) = client.search_runs([client.get_experiment_by_name("digits-bags").experiment_id],
+                                "tags.`automil.learner` = 'ensemble'")
+    assert json.loads(run.data.tags["automil.members"]) == row["members"]
+    bags = automil.load_bags("digits-bags")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_TRACKING_URI", tuned["uri"])
+        predicted = np.asarray(mlflow.pyfunc.load_model(row["model_uri"]).predict(
+            [bags[i].tolist() for i in range(bags.n_bags)]))
+    # better than the majority class on the bags its members were fitted on
+    assert np.mean(predicted == bags.y) > max(np.mean(bags.y), 1 - np.mean(bags.y))
+
+
 def test_predict_reproduces_the_chosen_models_predictions_on_its_training_bags(tuned):
     target = tuned["root"] / "predictions.json"
     _automil("predict", "models:/automil-digits-bags/latest", "--dataset", "digits-bags", "--json", str(target),

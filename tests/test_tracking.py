@@ -451,7 +451,8 @@ def test_automil_tune_logs_every_trial_the_result_and_a_model_the_report_reads(t
     env = {**plugin_env(plugin_site(), tmp_path / "records"), "AUTOMIL_LOAD_PLUGINS": "datasets,pdmisvm,testlearners"}
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", "digits-bags", "--learner", "pdmisvm",
                "--learner", "plain", "--n-trials", "3", "--folds", "2", "--repeats", "1", "--protocol", "tuned",
-               "--jobs", "1", "--storage", f"journal:{tmp_path / 'studies.journal'}", "--tracking-uri", uri]
+               "--no-ensemble", "--jobs", "1", "--storage", f"journal:{tmp_path / 'studies.journal'}",
+               "--tracking-uri", uri]
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     client = mlflow.MlflowClient(uri)

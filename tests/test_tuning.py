@@ -211,8 +211,8 @@ def _order(record):
 
 
 def test_nested_tuning_never_fits_on_or_scores_bags_of_its_outer_test_fold(tmp_path):
-    automil(tmp_path, "--learner", "recorder", "--n-trials", "3", "--folds", "4", "--protocol", "nested",
-            "--json", "out.json", *FAST)
+    automil(tmp_path, "--learner", "recorder", "--learner", "plain", "--n-trials", "3", "--folds", "4",
+            "--protocol", "nested", "--json", "out.json", *FAST)
     main = load(tmp_path, "test-bags/recorder")
     assignment = main.user_attrs["fold_assignment"]
     fold_of = {f"bag-{i:03d}": fold for i, fold in enumerate(assignment)}
@@ -234,9 +234,27 @@ def test_nested_tuning_never_fits_on_or_scores_bags_of_its_outer_test_fold(tmp_p
     # scores, so records of one pid alternate fit, score).
     for fit, score in zip(sorted(fits, key=_order), sorted(scores, key=_order)):
         assert fit["tag"] == score["tag"] and not set(fit["bags"]) & set(score["bags"])
-    row = json.loads((tmp_path / "out.json").read_text())[0]
+    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
+    row = rows["recorder"]
     assert row["headline"] == "nested" and row["nested_balanced_accuracy"] is not None
     assert row["balanced_accuracy"] == row["nested_balanced_accuracy"]
+    _assert_the_ensemble_is_scored_on_outer_folds_it_never_selected_on(tmp_path, rows["ensemble"], fold_of)
+
+
+def _assert_the_ensemble_is_scored_on_outer_folds_it_never_selected_on(tmp_path, row, fold_of):
+    assert row["status"] == "ok" and row["headline"] == "nested" and row["tuned_splits"] == 4
+    assert {m["learner"] for m in row["members"]} <= {"recorder", "plain"}
+    assert sum(m["weight"] for m in row["members"]) == pytest.approx(1.0)
+    # Its nested figures come from one prediction of every bag, made in the bag's outer fold: with 6 bags
+    # of each class in every fold, the mean over folds equals the pooled figure of the confusion matrix.
+    matrix = row["confusion_matrix"]
+    assert sum(map(sum, matrix)) == 48
+    assert row["nested_accuracy"] == pytest.approx((matrix[0][0] + matrix[1][1]) / 48)
+    # Outer split i selects on its sub-studies' out-of-fold scores, which cover the other folds only.
+    for learner in ("recorder", "plain"):
+        for outer in range(4):
+            study = load(tmp_path, f"test-bags/{learner}/outer-{outer}")
+            assert len(study.best_trial.user_attrs["oof_scores"]) == sum(f != outer for f in fold_of.values())
 
 
 def test_rerun_with_other_folds_is_refused_rather_than_regenerating_them(mixed_run):

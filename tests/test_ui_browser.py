@@ -37,7 +37,7 @@ def _tune(tmp_path, uri) -> str:
     """The store ``uri`` after a real ``automil tune`` with a tiny budget."""
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", DATASET, "--n-trials", "2",
                "--folds", "3", "--repeats", "1", "--jobs", "1", "--storage", f"journal:{tmp_path / 'studies.log'}",
-               "--tracking-uri", uri]
+               "--tracking-uri", uri, "--no-ensemble"]  # the learners' runs, each with its trials
     for learner in LEARNERS:
         command += ["--learner", learner]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=900)

@@ -58,9 +58,10 @@ class Progress:
     def learner_done(self, result: LearnerResult):
         self._close()
         figure = "-" if result.balanced_accuracy is None else f"{result.balanced_accuracy:.3f}"
-        print(f"  {result.learner}: {result.status}, {result.trials} trials ({result.trials_timed_out} T/O), "
-              f"{result.headline} BACC {figure} [{_clock(time.time() - self.start)}]", file=self.stream,
-              flush=True)
+        work = (f"{len(result.members)} member(s)" if result.members
+                else f"{result.trials} trials ({result.trials_timed_out} T/O)")
+        print(f"  {result.learner}: {result.status}, {work}, {result.headline} BACC {figure} "
+              f"[{_clock(time.time() - self.start)}]", file=self.stream, flush=True)
 
     def _draw(self, standing: Standing):
         from tqdm import tqdm

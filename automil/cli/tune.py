@@ -65,6 +65,9 @@ def _add_tune_options(sub, defaults: bool):
                               "similar other dataset tuned in the same storage")
         sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",
                          help="kill a fit whose process passes this resident memory (e.g. 4G; Linux)")
+    sub.add_argument("--no-ensemble", dest="ensemble", action="store_false", default=True if defaults else None,
+                     help="no ensemble row (by default, with two or more learners, ensemble selection over "
+                          "their best trials is scored like a learner and can be the chosen model)")
     sub.add_argument("--jobs", type=int, default=default("jobs"),
                      help="tuning processes on this machine sharing the storage (default: one per core, "
                           "at most 4)")
@@ -151,7 +154,8 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
                       _pm(row["repeated_balanced_accuracy"], row["repeated_balanced_accuracy_std"]),
                       _pm(row["tuning_score"], None),
                       "-" if row["fit_seconds"] is None else f"{row['fit_seconds']:.2f}",
-                      row["trials"], row["trials_timed_out"], *extra, _params(row["best_params"])))
+                      _blank(row["trials"]), _blank(row["trials_timed_out"]), *extra,
+                      _members(row["members"]) if row.get("members") else _params(row["best_params"])))
     print_table(header, table)
     if fronts:
         print(f"front: trials on the Pareto front of {' against '.join(objectives)} (tuning folds); fast: its "
@@ -215,6 +219,14 @@ def _params(params) -> str:
     return " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
+def _members(members) -> str:
+    return "members: " + " ".join(f"{m['learner']}={m['weight']:.2f}" for m in members)
+
+
+def _blank(value):
+    return "-" if value is None else value
+
+
 def _count_or_none(text):
     return None if text.lower() == "none" else int(text)
 
@@ -237,7 +249,7 @@ def _run_run(args) -> int:
     from automil.tune.driver import tune
     from automil.tune.study_file import read_study_file
 
-    overrides = {name: getattr(args, name) for name in ("jobs", "storage", "track", "tracking_uri")
+    overrides = {name: getattr(args, name) for name in ("jobs", "storage", "ensemble", "track", "tracking_uri")
                  if getattr(args, name) is not None}
     rows = []
     for dataset, learners, options in read_study_file(args.study_file, overrides):

@@ -57,6 +57,7 @@ class TrialAttr:
     OUT_OF_MEMORY = "out_of_memory"
     ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
     WARM_START_FROM = "warm_start_from"  # a queued warm-start point: the study its parameters come from
+    OOF_SCORES = "oof_scores"  # out-of-fold bag scores, in the order of the folds' bags (trials near the best)
     ERROR = "error"
 
 
@@ -100,8 +101,8 @@ class StudyRecord:
 
 # The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
 _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
-# only when there are out-of-fold predictions, or several objectives
-_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front")
+# only when there are out-of-fold predictions, several objectives, or (members) on the ensemble's row
+_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members")
 
 
 @dataclass
@@ -147,6 +148,7 @@ class LearnerResult:
     confusion_matrix: list | None = None
     tuned_splits: int | None = None
     pareto_front: list | None = None
+    members: list | None = None
     model_uri: str | None = None
     selected: bool = False
     registered_model: str | None = None

@@ -211,15 +211,15 @@ def _coefficients(model):
 
 
 def _requirements(model) -> list[str]:
-    """Pinned requirements of the pyfunc model: automil, its numerical stack, and the distribution that
-    provides the learner's plugin when that is not automil itself (found through its entry point)."""
+    """Pinned requirements of the pyfunc model: automil, its numerical stack, and the distributions that
+    provide the learners' plugins (of an ensemble's members too) when that is not automil itself (found
+    through their entry points)."""
     from importlib import metadata
 
     names = ["automil", "mlflow", "numpy", "scipy", "scikit-learn", "numba", "cloudpickle"]
-    inner = getattr(model, "estimator_", model)
-    top = type(inner).__module__.split(".")[0]
+    tops = {type(getattr(m, "estimator_", m)).__module__.split(".")[0] for m in getattr(model, "members", [model])}
     for entry_point in metadata.entry_points(group="automil"):
-        if entry_point.value.split(".")[0].split(":")[0] == top and entry_point.dist is not None:
+        if entry_point.value.split(".")[0].split(":")[0] in tops and entry_point.dist is not None:
             if entry_point.dist.name not in names:
                 names.append(entry_point.dist.name)
     out = []

@@ -9,6 +9,7 @@ import numpy as np
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
 from automil.track.records import LearnerResult, TrialAttr
+from automil.tune.ensembling import ENSEMBLE, Candidate, ensemble_members, ensemble_row, loaded_scores, stored_scores
 from automil.tune.fits import fit_predict, fit_worker
 from automil.tune.isolation import OutOfTime, run_tasks
 from automil.tune.leaderboard import Evaluation, result_row
@@ -35,7 +36,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
     workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:
         w.set_data(bags)
-    rows, jobs = {}, {}
+    rows, jobs, candidates = {}, {}, {}
     for learner in plan.learners:
         spec = plugins.get_learner(learner)
         main = optuna.load_study(study_name=study_name(plan.dataset, learner), storage=storage)
@@ -47,20 +48,25 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
         # An outer split the budget left untuned takes the learner's defaults: chosen before any data
         # was seen, they are as blind to its outer fold as a tuning on the other folds.
         defaults = defaults_trial(trials)
-        outer_best = [best_trial(t, options.directions) or defaults for t in sub_trials]
+        tuned = [best_trial(t, options.directions) for t in sub_trials]
+        outer_best = [t or defaults for t in tuned]
         key = {"trials": [len(t) for t in [trials, *sub_trials]],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
+        candidates[learner] = Candidate(trials, sub_trials)
         stored = main.user_attrs.get("result")
-        if stored is not None and stored.get("key") == key:
+        # a result stored before ensembles kept no scores: it is computed again for the ensemble
+        if stored is not None and stored.get("key") == key and ("scores" in stored or not options.ensemble):
             rows[learner] = LearnerResult.from_dict(stored["row"])
+            candidates[learner].scores = loaded_scores(stored.get("scores", {}))
+            candidates[learner].fit_seconds = rows[learner].fit_seconds
             _log_study(plan, tracking, spec, main)  # what this worker could not log as it went
             listener.learner_done(rows[learner])
             continue
-        jobs[learner] = {"spec": spec, "main": main, "key": key, "model": None,
+        jobs[learner] = {"spec": spec, "main": main, "key": key,
                          "evaluation": Evaluation(learner, spec.plugin, main.study_name, trials, best, outer_best,
                                                   nested=[None] * len(subs),
-                                                  tuned_splits=sum(best_trial(t) is not None for t in sub_trials))}
+                                                  tuned_splits=sum(t is not None for t in tuned))}
     tasks, owners = [], []
     seeds = repeat_seeds(options.seed, options.repeats)
     outer = fold_splits(plan.assignment)
@@ -72,8 +78,13 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
                 tasks.append((fit_predict, learner, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], train,
                               test, options.seed))
                 owners.append((learner, "nested", (i, test)))
-        if evaluation.best is not None and tracking.enabled:
-            tasks.append((fit_predict, learner, evaluation.best.attrs[TrialAttr.ESTIMATOR_PARAMS],
+    # every learner's model is logged; a learner whose stored result is reused is refitted when it is
+    # a member of the ensemble, whose model is assembled from its members' full-data refits
+    members = set(ensemble_members(plan, bags, candidates)) if options.ensemble and tracking.enabled else set()
+    for learner in plan.learners:
+        best = best_trial(candidates[learner].trials, options.directions)
+        if best is not None and tracking.enabled and (learner in jobs or learner in members):
+            tasks.append((fit_predict, learner, best.attrs[TrialAttr.ESTIMATOR_PARAMS],
                           np.arange(bags.n_bags), None, options.seed, True))
             owners.append((learner, "model", None))
     try:
@@ -91,19 +102,31 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
             for index, out in run_tasks(workers, tasks, timeout=options.fit_timeout,
                                         budget=max(plan.final_deadline - time.time(), 0.0)):
                 learner, kind, where = owners[index]
-                _collect(jobs[learner], kind, where, out, bags)
+                _collect(jobs.get(learner), candidates[learner], kind, where, out, bags)
             tasks, owners = [], []
     finally:
         for w in workers[1:]:
             w.close()
     for learner, job in jobs.items():
         row = result_row(plan.dataset, options, job["evaluation"])
-        row.model_uri = _log_study(plan, tracking, job["spec"], job["main"], row, job["model"], bags)
+        candidate = candidates[learner]
+        candidate.fit_seconds = row.fit_seconds
+        row.model_uri = _log_study(plan, tracking, job["spec"], job["main"], row, candidate.model, bags)
         # one attribute, so that a worker never pairs one worker's row with another's key
-        job["main"].set_user_attr("result", {"key": job["key"], "row": row.to_dict()})
+        job["main"].set_user_attr("result", {"key": job["key"], "row": row.to_dict(),
+                                             "scores": stored_scores(candidate.scores)})
         rows[learner] = row
         listener.learner_done(row)
-    return [rows[learner] for learner in plan.learners]
+    ordered = [rows[learner] for learner in plan.learners]
+    if options.ensemble:
+        row, model = ensemble_row(plan, bags, candidates)
+        if row is not None:
+            parent = tracking.study_run(row.study, plan.dataset, ENSEMBLE, {"automil.protocol": options.protocol})
+            if parent is not None:
+                row.model_uri = tracking.log_result(parent, row, model, bags)
+            listener.learner_done(row)
+            ordered.append(row)
+    return ordered
 
 
 def _log_study(plan: Plan, tracking: Guarded, spec, main, row=None, model=None, bags=None) -> str | None:
@@ -122,17 +145,23 @@ def _log_study(plan: Plan, tracking: Guarded, spec, main, row=None, model=None, 
     return tracking.log_result(parent, row, model, bags, study)
 
 
-def _collect(job, kind, where, out, bags):
-    """File one finished final-evaluation task (or its exception) under its learner."""
-    evaluation = job["evaluation"]
+def _collect(job, candidate: Candidate, kind, where, out, bags):
+    """File one finished final-evaluation task (or its exception) under its learner (``job`` is ``None``
+    for a learner whose stored result is reused: only its model is made again)."""
     if isinstance(out, OutOfTime) and kind == "repeat" and where[0] > 0:
         return  # the budget ended this repeat: it is left out, and `repeats` counts the complete ones
     if isinstance(out, Exception):
-        evaluation.errors.append(f"{kind} fit: {out}")
+        if job is not None:
+            job["evaluation"].errors.append(f"{kind} fit: {out}")
     elif kind == "model":
-        job["model"] = out["model"]
+        candidate.model = out["model"]
     else:
+        evaluation = job["evaluation"]
         index, test = where
+        key = "nested" if kind == "nested" else ("repeat", index)
+        if key not in candidate.scores:  # every bag's out-of-fold scores, for the ensemble
+            candidate.scores[key] = np.full((bags.n_bags, *out["scores"].shape[1:]), np.nan)
+        candidate.scores[key][test] = out["scores"]
         scores = fold_scores(bags.y[test], out["y_pred"])
         if kind == "nested" or index == 0:  # out-of-fold predictions for the confusion matrix
             evaluation.predictions.setdefault(kind, []).append((bags.y[test], out["y_pred"]))

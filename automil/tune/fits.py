@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from automil.bags import Bags
+from automil.ensemble import labels_and_scores
 from automil.evaluation import Standardized
 from automil.tune.isolation import FitWorker
 from automil.tune.options import TuneOptions
@@ -26,8 +27,9 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
 
     This is the unit of work a :class:`~automil.tune.isolation.FitWorker` runs: its arguments are small
     (a learner name and bag indices into data the worker already holds). ``seed`` goes to the learner's
-    ``random_state`` unless ``params`` sets it. Returns a dict with ``y_pred`` (``None`` without
-    ``test``), ``fit_seconds``, ``predict_seconds`` and, with ``return_model``, ``model``.
+    ``random_state`` unless ``params`` sets it. Returns a dict with ``y_pred`` and ``scores`` (the test
+    bags' scores, :func:`automil.ensemble.bag_scores`; both ``None`` without ``test``), ``fit_seconds``,
+    ``predict_seconds`` and, with ``return_model``, ``model``.
 
     Raises
     ------
@@ -53,12 +55,12 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
     start = time.perf_counter()
     model.fit(training)
     fit_seconds = time.perf_counter() - start
-    y_pred, predict_seconds = None, 0.0
+    y_pred, scores, predict_seconds = None, None, 0.0
     if test is not None:
         testing = bags.subset(test)
         start = time.perf_counter()
         try:
-            y_pred = np.asarray(model.predict(testing))
+            y_pred, scores = labels_and_scores(model, testing)  # the scores are what ensembles combine
         except ValueError as error:  # e.g. scores of the wrong shape or NaN (BagClassifier checks them)
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r}: {error}") from None
         predict_seconds = time.perf_counter() - start
@@ -69,7 +71,7 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         if unknown.size:
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
                              f"trained on: {unknown[:5].tolist()}")
-    return {"y_pred": y_pred, "fit_seconds": fit_seconds, "predict_seconds": predict_seconds,
+    return {"y_pred": y_pred, "scores": scores, "fit_seconds": fit_seconds, "predict_seconds": predict_seconds,
             "model": model if return_model else None}
 
 

@@ -50,6 +50,7 @@ class TuneOptions:
     allocation: str = "promise"
     warm_start: bool = True
     fit_memory: int | None = None
+    ensemble: bool = True
     track: bool = True
     tracking_uri: str | None = None
 

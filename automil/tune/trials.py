@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from automil.ensemble import rounded
 from automil.evaluation import fold_scores, mean_std
 from automil.folds import fold_splits
 from automil.track.records import TrialAttr
@@ -16,7 +17,7 @@ from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, Work
 from automil.tune.plan import Plan
 from automil.tune.processes import process_identity
 from automil.tune.studies import sampler
-from automil.tune.trial_states import counts_toward_budget, fail_stale_trials, trial_record
+from automil.tune.trial_states import best_trial, counts_toward_budget, fail_stale_trials, trial_record
 
 __all__ = ["run_trial", "configure_study"]
 
@@ -49,12 +50,16 @@ def run_trial(study, trials, spec, split: int | None, plan: Plan, bags, worker, 
             and not any(t.state == "WAITING" for t in trials):
         study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
     splits = fold_splits(plan.assignment, exclude=split)
-    frozen = _run_trial(study, spec, plan, bags, splits, len(bags.classes), worker, deadline, share)
+    best = best_trial(trials, plan.options.directions)
+    frozen = _run_trial(study, spec, plan, bags, splits, len(bags.classes), worker, deadline, share,
+                        None if best is None else best.value)
     return trial_record(frozen)
 
 
-def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadline, share):
-    """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome."""
+def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadline, share, best):
+    """Ask for one trial, fit and score it fold by fold in the worker, and tell the outcome. A completed
+    trial at least as good as ``best`` (the best value so far) keeps its out-of-fold scores, so the best
+    trial always has them for ensemble selection while the storage does not grow with every trial."""
     import optuna
     from optuna.trial import TrialState
 
@@ -73,6 +78,7 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
               TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False, TrialAttr.ONE_CLASS: False}
     state, value, limit = TrialState.COMPLETE, None, plan.options.fit_timeout
     multi = plan.options.multi_objective
+    oof_scores = []
     try:
         try:
             params = spec.search_space(trial)
@@ -92,6 +98,7 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
             record[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores["balanced_accuracy"])
             record[TrialAttr.FIT_SECONDS].append(out["fit_seconds"])
             record[TrialAttr.PREDICT_SECONDS].append(out["predict_seconds"])
+            oof_scores.append(out["scores"])
             if not multi:
                 trial.report(scores[plan.options.metric], step=step)
             if scores["one_class"]:  # pruned under every objective: never a result
@@ -101,6 +108,8 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
             if not multi and fold < len(splits) - 1 and trial.should_prune():
                 raise optuna.TrialPruned()
         value = objective_values(record, plan.options)
+        if best is None or (value[0] if multi else value) >= best:
+            record[TrialAttr.OOF_SCORES] = rounded(np.concatenate(oof_scores))
     except optuna.TrialPruned as pruned:
         state = TrialState.PRUNED
         if str(pruned) and TrialAttr.ERROR not in record:  # the search space's reason (the pruner gives none)

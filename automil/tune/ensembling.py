@@ -1,0 +1,178 @@
+"""The ensemble's leaderboard row: ensemble selection (:mod:`automil.ensemble`) over the learners' best
+trials, scored as honestly as a learner (members and weights of outer split ``i`` chosen on its inner folds
+only), and its model assembled from the members' full-data refits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from automil.ensemble import Ensemble, calibrate, calibrated, rounded, score, select
+from automil.evaluation import fold_scores
+from automil.folds import bag_folds, fold_splits, repeat_seeds
+from automil.track.records import LearnerResult, Status, TrialAttr, TrialRecord
+from automil.tune.leaderboard import Evaluation, result_row
+from automil.tune.plan import Plan
+from automil.tune.trial_states import best_trial
+
+__all__ = ["ENSEMBLE", "Candidate", "Selection", "choose_members", "ensemble_members", "ensemble_row",
+           "stored_scores", "loaded_scores"]
+
+
+@dataclass(frozen=True)
+class _EnsembleSpec:
+    """What tracking shows of the ensemble's run, in the place of a learner's spec."""
+
+    name: str = "ensemble"
+    plugin: str = "automil"
+    description: str = "ensemble selection over the learners' best trials (Caruana et al., 2004)"
+
+
+ENSEMBLE = _EnsembleSpec()
+
+
+@dataclass
+class Candidate:
+    """One learner as the ensemble sees it: its study trials (main study, then the outer splits), the
+    out-of-fold scores of its final evaluation (``"nested"``: every bag from its outer split's refit;
+    ``("repeat", r)``: every bag of repeat ``r``; NaN where a fit is missing), its mean fit seconds and
+    its full-data refit, when made."""
+
+    trials: list[TrialRecord]
+    sub_trials: list[list[TrialRecord]]
+    scores: dict = field(default_factory=dict)
+    fit_seconds: float | None = None
+    model: object = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The members of one selection, their calibration maps and weights (summing to 1)."""
+
+    names: list[str]
+    calibrators: list
+    weights: list[float]
+
+    def predict(self, candidates: dict[str, Candidate], key, where, classes) -> np.ndarray | None:
+        """Labels of the bags ``where`` from the members' scores under ``key``; ``None`` if one is missing."""
+        total = 0.0
+        for name, calibrator, weight in zip(self.names, self.calibrators, self.weights, strict=True):
+            scores = candidates[name].scores.get(key)
+            if scores is None or np.isnan(scores[where]).any():
+                return None
+            total = total + weight * calibrated(calibrator, scores[where])
+        return classes[np.argmax(total, axis=1)]
+
+
+def choose_members(best: dict[str, TrialRecord | None], order, y, metric: str) -> Selection | None:
+    """Ensemble selection over the learners whose ``best`` trial kept out-of-fold scores of the bags
+    ``order`` (labelled ``y[order]``); ``None`` without a candidate."""
+    labels = np.asarray(y)[order]
+    classes = np.unique(labels)
+    names, calibrators, probas = [], [], []
+    for name, trial in best.items():
+        scores = None if trial is None else trial.attrs.get(TrialAttr.OOF_SCORES)
+        if scores is None or len(scores) != len(order):
+            continue
+        calibrator = calibrate(np.asarray(scores, dtype=np.float64), labels)
+        names.append(name)
+        calibrators.append(calibrator)
+        probas.append(calibrated(calibrator, np.asarray(scores, dtype=np.float64)))
+    if not names:
+        return None
+    y_index = np.searchsorted(classes, labels)
+    # Candidates best first, so that ties go to the better single learner.
+    ranking = sorted(range(len(names)), key=lambda j: -score(y_index, probas[j], metric))
+    weights = select([probas[j] for j in ranking], y_index, metric)
+    kept = [(names[j], calibrators[j], float(w)) for j, w in zip(ranking, weights, strict=True) if w > 0]
+    kept.sort(key=lambda m: -m[2])
+    return Selection(*(list(part) for part in zip(*kept, strict=True)))
+
+
+def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate]) -> tuple[LearnerResult | None, Ensemble | None]:
+    """The ensemble's row and model, or ``(None, None)`` when fewer than two learners have a best trial
+    with out-of-fold scores. The model needs every member's full-data refit."""
+    options = plan.options
+    main = _main_selection(plan, bags, candidates)
+    if main is None:
+        return None, None
+    classes = np.unique(bags.y)
+    evaluation = Evaluation(ENSEMBLE.name, ENSEMBLE.plugin, f"{plan.dataset}/{ENSEMBLE.name}", [], None,
+                            fit_seconds=[sum(candidates[n].fit_seconds or 0.0 for n in main.names)])
+    if options.protocol == "nested":
+        _nested(plan, bags, candidates, evaluation, classes)
+    for r, seed in enumerate(repeat_seeds(options.seed, options.repeats)):
+        for _, test in fold_splits(bag_folds(bags.y, options.folds, seed)):
+            y_pred = main.predict(candidates, ("repeat", r), test, classes)
+            if y_pred is None:
+                break
+            evaluation.repeated.setdefault(r, []).append(fold_scores(bags.y[test], y_pred))
+            if r == 0:
+                evaluation.predictions.setdefault("repeat", []).append((bags.y[test], y_pred))
+    row = result_row(plan.dataset, options, evaluation)
+    row.members = [{"learner": n, "weight": w} for n, w in zip(main.names, main.weights, strict=True)]
+    row.error = evaluation.errors[0] if evaluation.errors else None
+    row.status = (Status.NO_RESULT if row.accuracy is None
+                  else Status.PARTIAL if evaluation.errors else Status.OK)
+    for key in ("trials", "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out",
+                "trials_stopped"):
+        setattr(row, key, None)
+    models = [candidates[n].model for n in main.names]
+    model = None if any(m is None for m in models) else Ensemble(models, main.calibrators, main.weights,
+                                                                 main.names)
+    return row, model
+
+
+def ensemble_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> list[str]:
+    """The learners the ensemble's model is made of (none without an ensemble)."""
+    main = _main_selection(plan, bags, candidates)
+    return [] if main is None else main.names
+
+
+def _main_selection(plan: Plan, bags, candidates: dict[str, Candidate]) -> Selection | None:
+    """The selection on the main studies' out-of-fold scores (the model's members and weights), when two
+    or more learners have a best trial with them."""
+    best = {n: best_trial(c.trials, plan.options.directions) for n, c in candidates.items()}
+    if sum(t is not None and TrialAttr.OOF_SCORES in t.attrs for t in best.values()) < 2:
+        return None
+    return choose_members(best, _out_of_fold_order(plan.assignment), bags.y, plan.options.metric)
+
+
+def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Evaluation, classes):
+    """The ensemble's nested folds: outer split ``i`` selects on the inner out-of-fold scores of the
+    learners tuned there and combines their outer refits' scores of fold ``i``."""
+    evaluation.nested = [None] * plan.options.folds
+    tuned = 0
+    for i in range(plan.options.folds):
+        best = {n: best_trial(c.sub_trials[i], plan.options.directions) for n, c in candidates.items()}
+        selection = choose_members(best, _out_of_fold_order(plan.assignment, i), bags.y, plan.options.metric)
+        if selection is None:
+            evaluation.errors.append(f"no learner with a tuned outer split {i}: no nested figure")
+            continue
+        tuned += 1
+        test = np.flatnonzero(plan.assignment == i)
+        y_pred = selection.predict(candidates, "nested", test, classes)
+        if y_pred is None:
+            evaluation.errors.append(f"a member's nested fit of outer split {i} is missing: no nested figure")
+            continue
+        evaluation.nested[i] = fold_scores(bags.y[test], y_pred)
+        evaluation.predictions.setdefault("nested", []).append((bags.y[test], y_pred))
+    evaluation.tuned_splits = tuned
+
+
+def _out_of_fold_order(assignment, exclude=None) -> np.ndarray:
+    """The bags of a trial's out-of-fold scores, in their order: its folds' test bags, fold by fold."""
+    return np.concatenate([test for _, test in fold_splits(assignment, exclude=exclude)])
+
+
+def stored_scores(scores: dict) -> dict:
+    """A candidate's scores as JSON (kept with the learner's stored result, so that a rerun that reuses
+    the result can still ensemble it), as :func:`automil.ensemble.rounded`."""
+    return {"nested" if key == "nested" else f"repeat-{key[1]}": rounded(values) for key, values in scores.items()}
+
+
+def loaded_scores(stored: dict) -> dict:
+    """The inverse of :func:`stored_scores`."""
+    return {("nested" if key == "nested" else ("repeat", int(key.split("-")[1]))): np.asarray(values, dtype=np.float64)
+            for key, values in stored.items()}
