@@ -74,13 +74,13 @@ def test_the_table_shows_each_front_and_the_store_the_scatter_of_every_trial(par
         assert run.data.metrics["pareto_front_size"] == len(row["pareto_front"])
 
 
-def test_a_study_made_for_two_objectives_refuses_a_run_with_one(pareto_run, monkeypatch):
+def test_a_study_made_for_two_objectives_refuses_a_run_with_one(pareto_run, fresh_plugins):
     from automil import load_bags, plugins
     from automil.tune.options import TuneOptions
     from automil.tune.studies import prepare_studies
 
     tmp_path = pareto_run[0]
-    load_in_process(monkeypatch, tmp_path / "records")
+    load_in_process(fresh_plugins, tmp_path / "records")  # the built-in plugins come back after the test
     storage = f"journal:{tmp_path / 'studies.journal'}"
     options = TuneOptions(storage=storage, folds=3, protocol="tuned")
     with pytest.raises(ValueError) as refused:
