@@ -54,19 +54,17 @@ def mlflow_store(tmp_path_factory):
     return make
 
 
-@pytest.hookimpl(trylast=True)  # after ``-m`` deselected the tests that do not run
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """How pytest-xdist (``--dist loadgroup``) shares the tests among its processes: a module's tests run in
-    one process, so its fixtures are made once; the modules that use the PostgreSQL server run in one process,
-    one after another, since one of them stops the server. Those, then the fault modules, start first: they
-    are the longest, so the processes end together."""
-    postgres = {item.module.__name__ for item in items if item.get_closest_marker("postgres")}
+    one process, so its fixtures are made once; the modules that use the PostgreSQL server in the default
+    run go to one process, one after another, since one of them stops the server. Those, then the fault
+    modules, start first: they are the longest, so the processes end together."""
+    def module(item) -> str:
+        return item.nodeid.split("::")[0]  # the file, e.g. tests/faults/test_load.py
+
+    postgres = {module(item) for item in items
+                if item.get_closest_marker("postgres") and not item.get_closest_marker("slow")}
     for item in items:
-        module = item.module.__name__
-        item.add_marker(pytest.mark.xdist_group("postgres" if module in postgres else module))
-
-    def order(item):
-        module = item.module.__name__
-        return 0 if module in postgres else 1 if module.startswith("faults.") else 2
-
-    items.sort(key=order)
+        item.add_marker(pytest.mark.xdist_group("postgres" if module(item) in postgres else module(item)))
+    items.sort(key=lambda item: 0 if module(item) in postgres else 1 if "/faults/" in module(item) else 2)
