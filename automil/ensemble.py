@@ -1,6 +1,7 @@
 """Ensemble selection over learners (Caruana et al., 2004): every learner's out-of-fold bag scores are made
 comparable by a calibration map, then a greedy forward selection with replacement picks the weighted
-average of calibrated probabilities that maximizes the tuning metric. Plain numpy on plain arrays."""
+average of calibrated probabilities of least log-loss (the tuning metric breaks ties). Plain numpy on
+plain arrays."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from sklearn.preprocessing import StandardScaler
 
 from automil.learner import BagClassifier
 
-__all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "rounded", "calibrate", "calibrated", "select", "score",
-           "Ensemble"]
+__all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "rounded", "calibrate", "calibrated", "log_loss", "select",
+           "score", "Ensemble"]
 
 # Rounds of the greedy selection. With replacement the weights are multiples of 1/ROUNDS: 25 gives a
 # resolution of 4 points of weight, finer than the out-of-fold metric of a few hundred bags can tell
@@ -79,21 +80,29 @@ def score(y_index, proba, metric: str) -> float:
     return float((np.bincount(y_index, weights=hit, minlength=proba.shape[1])[present] / counts[present]).mean())
 
 
+def log_loss(y_index, proba) -> float:
+    """The mean negative log-probability of the true classes ``y_index`` (probabilities clipped at 1e-12)."""
+    return float(-np.log(np.clip(proba[np.arange(len(y_index)), y_index], 1e-12, None)).mean())
+
+
 def select(probas, y_index, metric: str = "balanced_accuracy", rounds: int = ROUNDS) -> np.ndarray:
     """Weights of the candidates (summing to 1) chosen by greedy forward selection with replacement.
 
     ``probas`` has shape ``(n_candidates, n_bags, K)``: every candidate's calibrated probabilities of the
-    same bags, whose class indices are ``y_index``. The selection starts from the best single candidate
-    and adds, ``rounds - 1`` times, the candidate whose addition gives the best ``metric`` of the average;
-    ties go to a candidate already chosen (fewer members), then to the earlier one, so it is deterministic.
+    same bags, whose class indices are ``y_index``. The selection starts from the single candidate of least
+    log-loss and adds, ``rounds - 1`` times, the candidate whose addition gives the average of least
+    log-loss. A proper scoring rule, not the thresholded ``metric``: on a few hundred bags the metric
+    rewards a weak candidate with nearly flat probabilities as a shift of the decision threshold fitted to
+    those bags, which the log-loss does not. Ties go to the better ``metric``, then to a candidate already
+    chosen (fewer members), then to the earlier one, so it is deterministic.
     """
     probas = np.asarray(probas, dtype=np.float64)
     counts = np.zeros(len(probas), dtype=np.int64)
     total = np.zeros(probas.shape[1:])
     for step in range(rounds):
-        values = np.array([score(y_index, (total + p) / (step + 1), metric) for p in probas])
-        best = values.max()
-        tied = np.flatnonzero(values == best)
+        averages = [(total + p) / (step + 1) for p in probas]
+        keys = [(-log_loss(y_index, a), score(y_index, a, metric)) for a in averages]
+        tied = np.array([j for j, key in enumerate(keys) if key == max(keys)])
         chosen = tied[counts[tied] > 0]
         pick = int(chosen[0] if chosen.size else tied[0])
         counts[pick] += 1

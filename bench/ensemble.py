@@ -69,12 +69,15 @@ def main():
     parser.add_argument("--learner", action="append", help="repeatable (default: every learner)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write every figure to this file")
+    parser.add_argument("--storage-dir", help="keep each dataset's journal here (a second run on it reuses the "
+                        "learners' results and selects the ensemble again; default: a temporary directory)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="automil-ensemble-") as tmp:
         for dataset in args.dataset:
+            storage = Path(args.storage_dir or tmp) / f"{dataset}.journal"
             start = time.time()
-            rows = tune(dataset, Path(tmp) / f"{dataset}.journal", args)
+            rows = tune(dataset, storage, args)
             results.append(compare(dataset, rows, time.time() - start))
             print(line(results[-1]), flush=True)
             if args.json:

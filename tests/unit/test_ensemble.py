@@ -53,6 +53,20 @@ def test_the_selection_starts_from_the_best_single_candidate_and_keeps_it_when_n
     assert np.array_equal(select([flipped, perfect], y), [0.0, 1.0])
 
 
+def test_a_nearly_flat_model_is_not_picked_as_a_shift_of_the_threshold():
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1], 50)
+    # A good model that puts a fifth of the positives just below 1/2, and a useless one near 0.6 for every
+    # bag: averaged with it, the good model's threshold moves to 0.4 and every bag of these is right.
+    good = np.concatenate([rng.uniform(0.05, 0.4, 50), rng.uniform(0.41, 0.49, 10), rng.uniform(0.6, 0.95, 40)])
+    flat = 0.6 + rng.uniform(-0.01, 0.01, 100)
+    probas = [np.column_stack([1 - p, p]) for p in (good, flat)]
+    shifted = (probas[0] + probas[1]) / 2
+    assert score(y, shifted, "balanced_accuracy") > score(y, probas[0], "balanced_accuracy")
+    # the log-loss sees no information in the flat model: the selection keeps the good one alone
+    assert np.array_equal(select(probas, y, "balanced_accuracy"), [1.0, 0.0])
+
+
 def test_calibration_makes_differently_scaled_scores_comparable():
     rng = np.random.default_rng(2)
     y = np.tile([0, 1], 100)

@@ -1,0 +1,109 @@
+"""Selection rules of the ensemble compared on saved runs: the nested BACC each rule would give, from the
+learners' stored scores in a journal that ``bench/ensemble.py --storage-dir DIR`` kept (no tuning again).
+
+    python bench/ensemble_rules.py --dataset musk2 --dataset digits-bags --storage-dir /tmp/ensb2
+
+For outer split ``i`` every rule selects on the out-of-fold scores of each learner's best trial of sub-study
+``i`` (Platt-calibrated as in automil) and combines the outer refits' scores of fold ``i``, as the ``ensemble``
+row does. Rules: ``log-loss`` (automil's :func:`automil.ensemble.select`); ``metric``, the greedy selection
+maximizing balanced accuracy of the average (the rule before it); ``metric+gain``, which stops when no
+addition raises it by 0.01; ``bagged-*``, Caruana et al. (2004) section 4: the rule on 20 random halves of
+the learners, weights averaged.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+import optuna
+
+from automil import load_bags
+from automil.ensemble import ROUNDS, calibrate, calibrated, score, select
+from automil.track.records import TrialAttr
+from automil.tune.ensembling import _out_of_fold_order, loaded_scores
+from automil.tune.storage import open_storage
+from automil.tune.trial_states import best_trial, records
+
+METRIC = "balanced_accuracy"
+
+
+def by_metric(probas, y_index, min_gain=None) -> np.ndarray:
+    """Greedy forward selection with replacement maximizing the metric (ties: chosen, then earlier)."""
+    counts, total, last = np.zeros(len(probas), dtype=np.int64), np.zeros(probas.shape[1:]), None
+    for step in range(ROUNDS):
+        values = np.array([score(y_index, (total + p) / (step + 1), METRIC) for p in probas])
+        if min_gain is not None and last is not None and values.max() < last + min_gain:
+            break
+        tied = np.flatnonzero(values == values.max())
+        chosen = tied[counts[tied] > 0]
+        pick = int(chosen[0] if chosen.size else tied[0])
+        counts[pick], last = counts[pick] + 1, values.max()
+        total += probas[pick]
+    return counts / counts.sum()
+
+
+def bagged(rule, probas, y_index, n_bags=20, seed=0) -> np.ndarray:
+    """``rule`` on ``n_bags`` random halves of the candidates, weights averaged (Caruana et al., section 4)."""
+    rng, weights = np.random.default_rng(seed), np.zeros(len(probas))
+    for _ in range(n_bags):
+        half = np.sort(rng.choice(len(probas), max(1, len(probas) // 2), replace=False))
+        weights[half] += rule(probas[half], y_index)
+    return weights / n_bags
+
+
+RULES = {"log-loss": lambda p, y: select(p, y, METRIC),
+         "metric": by_metric,
+         "metric+gain": lambda p, y: by_metric(p, y, min_gain=0.01),
+         "bagged-log-loss": lambda p, y: bagged(lambda q, z: select(q, z, METRIC), p, y),
+         "bagged-metric": lambda p, y: bagged(by_metric, p, y)}
+
+
+def compare(dataset: str, journal: Path) -> dict:
+    storage = open_storage(f"journal:{journal}")
+    names = sorted(n.split("/")[1] for n in optuna.get_all_study_names(storage) if n.count("/") == 1
+                   and n.startswith(f"{dataset}/"))
+    mains = {n: optuna.load_study(study_name=f"{dataset}/{n}", storage=storage) for n in names}
+    mains = {n: m for n, m in mains.items() if "result" in m.user_attrs}  # learners of the final evaluation
+    names = list(mains)
+    y = np.asarray(load_bags(dataset).y)
+    classes = np.unique(y)
+    assignment = np.asarray(mains[names[0]].user_attrs["fold_assignment"])
+    nested = {n: loaded_scores(m.user_attrs["result"]["scores"])["nested"] for n, m in mains.items()}
+    figures = {n: m.user_attrs["result"]["row"]["nested_balanced_accuracy"] for n, m in mains.items()}
+    folds = {rule: [] for rule in RULES}
+    for i in range(int(assignment.max()) + 1):
+        order = _out_of_fold_order(assignment, i)
+        y_index = np.searchsorted(classes, y[order])
+        members = []
+        for n in names:
+            best = best_trial(records(optuna.load_study(study_name=f"{dataset}/{n}/outer-{i}", storage=storage)))
+            oof = None if best is None else best.attrs.get(TrialAttr.OOF_SCORES)
+            if oof is not None and len(oof) == len(order):
+                calibrator = calibrate(np.asarray(oof, dtype=np.float64), y[order])
+                members.append((n, calibrator, calibrated(calibrator, np.asarray(oof, dtype=np.float64))))
+        members.sort(key=lambda m: -score(y_index, m[2], METRIC))  # best first, as automil ranks them
+        test = np.flatnonzero(assignment == i)
+        for rule, choose in RULES.items():
+            weights = choose(np.asarray([m[2] for m in members]), y_index)
+            proba = sum(w * calibrated(c, nested[n][test]) for (n, c, _), w in zip(members, weights, strict=True))
+            folds[rule].append(score(np.searchsorted(classes, y[test]), proba, METRIC))
+    return {"dataset": dataset, "best_single": max(v for v in figures.values() if v is not None),
+            **{rule: float(np.mean(v)) for rule, v in folds.items()}}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", action="append", required=True)
+    parser.add_argument("--storage-dir", required=True, help="where bench/ensemble.py kept DATASET.journal")
+    args = parser.parse_args()
+    print(f"{'dataset':12s} {'best single':>11s} " + " ".join(f"{rule:>15s}" for rule in RULES))
+    for dataset in args.dataset:
+        c = compare(dataset, Path(args.storage_dir) / f"{dataset}.journal")
+        print(f"{dataset:12s} {100 * c['best_single']:11.1f} "
+              + " ".join(f"{100 * c[rule]:15.1f}" for rule in RULES), flush=True)
+
+
+if __name__ == "__main__":
+    main()
