@@ -62,10 +62,10 @@ def test_the_ensemble_row_names_its_members_and_its_model_loads_and_predicts(tun
     assert np.mean(predicted == bags.y) > max(np.mean(bags.y), 1 - np.mean(bags.y))
 
 
-def test_predict_reproduces_the_chosen_models_predictions_on_its_training_bags(tuned):
+def test_predict_reproduces_the_chosen_models_predictions_and_prints_a_line_per_bag(tuned):
     target = tuned["root"] / "predictions.json"
-    _automil("predict", "models:/automil-digits-bags/latest", "--dataset", "digits-bags", "--json", str(target),
-             "--tracking-uri", tuned["uri"], cwd=tuned["root"])
+    out = _automil("predict", "models:/automil-digits-bags/latest", "--dataset", "digits-bags", "--json",
+                   str(target), "--tracking-uri", tuned["uri"], cwd=tuned["root"]).stdout
     written = json.loads(target.read_text())
     bags = automil.load_bags("digits-bags")
     with pytest.MonkeyPatch.context() as patch:
@@ -75,12 +75,7 @@ def test_predict_reproduces_the_chosen_models_predictions_on_its_training_bags(t
     assert [p["label"] for p in written] == list(expected)
     assert [p["bag"] for p in written] == [bags.bag_name(i) for i in range(bags.n_bags)]
     assert all(set(p["scores"]) == {"0", "1"} for p in written)
-
-
-def test_predict_prints_a_line_per_bag_and_the_figures_of_labelled_bags(tuned):
-    out = _automil("predict", "models:/automil-digits-bags/latest", "--dataset", "digits-bags",
-                   "--tracking-uri", tuned["uri"], cwd=tuned["root"]).stdout
-    bags = automil.load_bags("digits-bags")
+    # the table beside the file: a line per bag, then the figures of labelled bags
     lines = out.splitlines()
     assert lines[0].split()[:2] == ["bag", "label"]
     assert sum(line.startswith(bags.bag_name(0) + " ") for line in lines) == 1
