@@ -54,12 +54,19 @@ def mlflow_store(tmp_path_factory):
     return make
 
 
+# The longest modules outside the fault tier (``pytest --durations``), started right after the PostgreSQL and
+# fault modules: the processes then end on short tests, together.
+LONGEST = ("tests/test_tuning.py", "tests/test_predict.py", "tests/test_ui_browser.py", "tests/test_tracking.py",
+           "tests/test_multi_objective.py", "tests/test_plugins.py", "tests/plugins/test_forests_accuracy.py")
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     """How pytest-xdist (``--dist loadgroup``) shares the tests among its processes: a module's tests run in
     one process, so its fixtures are made once; the modules that use the PostgreSQL server in the default
     run go to one process, one after another, since one of them stops the server. Those, then the fault
-    modules, start first: they are the longest, so the processes end together."""
+    modules, then the other long ones start first, so the processes end together."""
+
     def module(item) -> str:
         return item.nodeid.split("::")[0]  # the file, e.g. tests/faults/test_load.py
 
@@ -67,4 +74,9 @@ def pytest_collection_modifyitems(config, items):
                 if item.get_closest_marker("postgres") and not item.get_closest_marker("slow")}
     for item in items:
         item.add_marker(pytest.mark.xdist_group("postgres" if module(item) in postgres else module(item)))
-    items.sort(key=lambda item: 0 if module(item) in postgres else 1 if "/faults/" in module(item) else 2)
+
+    def start(item) -> int:
+        name = module(item)
+        return 0 if name in postgres else 1 if "/faults/" in name else 2 if name in LONGEST else 3
+
+    items.sort(key=start)
