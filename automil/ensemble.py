@@ -12,6 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from automil.learner import BagClassifier
+from automil.prediction import scores_of
 
 __all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "rounded", "calibrate", "calibrated", "log_loss", "select",
            "score", "Ensemble"]
@@ -26,11 +27,11 @@ ROUNDS = 25
 def bag_scores(model, bags) -> np.ndarray:
     """A fitted model's scores of ``bags``: ``decision_function``, else ``predict_proba``, else the one-hot
     labels; binary -> shape ``(n_bags,)`` (the positive class's column), multi-class ``(n_bags, K)``."""
-    for method in ("decision_function", "predict_proba"):
-        if hasattr(model, method):
-            return _one_column_if_binary(np.asarray(getattr(model, method)(bags), dtype=np.float64))
-    labels = np.asarray(model.predict(bags))
-    return _one_column_if_binary((labels[:, None] == np.asarray(model.classes_)[None, :]).astype(np.float64))
+    scores = scores_of(model, bags, methods=("decision_function", "predict_proba"))
+    if scores is None:
+        labels = np.asarray(model.predict(bags))
+        scores = (labels[:, None] == np.asarray(model.classes_)[None, :]).astype(np.float64)
+    return _one_column_if_binary(scores)
 
 
 def labels_and_scores(model, bags) -> tuple[np.ndarray, np.ndarray]:

@@ -51,10 +51,11 @@ def predict_bags(model, bags: Bags) -> list[BagPrediction]:
     return out
 
 
-def scores_of(model, bags: Bags) -> np.ndarray | None:
-    """Class probabilities, else decision scores, shape ``(n_bags, n_classes)``; ``None`` without either.
-    A binary decision function's single column becomes two (negative class, positive class)."""
-    for method in ("predict_proba", "decision_function"):
+def scores_of(model, bags: Bags, methods=("predict_proba", "decision_function")) -> np.ndarray | None:
+    """The first of ``methods`` the model has (by default class probabilities, else decision scores), shape
+    ``(n_bags, n_classes)``; ``None`` without any. A binary decision function's single column becomes two
+    (negative class, positive class)."""
+    for method in methods:
         if hasattr(model, method):
             values = np.asarray(getattr(model, method)(bags), dtype=np.float64)
             if values.ndim == 1:

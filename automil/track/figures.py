@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 
 import numpy as np
-
-from automil.pareto import non_dominated
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
+
+from automil.pareto import non_dominated
 
 __all__ = ["confusion_matrix_figure", "optimization_history_figure", "param_importances_figure",
            "witness_figure", "coefficients_figure", "image_shape", "pareto_figure"]

@@ -290,10 +290,10 @@ class Tracker(ResultLogging):
         return out
 
     def trials(self, dataset: str) -> list[dict]:
-        """Every trial run of ``dataset``'s experiment: ``parent`` (its study's run id), ``learner``,
-        ``state`` (COMPLETE, PRUNED, FAIL or T/O) and ``metrics``."""
-        return [{"parent": run.data.tags.get(PARENT_TAG), "learner": run.data.tags.get("automil.learner", ""),
-                 "state": run.data.tags.get(STATE_TAG, ""), "metrics": dict(run.data.metrics)}
+        """Every trial run of ``dataset``'s experiment: ``parent`` (its study's run id), ``state`` (COMPLETE,
+        PRUNED, FAIL or T/O) and ``metrics``."""
+        return [{"parent": run.data.tags.get(PARENT_TAG), "state": run.data.tags.get(STATE_TAG, ""),
+                 "metrics": dict(run.data.metrics)}
                 for run in self._search_all(self.experiment_id(dataset), f"tags.`{KIND_TAG}` = 'trial'")]
 
     # ---- low level ---------------------------------------------------------------------------------

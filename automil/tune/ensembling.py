@@ -16,7 +16,7 @@ from automil.tune.leaderboard import Evaluation, result_row
 from automil.tune.plan import Plan
 from automil.tune.trial_states import best_trial
 
-__all__ = ["ENSEMBLE", "Candidate", "Selection", "choose_members", "ensemble_members", "ensemble_row",
+__all__ = ["ENSEMBLE", "Candidate", "Selection", "choose_members", "main_selection", "ensemble_row",
            "stored_scores", "loaded_scores"]
 
 
@@ -90,13 +90,11 @@ def choose_members(best: dict[str, TrialRecord | None], order, y, metric: str) -
     return Selection(*(list(part) for part in zip(*kept, strict=True)))
 
 
-def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate]) -> tuple[LearnerResult | None, Ensemble | None]:
-    """The ensemble's row and model, or ``(None, None)`` when fewer than two learners have a best trial
-    with out-of-fold scores. The model needs every member's full-data refit."""
+def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate],
+                 main: Selection) -> tuple[LearnerResult, Ensemble | None]:
+    """The ensemble's row and model from the selection ``main`` on the main studies (:func:`main_selection`).
+    The model needs every member's full-data refit."""
     options = plan.options
-    main = _main_selection(plan, bags, candidates)
-    if main is None:
-        return None, None
     classes = np.unique(bags.y)
     evaluation = Evaluation(ENSEMBLE.name, ENSEMBLE.plugin, f"{plan.dataset}/{ENSEMBLE.name}", [], None,
                             fit_seconds=[sum(candidates[n].fit_seconds or 0.0 for n in main.names)])
@@ -124,15 +122,9 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate]) -> tuple[Le
     return row, model
 
 
-def ensemble_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> list[str]:
-    """The learners the ensemble's model is made of (none without an ensemble)."""
-    main = _main_selection(plan, bags, candidates)
-    return [] if main is None else main.names
-
-
-def _main_selection(plan: Plan, bags, candidates: dict[str, Candidate]) -> Selection | None:
+def main_selection(plan: Plan, bags, candidates: dict[str, Candidate]) -> Selection | None:
     """The selection on the main studies' out-of-fold scores (the model's members and weights), when two
-    or more learners have a best trial with them."""
+    or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
     best = {n: best_trial(c.trials, plan.options.directions) for n, c in candidates.items()}
     if sum(t is not None and TrialAttr.OOF_SCORES in t.attrs for t in best.values()) < 2:
         return None

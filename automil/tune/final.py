@@ -9,7 +9,7 @@ import numpy as np
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
 from automil.track.records import LearnerResult, TrialAttr
-from automil.tune.ensembling import ENSEMBLE, Candidate, ensemble_members, ensemble_row, loaded_scores, stored_scores
+from automil.tune.ensembling import ENSEMBLE, Candidate, ensemble_row, loaded_scores, main_selection, stored_scores
 from automil.tune.fits import fit_predict, fit_worker
 from automil.tune.isolation import OutOfTime, run_tasks
 from automil.tune.leaderboard import Evaluation, result_row
@@ -80,7 +80,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
                 owners.append((learner, "nested", (i, test)))
     # every learner's model is logged; a learner whose stored result is reused is refitted when it is
     # a member of the ensemble, whose model is assembled from its members' full-data refits
-    members = set(ensemble_members(plan, bags, candidates)) if options.ensemble and tracking.enabled else set()
+    selection = main_selection(plan, bags, candidates) if options.ensemble else None
+    members = set(selection.names) if selection is not None and tracking.enabled else set()
     for learner in plan.learners:
         best = best_trial(candidates[learner].trials, options.directions)
         if best is not None and tracking.enabled and (learner in jobs or learner in members):
@@ -118,14 +119,13 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
         rows[learner] = row
         listener.learner_done(row)
     ordered = [rows[learner] for learner in plan.learners]
-    if options.ensemble:
-        row, model = ensemble_row(plan, bags, candidates)
-        if row is not None:
-            parent = tracking.study_run(row.study, plan.dataset, ENSEMBLE, {"automil.protocol": options.protocol})
-            if parent is not None:
-                row.model_uri = tracking.log_result(parent, row, model, bags)
-            listener.learner_done(row)
-            ordered.append(row)
+    if selection is not None:
+        row, model = ensemble_row(plan, bags, candidates, selection)
+        parent = tracking.study_run(row.study, plan.dataset, ENSEMBLE, {"automil.protocol": options.protocol})
+        if parent is not None:
+            row.model_uri = tracking.log_result(parent, row, model, bags)
+        listener.learner_done(row)
+        ordered.append(row)
     return ordered
 
 

@@ -145,10 +145,10 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
 def objective_values(record: dict, options) -> float | list[float]:
     """What Optuna is told: the mean over the folds of the metric, or of every objective (metrics and
     seconds per fit or prediction) for a multi-objective study."""
-    if not options.multi_objective:
-        return float(np.mean(record[f"fold_{options.metric}"]))
-    folds = {"accuracy": TrialAttr.FOLD_ACCURACY, "balanced_accuracy": TrialAttr.FOLD_BALANCED_ACCURACY}
-    return [float(np.mean(record[folds.get(name, name)])) for name in options.objectives]
+    # the per-fold lists: fold_accuracy, fold_balanced_accuracy, fit_seconds, predict_seconds
+    means = [float(np.mean(record[name if name.endswith("_seconds") else f"fold_{name}"]))
+             for name in (options.objectives if options.multi_objective else [options.metric])]
+    return means if options.multi_objective else means[0]
 
 
 def _finish(study, trial, record, state, value):
