@@ -13,7 +13,7 @@ import pytest
 from optuna.trial import TrialState
 
 from automil.tune.storage import open_storage
-from driver_support import plugin_env, plugin_site, wait_for
+from driver_support import load_in_process, plugin_env, plugin_site, wait_for
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 FAST = ["--no-track", "--repeats", "1", "--timeout", "none", "--jobs", "1"]
@@ -321,6 +321,43 @@ def test_a_first_trial_cut_short_is_tried_again_by_the_rerun(tmp_path):
     counted = [t for t in trials if not t.user_attrs.get("interrupted")]
     assert len(counted) == 2 and counted[0].params == {"shrink": 0.25}, "the defaults ran once in full"
     assert all(t.state.name != "WAITING" for t in trials)
+
+
+def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chosen_model(
+        tmp_path, monkeypatch, mlflow_store):
+    from functools import partial
+
+    from automil import load_bags, plugins
+    from automil.track import Tracker
+    from automil.tune.final import final_evaluation
+    from automil.tune.fits import fit_worker
+    from automil.tune.listener import Silent
+    from automil.tune.options import TuneOptions
+    from automil.tune.plan import Plan
+    from automil.tune.studies import prepare_studies
+    from automil.tune.tracking import open_tracking
+
+    automil(tmp_path, "--learner", "centroid", "--learner", "recorder", "--n-trials", "1", "--folds", "3",
+            "--protocol", "nested", *FAST)
+    load_in_process(monkeypatch, tmp_path / "records")
+    monkeypatch.setenv("AUTOMIL_TEST_FIT_DELAY", "120")  # the recorder's refits run past the budget
+    options = TuneOptions(n_trials=1, folds=3, repeats=3, timeout=10.0, jobs=2, ensemble=False,
+                          storage=f"journal:{tmp_path / 'studies.journal'}")
+    bags, learners = load_bags("test-bags"), ["centroid", "recorder"]
+    storage = open_storage(options.storage)
+    assignment = prepare_studies(storage, "test-bags", bags, [plugins.get_learner(n) for n in learners], options)
+    worker = fit_worker(options)
+    try:
+        rows = {row.learner: row for row in final_evaluation(
+            Plan("test-bags", learners, options, assignment, time.time()), bags, storage, worker,
+            open_tracking(partial(Tracker, mlflow_store(tmp_path)), Silent()), Silent())}
+    finally:
+        worker.close()
+    chosen, cut = rows["centroid"], rows["recorder"]
+    assert cut.status == "partial" and "time budget" in cut.error and cut.model_uri is None
+    # the chosen learner's headline is whole and its model was fitted after the budget ended; no repeat ran
+    assert chosen.status == "ok" and chosen.balanced_accuracy is not None and chosen.repeats == 0
+    assert chosen.model_uri is not None and chosen.error is None
 
 
 def test_every_new_study_tries_the_learners_first_trial_first(tmp_path):

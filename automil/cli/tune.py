@@ -39,8 +39,8 @@ def _add_tune_options(sub, defaults: bool):
         sub.add_argument("--n-trials", type=_count_or_none, default=d.n_trials, metavar="N",
                          help=f"trials per study (default {d.n_trials}; 'none': until --timeout)")
         sub.add_argument("--timeout", type=_seconds_or_none, default=d.timeout, metavar="SECONDS",
-                         help=f"budget of the whole run: {int(d.timeout)} s by default, 3/4 tuning and the "
-                              "rest for the final evaluation; 'none': no limit")
+                         help=f"budget of the whole run: {int(d.timeout)} s by default; the final evaluation "
+                              "keeps its estimated cost (1/4 to 1/2), tuning the rest; 'none': no limit")
         sub.add_argument("--fit-timeout", type=float, default=d.fit_timeout, metavar="SECONDS",
                          help=f"a fit running longer is killed and its trial recorded T/O (default "
                               f"{int(d.fit_timeout)})")
@@ -167,7 +167,7 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
     for row in rows:
-        if row["status"] in (Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.get("error"):
+        if row["status"] in (Status.OK, Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.get("error"):
             print(f"{row['learner']}: {row['status']}: {row['error']}")
     _print_choice(rows)
     return 0

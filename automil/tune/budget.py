@@ -10,7 +10,8 @@ import numpy as np
 from automil.track.records import TrialAttr, TrialRecord
 from automil.tune.listener import LearnerStanding, Listener, Standing, StudyProgress
 from automil.tune.plan import Plan
-from automil.tune.schedule import LearnerState, StudyState, contenders, next_step, waits_for_defaults
+from automil.tune.schedule import (LearnerState, StudyState, contenders, final_reserve, next_step,
+                                  waits_for_defaults)
 from automil.tune.studies import study_name
 from automil.tune.tracking import Guarded
 from automil.tune.trial_states import best_trial, counts_toward_budget, records
@@ -35,17 +36,20 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
     studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
                          for split in plan.options.splits] for learner in plan.learners}
     configured, parents, warmed, announced = set(), {}, set(), set()
-    deadline = plan.tuning_deadline
-    while deadline is None or time.time() < deadline:
+    while True:
         now = time.time()
         trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
         states = [learner_state(learner, trials[learner], plan.options.metric, plan.start, now,
                                 plan.options.directions)
                   for learner in plan.learners]
+        # the final evaluation's share grows as the learners' costs become known
+        deadline = plan.tuning_deadline(final_reserve(states, plan.options.folds, plan.options.jobs))
+        if deadline is not None and now >= deadline:
+            break
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
                          equal=plan.options.allocation == "equal")
-        listener.standing(standing(states, plan, None if step is None else step.learner, now))
+        listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
         if step is None:
             break
         study = studies[step.learner][step.study]
@@ -101,8 +105,10 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
     return LearnerState(learner, tuple(state), seconds, float(np.mean(durations)) if durations else None, too_slow)
 
 
-def standing(states: list[LearnerState], plan: Plan, running: str | None, now: float) -> Standing:
-    """What the listener shows: every learner's trials, best score and phase in the policy."""
+def standing(states: list[LearnerState], plan: Plan, running: str | None, now: float,
+             deadline: float | None) -> Standing:
+    """What the listener shows: every learner's trials, best score and phase in the policy, and the time
+    left until tuning stops at ``deadline``."""
     n_trials = plan.options.n_trials
     weights = contenders(states, n_trials)
     rows = []
@@ -120,7 +126,6 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
         rows.append(LearnerStanding(state.name, sum(s.trials for s in state.studies),
                                     None if n_trials is None else n_trials * len(state.studies), state.main.best,
                                     phase))
-    deadline = plan.tuning_deadline
     return Standing(running, rows, plan.options.metric, now - plan.start,
                     None if deadline is None else max(deadline - now, 0.0))
 

@@ -4,7 +4,7 @@ only), and its model assembled from the members' full-data refits."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from automil.tune.leaderboard import Evaluation, result_row
 from automil.tune.plan import Plan
 from automil.tune.trial_states import best_trial
 
-__all__ = ["ENSEMBLE", "Candidate", "Selection", "choose_members", "main_selection", "ensemble_row",
+__all__ = ["ENSEMBLE", "Candidate", "Selection", "choose_members", "main_selection", "ensemble_nested", "ensemble_row",
            "stored_scores", "loaded_scores"]
 
 
@@ -90,16 +90,24 @@ def choose_members(best: dict[str, TrialRecord | None], order, y, metric: str) -
     return Selection(*(list(part) for part in zip(*kept, strict=True)))
 
 
-def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate],
-                 main: Selection) -> tuple[LearnerResult, Ensemble | None]:
-    """The ensemble's row and model from the selection ``main`` on the main studies (:func:`main_selection`).
-    The model needs every member's full-data refit."""
+def ensemble_nested(plan: Plan, bags, candidates: dict[str, Candidate]) -> Evaluation:
+    """The ensemble's evaluation with its nested folds filled in (empty under the tuned protocol): what
+    :func:`ensemble_row` completes. It needs the members' nested refits."""
+    evaluation = Evaluation(ENSEMBLE.name, ENSEMBLE.plugin, f"{plan.dataset}/{ENSEMBLE.name}", [], None)
+    if plan.options.protocol == "nested":
+        _nested(plan, bags, candidates, evaluation, np.unique(bags.y))
+    return evaluation
+
+
+def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Selection,
+                 nested: Evaluation) -> tuple[LearnerResult, Ensemble | None]:
+    """The ensemble's row and model from the selection ``main`` on the main studies (:func:`main_selection`),
+    its nested folds (:func:`ensemble_nested`) and the repeats the members have scores of now. The model
+    needs every member's full-data refit."""
     options = plan.options
     classes = np.unique(bags.y)
-    evaluation = Evaluation(ENSEMBLE.name, ENSEMBLE.plugin, f"{plan.dataset}/{ENSEMBLE.name}", [], None,
-                            fit_seconds=[sum(candidates[n].fit_seconds or 0.0 for n in main.names)])
-    if options.protocol == "nested":
-        _nested(plan, bags, candidates, evaluation, classes)
+    evaluation = replace(nested, repeated={}, predictions=dict(nested.predictions),
+                         fit_seconds=[sum(candidates[n].fit_seconds or 0.0 for n in main.names)])
     for r, seed in enumerate(repeat_seeds(options.seed, options.repeats)):
         for _, test in fold_splits(bag_folds(bags.y, options.folds, seed)):
             y_pred = main.predict(candidates, ("repeat", r), test, classes)

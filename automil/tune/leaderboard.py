@@ -26,7 +26,8 @@ class Evaluation:
 
     ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.fold_scores` dicts;
     ``predictions`` maps ``"nested"`` or ``"repeat"`` to ``(y_true, y_pred)`` pairs of out-of-fold
-    predictions; ``errors`` are the final evaluation's failures.
+    predictions; ``errors`` are the final evaluation's failures, ``notes`` what its budget left out that
+    the headline figure does not need (a model).
     """
 
     learner: str
@@ -39,6 +40,7 @@ class Evaluation:
     repeated: dict[int, list[dict]] = field(default_factory=dict)
     fit_seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     predictions: dict = field(default_factory=dict)
     tuned_splits: int | None = None
 
@@ -110,7 +112,7 @@ def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[dict]:
 
 
 def _first_error(job: Evaluation, counts: dict, finished: list[TrialRecord], stopped: int) -> str | None:
-    """Why the row lacks a figure or part of one, most telling reason first."""
+    """Why the row lacks a figure or part of one, most telling reason first; else what it lacks besides."""
     best = job.best
     missing = [i for i, t in enumerate(job.outer_best) if t is None]
     errors = job.errors + [t.attrs[TrialAttr.ERROR] for t in finished
@@ -130,7 +132,7 @@ def _first_error(job: Evaluation, counts: dict, finished: list[TrialRecord], sto
         errors.append(f"no trial completed: {counts['trials_pruned']} of {counts['trials']} pruned"
                       + (f" ({reasons[0]})" if reasons else "") + f", {counts['trials_timed_out']} timed out, "
                       f"{stopped} stopped by the --timeout budget")
-    return errors[0] if errors else None
+    return errors[0] if errors else (job.notes[0] if job.notes else None)
 
 
 def row_status(accuracy, counts, best, final_errors) -> Status:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from automil.tune.storage import DEFAULT_STORAGE
 
 __all__ = ["TuneOptions", "default_jobs", "parse_size", "SAMPLERS", "METRICS", "OBJECTIVES", "PROTOCOLS",
-           "ALLOCATIONS", "TUNING_SHARE"]
+           "ALLOCATIONS", "FINAL_SHARE"]
 
 SAMPLERS = ("tpe", "random")
 METRICS = ("balanced_accuracy", "accuracy")
@@ -21,8 +21,9 @@ PROTOCOLS = ("nested", "tuned")
 # promise: the time goes to the learners close to the best (AutoML); equal: every learner with a score gets
 # the same seconds (a comparison table with equal effort per learner).
 ALLOCATIONS = ("promise", "equal")
-# Share of --timeout spent tuning; the rest goes to the final evaluation (nested refits, repeated CV).
-TUNING_SHARE = 0.75
+# Shares of --timeout the final evaluation keeps from tuning: its estimated cost (the headline refits and
+# the models), but at least the first (room for repeats) and at most the second (tuning keeps the rest).
+FINAL_SHARE = (0.25, 0.5)
 
 
 @dataclass

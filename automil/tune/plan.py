@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from automil.tune.options import TUNING_SHARE, TuneOptions
+from automil.tune.options import FINAL_SHARE, TuneOptions
 
 __all__ = ["Plan"]
 
@@ -22,10 +22,14 @@ class Plan:
     assignment: np.ndarray
     start: float  # time.time() when the run began
 
-    @property
-    def tuning_deadline(self) -> float | None:
+    def tuning_deadline(self, reserve: float = 0.0) -> float | None:
+        """When tuning stops: ``reserve`` seconds (the final evaluation's estimated cost) before the end of
+        the budget, within the bounds of ``FINAL_SHARE``; ``None`` without ``--timeout``."""
         t = self.options.timeout
-        return None if t is None else self.start + TUNING_SHARE * t
+        if t is None:
+            return None
+        low, high = FINAL_SHARE
+        return self.start + t - min(max(reserve, low * t), high * t)
 
     @property
     def final_deadline(self) -> float:

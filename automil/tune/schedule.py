@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults"]
+__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -23,6 +23,9 @@ MIN_MARGIN = 0.02
 # The weight of a learner at the edge of the margin, relative to the leader's 1: it still gets some
 # seconds, since the leader's score is itself an estimate.
 EDGE_WEIGHT = 0.25
+# The final evaluation's estimate is stretched by this much: its workers start afresh (and compile numba
+# code again), and a model is fitted on all bags.
+RESERVE_MARGIN = 1.5
 
 
 @dataclass(frozen=True)
@@ -136,3 +139,12 @@ def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, 
     floor = leader.main.best - margin
     return {s.name: EDGE_WEIGHT + (1.0 - EDGE_WEIGHT) * (s.main.best - floor) / margin
             for s in scored if s.main.best >= floor}
+
+
+def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1) -> float:
+    """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
+    refits (``folds`` fits, as long as one trial on all folds) and its model (one more fit), on ``jobs``
+    workers, stretched by ``RESERVE_MARGIN``. Learners of unknown cost add nothing until measured."""
+    seconds = sum(s.expected_seconds * (1.0 + 1.0 / folds) for s in learners
+                  if s.main.best is not None and s.expected_seconds is not None)
+    return RESERVE_MARGIN * seconds / jobs

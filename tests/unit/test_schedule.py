@@ -8,8 +8,10 @@ import pytest
 
 from automil.track.records import TrialRecord
 from automil.tune.budget import learner_state
-from automil.tune.schedule import (EDGE_WEIGHT, FIRST_TRIES, MIN_MARGIN, LearnerState, StudyState, contenders,
-                                   next_step)
+from automil.tune.options import FINAL_SHARE, TuneOptions
+from automil.tune.plan import Plan
+from automil.tune.schedule import (EDGE_WEIGHT, FIRST_TRIES, MIN_MARGIN, RESERVE_MARGIN, LearnerState, StudyState,
+                                   contenders, final_reserve, next_step)
 
 
 def learner(name, best=None, trials=1, seconds=0.0, stderr=0.0, splits=0, expected=None, too_slow=False):
@@ -164,3 +166,16 @@ def test_the_equal_allocation_gives_every_learner_with_a_score_the_same_seconds(
         s = states[step.learner]
         states[step.learner] = replace(s, seconds=s.seconds + cost[s.name])
     assert states["behind"].seconds == pytest.approx(states["leader"].seconds, abs=1.0)
+
+
+def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and_models():
+    states = [learner("a", best=0.8, expected=6.0), learner("b", best=0.7, expected=12.0),
+              learner("unmeasured", expected=None), learner("no score", expected=30.0)]
+    # a trial's worth of refits (6 folds) and one model fit per scored learner, shared by 2 workers
+    assert final_reserve(states, folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * (6.0 + 12.0) * (7 / 6) / 2)
+    plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0), np.zeros(6, dtype=int), start=1000.0)
+    low, high = FINAL_SHARE
+    assert plan.tuning_deadline(0.0) == pytest.approx(1000.0 + 400.0 * (1 - low))  # room for repeats
+    assert plan.tuning_deadline(130.0) == pytest.approx(1000.0 + 400.0 - 130.0)
+    assert plan.tuning_deadline(1e6) == pytest.approx(1000.0 + 400.0 * (1 - high))  # tuning keeps its part
+    assert Plan("d", [], TuneOptions(timeout=None), np.zeros(6, dtype=int), 0.0).tuning_deadline(50.0) is None
