@@ -33,6 +33,7 @@ def tune(dataset: str, timeout: float, storage: Path, seed: int, allocation: str
 
 
 def summary(rows: list[dict]) -> dict:
+    rows = [r for r in rows if r.get("members") is None]  # learners only: the ensemble runs no trial
     scored = [r for r in rows if r.get("nested_balanced_accuracy") is not None]
     best = max(scored, key=lambda r: r["nested_balanced_accuracy"], default=None)
     trials = {r["learner"]: r.get("trials") or 0 for r in rows if r.get("status") != "skipped"}
@@ -43,7 +44,9 @@ def summary(rows: list[dict]) -> dict:
             "trials": trials, "top3_share": sum(trials[r["learner"]] for r in top3) / total if total else 0.0,
             "without_figure": sorted(r["learner"] for r in rows
                                      if r.get("status") != "skipped" and r.get("nested_balanced_accuracy") is None),
-            "statuses": {r["learner"]: r.get("status") for r in rows}}
+            "statuses": {r["learner"]: r.get("status") for r in rows},
+            "nested_bacc": {r["learner"]: r.get("nested_balanced_accuracy") for r in rows},
+            "fit_seconds": {r["learner"]: r.get("fit_seconds") for r in rows}}
 
 
 def run(dataset: str, budget: float, fractions: list[float], seed: int, workdir: Path) -> dict:

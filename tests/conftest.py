@@ -62,18 +62,28 @@ LONGEST = ("tests/test_tuning.py", "tests/test_predict.py", "tests/test_ui_brows
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
-    """How pytest-xdist (``--dist loadgroup``) shares the tests among its processes: a module's tests run in
-    one process, so its fixtures are made once; the modules that use the PostgreSQL server in the default
+    """How pytest-xdist (``--dist loadgroup``) shares the tests among its processes: the tests of a module
+    that share a module fixture run in one process, so it is made once (the others go wherever a process
+    is free); the modules that use the PostgreSQL server in the default
     run go to one process, one after another, since one of them stops the server. Those, then the fault
     modules, then the other long ones start first, so the processes end together."""
 
     def module(item) -> str:
         return item.nodeid.split("::")[0]  # the file, e.g. tests/faults/test_load.py
 
+    def shares_a_fixture(item) -> bool:
+        """Whether the test uses a module- or class-scoped fixture (made once per process that needs it)."""
+        info = getattr(item, "_fixtureinfo", None)
+        return info is not None and any(d.scope in ("module", "class") for defs in info.name2fixturedefs.values()
+                                        for d in defs)
+
     postgres = {module(item) for item in items
                 if item.get_closest_marker("postgres") and not item.get_closest_marker("slow")}
     for item in items:
-        item.add_marker(pytest.mark.xdist_group("postgres" if module(item) in postgres else module(item)))
+        if module(item) in postgres:
+            item.add_marker(pytest.mark.xdist_group("postgres"))
+        elif shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(module(item)))
 
     def start(item) -> int:
         name = module(item)
