@@ -161,9 +161,10 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
         print(f"front: trials on the Pareto front of {' against '.join(objectives)} (tuning folds); fast: its "
               f"fastest point within 1 point of its best {metric}.")
     first = rows[0]
+    repeats = max(r.get("repeats") or 0 for r in rows)
     print(f"\n{first['dataset']}: {first['folds']}-fold CV over bags, seed {first['seed']}; repeated CV = "
-          f"best parameters re-evaluated over {max(r.get('repeats') or 0 for r in rows)} repeats (mean +- sd "
-          "over repeats).")
+          + (f"best parameters re-evaluated over {repeats} repeats (mean +- sd over repeats)." if repeats else
+             "none: the budget ended before a repeat (raise --timeout)."))
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
     for row in rows:
