@@ -324,7 +324,8 @@ def test_a_first_trial_cut_short_is_tried_again_by_the_rerun(tmp_path):
 
 
 def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chosen_model(
-        tmp_path, monkeypatch, mlflow_store):
+        tmp_path, fresh_plugins, mlflow_store):
+    monkeypatch = fresh_plugins  # the built-in plugins come back after the test
     from functools import partial
 
     from automil import load_bags, plugins

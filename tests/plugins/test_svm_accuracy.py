@@ -68,6 +68,7 @@ def accuracy(data_dir, request):
     # Only the datasets of the tests that run (musk1 by default); one dataset per task on both cores; the
     # fork start method keeps the test's environment.
     wanted = [d for d in DATASETS if any(getattr(item, "callspec", None) and item.module is request.module
+                                         and "accuracy" in item.fixturenames
                                          and item.callspec.params.get("dataset") == d
                                          for item in request.session.items)]
     with multiprocessing.get_context("fork").Pool(2) as pool:
