@@ -62,7 +62,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, tracking: Guarded, liste
         now = _rows_now(plan, rows, jobs, candidates, selection, ensemble, bags)
         jobs = {learner: jobs[learner] for learner in sorted(jobs, key=lambda n: rank(now[n]))}  # best first
         if tracking.enabled:
-            first, rest = _model_order(plan, now, jobs, candidates, selection)
+            first, rest = _model_order(now, jobs, selection)
             run(_model_tasks(plan, bags, candidates, first), deadline=None)
             run(_model_tasks(plan, bags, candidates, rest), deadline=optional)
         for r in range(0 if nested else 1, len(seeds)):
@@ -161,12 +161,14 @@ def _repeat_tasks(plan: Plan, bags, jobs: dict, r: int, seed: int) -> list:
 
 
 def _model_tasks(plan: Plan, bags, candidates: dict[str, Candidate], learners: list[str]) -> list:
-    """The full-data refits of the ``learners``' best parameters: the models tracking logs."""
+    """The full-data refits of the ``learners``' best parameters (those with a best trial): the models
+    tracking logs."""
     work = []
     for learner in learners:
         best = best_trial(candidates[learner].trials, plan.options.directions)
-        work.append(((fit_predict, learner, best.attrs[TrialAttr.ESTIMATOR_PARAMS], np.arange(bags.n_bags), None,
-                      plan.options.seed, True), (learner, "model", None)))
+        if best is not None:
+            work.append(((fit_predict, learner, best.attrs[TrialAttr.ESTIMATOR_PARAMS], np.arange(bags.n_bags),
+                          None, plan.options.seed, True), (learner, "model", None)))
     return work
 
 
@@ -182,8 +184,7 @@ def _rows_now(plan: Plan, rows: dict, jobs: dict, candidates: dict[str, Candidat
     return now
 
 
-def _model_order(plan: Plan, now: dict[str, LearnerResult], jobs: dict, candidates: dict[str, Candidate],
-                 selection) -> tuple[list[str], list[str]]:
+def _model_order(now: dict[str, LearnerResult], jobs: dict, selection) -> tuple[list[str], list[str]]:
     """The learners whose model is fitted, split into those of the model the run is about to choose (the
     ensemble's members when it leads) and the others, in the order of ``jobs``.
 
@@ -194,14 +195,11 @@ def _model_order(plan: Plan, now: dict[str, LearnerResult], jobs: dict, candidat
     """
     members = [] if selection is None else selection.names
     chosen = choose(list(now.values()))
-    if chosen is None:
-        first = []
+    if chosen is not None and chosen.learner == ENSEMBLE.name:
+        first = members
     else:
-        first = [n for n in (members if chosen.learner == ENSEMBLE.name else [chosen.learner])
-                 if n in jobs or n in members]
-    wanted = [n for n in jobs if n not in first] + [n for n in members if n not in jobs and n not in first]
-    has_best = [n for n in first + wanted if best_trial(candidates[n].trials, plan.options.directions) is not None]
-    return [n for n in has_best if n in first], [n for n in has_best if n not in first]
+        first = [chosen.learner] if chosen is not None and chosen.learner in jobs else []
+    return first, [n for n in dict.fromkeys([*jobs, *members]) if n not in first]
 
 
 def _log_study(plan: Plan, tracking: Guarded, spec, main, row=None, model=None, bags=None) -> str | None:
