@@ -12,7 +12,7 @@ from automil.tune.driver import tune
 from automil.tune.listener import Silent
 from automil.tune.options import TuneOptions
 from automil.tune.storage import open_storage
-from automil.tune.warm_start import WARM_START_ATTR, warm_start
+from automil.tune.warm_start import WARM_START_ATTR, warm_start, warm_start_note
 from driver_support import load_in_process
 
 SPACE = {"C": FloatDistribution(1e-2, 1e2, log=True), "kernel": CategoricalDistribution(["linear", "rbf"])}
@@ -34,6 +34,11 @@ def _study(storage, dataset, learner="svm", split=None, features=HERE, labels=No
     return study
 
 
+def _note(study):
+    """What the driver tells the user about ``study``'s stored decision."""
+    return warm_start_note("svm", study.user_attrs.get(WARM_START_ATTR))
+
+
 def _queued(study):
     return [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.WAITING]
 
@@ -53,14 +58,13 @@ def test_the_best_point_of_the_nearest_other_dataset_is_queued_once_after_the_de
     _study(storage, "near", split=0, trials=[({"C": 0.02, "kernel": "linear"}, 0.99)])  # an outer split: not a source
     _study(storage, "near", learner="other", trials=[({"C": 0.03, "kernel": "rbf"}, 0.99)])
     target = _study(storage, "here")
-    assert warm_start(target, "svm", "here", storage) == (False, None), "nothing before the defaults"
+    assert not warm_start(target, "svm", "here", storage) and _note(target) is None, "nothing before the defaults"
     target.add_trial(create_trial(params={"C": 1.0, "kernel": "linear"}, distributions=SPACE, value=0.6))
-    decided, note = warm_start(target, "svm", "here", storage)
-    assert decided and note == "warm start for svm from near/svm"
+    assert warm_start(target, "svm", "here", storage) and _note(target) == "warm start for svm from near/svm"
     [queued] = _queued(target)
     assert queued.system_attrs["fixed_params"] == {"C": 3.0, "kernel": "rbf"}
     assert queued.user_attrs["warm_start_from"] == "near/svm"
-    assert warm_start(target, "svm", "here", storage) == (True, None)  # a rerun queues nothing more
+    assert warm_start(target, "svm", "here", storage)  # a rerun queues nothing more
     assert len(_queued(target)) == 1
 
 
@@ -68,8 +72,8 @@ def test_a_point_outside_the_current_space_is_skipped_with_a_note_naming_it(stor
     wider = {**SPACE, "C": FloatDistribution(1e-2, 1e3, log=True)}  # its space depended on its data
     _study(storage, "near", trials=[({"C": 500.0, "kernel": "rbf"}, 0.8)], space=wider)
     target = _study(storage, "here", trials=[({"C": 1.0, "kernel": "linear"}, 0.6)])
-    decided, note = warm_start(target, "svm", "here", storage)
-    assert decided and not _queued(target)
+    assert warm_start(target, "svm", "here", storage) and not _queued(target)
+    note = _note(target)
     assert note.startswith("warm start for svm from near/svm skipped: parameter C = 500.0 lies outside")
     assert target.user_attrs[WARM_START_ATTR]["skipped"] in note
 
@@ -90,15 +94,16 @@ def test_sources_are_the_same_learner_on_another_dataset_with_a_completed_trial_
     _study(storage, "far", features=HERE.__class__(**{**HERE.to_dict(), "n_bags": 20}),
            trials=[({"C": 5.0, "kernel": "rbf"}, 0.7)])
     target = _study(storage, "here", trials=[({"C": 1.0, "kernel": "linear"}, 0.6)])
-    assert warm_start(target, "svm", "here", storage)[1] == "warm start for svm from far/svm"
+    warm_start(target, "svm", "here", storage)
+    assert _note(target) == "warm start for svm from far/svm"
 
 
 def test_no_source_is_decided_once_and_says_nothing(storage):
     target = _study(storage, "here", trials=[({"C": 1.0, "kernel": "linear"}, 0.6)])
-    assert warm_start(target, "svm", "here", storage) == (True, None)
+    assert warm_start(target, "svm", "here", storage) and _note(target) is None
     assert target.user_attrs[WARM_START_ATTR] == {"source": None}
     _study(storage, "later", trials=[({"C": 3.0, "kernel": "rbf"}, 0.8)])
-    assert warm_start(target, "svm", "here", storage) == (True, None) and not _queued(target)
+    assert warm_start(target, "svm", "here", storage) and not _queued(target) and _note(target) is None
 
 
 def test_no_warm_start_on_the_command_line_turns_the_option_off():
@@ -163,3 +168,31 @@ def test_a_study_on_a_second_dataset_tries_the_first_ones_best_point_after_its_d
         assert trials[0].params == {"feature": 4} and "warm_start_from" not in trials[0].user_attrs, name
         assert trials[1].user_attrs["warm_start_from"] == "test-bags/onefeature", name
         assert trials[1].params == cold.best_trial.params and trials[1].state == TrialState.COMPLETE, name
+
+
+def test_the_warm_start_is_told_once_whichever_jobs_process_made_it(tmp_path):
+    # The real command line with two tuning processes: a helper's own lines go nowhere, so the main process
+    # tells every learner's warm start from the studies when tuning ends.
+    import subprocess
+    import sys
+
+    from driver_support import plugin_env, plugin_site
+
+    _write_mill(tmp_path / "wide.mill", seed=1, n_bags=30, n_features=9)
+    env = plugin_env(plugin_site(), tmp_path / "records")
+    common = ["--learner", "onefeature", "--learner", "centroid", "--n-trials", "2", "--folds", "3",
+              "--repeats", "1", "--timeout", "none", "--no-track", "--no-ensemble",
+              "--storage", f"journal:{tmp_path / 'studies.journal'}"]
+
+    def tune_cli(dataset, *args):
+        done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", dataset, *common, *args],
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return [line.strip() for line in (done.stdout + done.stderr).splitlines() if "warm start" in line]
+
+    assert tune_cli("test-bags", "--jobs", "1", "--protocol", "tuned") == []  # nothing to start from
+    lines = tune_cli(str(tmp_path / "wide.mill"), "--jobs", "2", "--protocol", "nested")
+    for learner in ("centroid", "onefeature"):  # once each (centroid's source point was tried: skipped)
+        said = [line for line in lines if line.startswith(f"automil: warm start for {learner} from ")]
+        assert len(said) == 1 and f"from test-bags/{learner}" in said[0], lines
+    assert len(lines) == 2, lines

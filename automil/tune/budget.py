@@ -16,7 +16,7 @@ from automil.tune.studies import study_name
 from automil.tune.tracking import Guarded
 from automil.tune.trial_states import best_trial, counts_toward_budget, records
 from automil.tune.trials import configure_study, run_trial
-from automil.tune.warm_start import warm_start
+from automil.tune.warm_start import WARM_START_ATTR, warm_start, warm_start_note
 
 __all__ = ["tune_studies", "learner_state", "standing"]
 
@@ -35,7 +35,7 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
     worker.wait_started()  # outside any trial: start-up is not a trial's cost
     studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
                          for split in plan.options.splits] for learner in plan.learners}
-    configured, parents, warmed, announced = set(), {}, set(), set()
+    configured, parents, warmed = set(), {}, set()
     while True:
         now = time.time()
         trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
@@ -61,19 +61,27 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
             parents[step.learner] = tracking.study_run(study_name(plan.dataset, step.learner), plan.dataset, spec,
                                                        {"automil.protocol": plan.options.protocol})
         if plan.options.warm_start and (step.learner, step.study) not in warmed:
-            decided, note = warm_start(study, step.learner, plan.dataset, storage)
-            if decided:
+            if warm_start(study, step.learner, plan.dataset, storage):
                 warmed.add((step.learner, step.study))
-            if note is not None and step.learner not in announced:  # its other studies say the same
-                announced.add(step.learner)
-                listener.message(note)
         split = plan.options.splits[step.study]
         trial = run_trial(study, trials[step.learner][step.study], spec, split, plan, bags, worker,
                           np.inf if deadline is None else deadline, step.time_limit)
         if split is None and parents[step.learner] is not None:
             tracking.log_trial(parents[step.learner], trial, study.study_name)
+    if plan.options.warm_start:
+        _announce_warm_starts(studies, listener)
     for learner in plan.learners:
         listener.tuned(_progress(plan, learner, None, records(studies[learner][0])))
+
+
+def _announce_warm_starts(studies: dict, listener: Listener):
+    """One line per learner about its warm start, read from the studies, so that a decision another
+    ``--jobs`` process made is told too (its own listener is silent); a learner's studies share a source."""
+    for learner, learner_studies in studies.items():
+        notes = (warm_start_note(learner, study.user_attrs.get(WARM_START_ATTR)) for study in learner_studies)
+        note = next((note for note in notes if note is not None), None)
+        if note is not None:
+            listener.message(note)
 
 
 def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, run_start: float,

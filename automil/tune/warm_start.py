@@ -9,50 +9,59 @@ from automil.track.records import TrialAttr
 from automil.tune.studies import META_FEATURES_ATTR
 from automil.tune.trial_states import best_trial, counts_toward_budget, records, trial_record
 
-__all__ = ["warm_start", "WARM_START_ATTR"]
+__all__ = ["warm_start", "warm_start_note", "WARM_START_ATTR"]
 
 # The study user attribute holding the warm-start decision, written once after the first counted trial.
 WARM_START_ATTR = "warm_start"
 
 
-def warm_start(study, learner: str, dataset: str, storage) -> tuple[bool, str | None]:
+def warm_start(study, learner: str, dataset: str, storage) -> bool:
     """Queue the warm-start point of ``study`` once, after its first counted trial (the defaults).
 
-    Returns whether the decision is made (now or by an earlier run) and the note for the listener when it
-    was made now and there is something to say: the source study, or why its point was skipped. The
-    decision is stored as the study attribute ``warm_start`` (``source`` ``None``: no earlier study of
-    the learner qualified), and the queued trial carries ``warm_start_from``, so a rerun or another
-    process does not queue it again.
+    Returns whether the decision is made (now or by an earlier run or another process). The decision is
+    stored as the study attribute ``warm_start`` (``source`` ``None``: no earlier study of the learner
+    qualified; ``skipped``: why its point was not queued), and the queued trial carries
+    ``warm_start_from``, so a rerun or another process does not queue it again.
     """
     trials = study.get_trials(deepcopy=False)
     if any(TrialAttr.WARM_START_FROM in t.user_attrs for t in trials):
-        return True, None
+        return True
     done = [t for t in trials if t.state.is_finished() and counts_toward_budget(trial_record(t))]
     if not done:
-        return False, None  # the defaults come first
+        return False  # the defaults come first
     attrs = study.user_attrs
     if WARM_START_ATTR in attrs:
-        return True, None
+        return True
     # The current space is what this study's trials asked for: a space may depend on the data (a bound
     # from n_features), so the source's own distributions do not tell it.
     space = {name: distribution for t in done for name, distribution in t.distributions.items()}
     source = _source(storage, learner, dataset, attrs)
     if source is None:
         study.set_user_attr(WARM_START_ATTR, {"source": None})
-        return True, None
+        return True
     name, params = source
     if not params:  # a learner without hyperparameters: nothing to try
         study.set_user_attr(WARM_START_ATTR, {"source": name, "skipped": "no parameters"})
-        return True, None
+        return True
     point, problem = _within(params, space)
     if problem is None and any(t.params == point for t in trials):
         problem = f"its best parameters {point} were already tried here"
     if problem is not None:
         study.set_user_attr(WARM_START_ATTR, {"source": name, "skipped": problem})
-        return True, f"warm start for {learner} from {name} skipped: {problem}"
+        return True
     study.enqueue_trial(point, user_attrs={TrialAttr.WARM_START_FROM: name}, skip_if_exists=True)
     study.set_user_attr(WARM_START_ATTR, {"source": name, "params": point})
-    return True, f"warm start for {learner} from {name}"
+    return True
+
+
+def warm_start_note(learner: str, decision: dict | None) -> str | None:
+    """The line a user reads about a study's stored warm-start ``decision`` (whichever process made
+    it): its source, or why the source's point was skipped; ``None`` when there is nothing to say."""
+    if not decision or decision.get("source") is None or decision.get("skipped") == "no parameters":
+        return None
+    if "skipped" in decision:
+        return f"warm start for {learner} from {decision['source']} skipped: {decision['skipped']}"
+    return f"warm start for {learner} from {decision['source']}"
 
 
 def _source(storage, learner: str, dataset: str, attrs: dict) -> tuple[str, dict] | None:
