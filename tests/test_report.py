@@ -96,3 +96,26 @@ def test_html_bolds_the_best_cells_and_escapes_names():
 def test_unknown_format_is_refused_by_name():
     with pytest.raises(ValueError, match="'latex'"):
         render(build_table(STUDIES), "latex")
+
+
+def test_a_study_tuned_for_accuracy_against_cost_brings_the_fit_seconds_column():
+    fast, slow = study("SIL", "fox", 0.6, 0.6), study("NSK", "fox", 0.7, 0.7)
+    fast["metrics"].update(fit_seconds=0.0123, pareto_front_size=3.0)
+    slow["metrics"].update(fit_seconds=140.4)
+    text = render(build_table([fast, slow]), "markdown")
+    assert text.splitlines()[0] == "| learner | fox ACC | fox BACC | fox fit s |"
+    rows = markdown_rows(text)
+    assert rows["SIL"][2] == "0.012" and rows["NSK"][2] == "140"  # never bold: a cost, not a score
+    assert "fit s: mean seconds of one fit" in text
+    [header, *rows] = list(csv.reader(io.StringIO(render(build_table([fast, slow]), "csv"))))
+    assert header[5:7] == ["fox fit s mean", "fox fit s sd"]
+    assert {row[0]: row[5] for row in rows} == {"NSK": "140.4000", "SIL": "0.0123"}  # seconds, not %
+
+
+def test_the_fit_seconds_column_is_asked_for_or_absent():
+    plain = study("SIL", "fox", 0.6, 0.6)
+    plain["metrics"]["fit_seconds"] = 2.5
+    assert "fit s" not in render(build_table([plain]), "markdown")
+    assert markdown_rows(render(build_table([plain], cost=True), "markdown"))["SIL"][2] == "2.5"
+    assert markdown_rows(render(build_table([plain, study("NSK", "fox", status="T/O")], cost=True),
+                                "markdown"))["NSK"] == ["T/O", "T/O", ""]

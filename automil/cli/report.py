@@ -19,6 +19,9 @@ def add_report(commands):
                      help="only this dataset (repeatable; the columns keep this order)")
     sub.add_argument("--format", choices=FORMATS, default="markdown",
                      help="output format (default markdown)")
+    sub.add_argument("--fit-seconds", action="store_true",
+                     help="add each study's mean seconds per fit (shown anyway when a study was tuned for "
+                          "accuracy against cost)")
     add_tracking_uri(sub)
 
 
@@ -33,5 +36,5 @@ def _run_report(args) -> int:
         raise ValueError(f"no automil study in the tracking store {shown_storage(uri)}"
                          + (f" for dataset {', '.join(args.dataset)}" if args.dataset else "")
                          + "; run automil tune first, or pass --tracking-uri")
-    print(render(build_table(studies, args.dataset), args.format), end="")
+    print(render(build_table(studies, args.dataset, cost=args.fit_seconds), args.format), end="")
     return 0

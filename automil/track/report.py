@@ -1,8 +1,10 @@
 """The paper-style results table (the pdMISVM paper's Table I) from the studies in a tracking store.
 
 Datasets are columns, learners rows; each cell holds the headline ACC or BACC of a learner-dataset study
-as mean +- sd in percent, ``T/O`` when every trial timed out, and the best of each column in bold.
-The numbers are the parent-run metrics :mod:`automil.track` logged; nothing is recomputed.
+as mean +- sd in percent, ``T/O`` when every trial timed out, and the best of each column in bold; with
+the cost column, also the mean seconds of one fit (always there when a study was tuned for accuracy
+against cost, ``--objective ... --objective fit_seconds``). The numbers are the parent-run metrics
+:mod:`automil.track` logged; nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -17,22 +19,27 @@ __all__ = ["Table", "build_table", "render", "FORMATS"]
 
 FORMATS = ("markdown", "html", "csv")
 METRICS = (("accuracy", "ACC"), ("balanced_accuracy", "BACC"))
+COST = ("fit_seconds", "fit s")  # mean seconds per fit: the cost an --objective can trade accuracy for
 OPTIMISTIC = "†"  # marks figures from the tuned protocol (tuned and reported on the same folds)
 
 
 @dataclass
 class Cell:
-    """One learner on one dataset for one metric: a mean and sd (fractions), or a status text."""
+    """One learner on one dataset for one column: a mean and sd (fractions, or seconds for the cost), or a
+    status text."""
 
     mean: float | None = None
     std: float | None = None
     text: str = ""  # "T/O", "failed", ... when there is no figure
     optimistic: bool = False
     best: bool = False
+    seconds: bool = False
 
     def shown(self, markup: str = "") -> str:
         if self.mean is None:
             return self.text
+        if self.seconds:
+            return _seconds(self.mean)
         value = f"{100 * self.mean:.1f}"
         if self.std is not None:
             value += f" ± {100 * self.std:.1f}"
@@ -45,11 +52,12 @@ class Cell:
 
 @dataclass
 class Table:
-    """Rows are learners, columns ``(dataset, metric)``."""
+    """Rows are learners, columns ``(dataset, metric)`` for the ``metrics`` (key, label) pairs."""
 
     datasets: list[str]
     learners: list[str]
     cells: dict = field(default_factory=dict)  # (learner, dataset, metric) -> Cell
+    metrics: tuple = METRICS
 
     def cell(self, learner, dataset, metric) -> Cell:
         return self.cells.get((learner, dataset, metric), Cell())
@@ -59,11 +67,12 @@ class Table:
         return any(c.optimistic for c in self.cells.values())
 
 
-def build_table(studies: list[dict], datasets=None) -> Table:
+def build_table(studies: list[dict], datasets=None, cost: bool = False) -> Table:
     """The table from :meth:`automil.track.Tracker.studies` entries.
 
     A learner-dataset pair logged by several studies shows the most recently finished one. ``datasets``
-    fixes the columns and their order (default: every dataset found, sorted).
+    fixes the columns and their order (default: every dataset found, sorted). ``cost`` adds the fit
+    seconds of each study, as does any study tuned for several objectives (it logged its front's size).
     """
     latest = {}
     for study in studies:
@@ -72,8 +81,10 @@ def build_table(studies: list[dict], datasets=None) -> Table:
             latest[key] = study
     found = sorted({dataset for _, dataset in latest})
     columns = list(datasets) if datasets else found
-    table = Table(datasets=columns, learners=sorted({learner for learner, dataset in latest
-                                                     if dataset in columns}, key=str.lower))
+    shown = [study for (_, dataset), study in latest.items() if dataset in columns]
+    cost = cost or any("pareto_front_size" in study["metrics"] for study in shown)
+    table = Table(datasets=columns, learners=sorted({study["learner"] for study in shown}, key=str.lower),
+                  metrics=METRICS + ((COST,) if cost else ()))
     for (learner, dataset), study in latest.items():
         if dataset not in columns:
             continue
@@ -85,6 +96,9 @@ def build_table(studies: list[dict], datasets=None) -> Table:
                                                              optimistic=optimistic)
             else:
                 table.cells[learner, dataset, metric] = Cell(text=_status_text(study["status"]))
+        if cost:
+            seconds = study["metrics"].get(COST[0])
+            table.cells[learner, dataset, COST[0]] = Cell(seconds, seconds=True) if seconds is not None else Cell()
     for dataset in columns:
         for metric, _ in METRICS:
             figures = [table.cell(learner, dataset, metric) for learner in table.learners]
@@ -94,6 +108,11 @@ def build_table(studies: list[dict], datasets=None) -> Table:
     return table
 
 
+def _seconds(value: float) -> str:
+    """Seconds with two significant digits, at least one decimal below 10 s (0.013, 2.5, 140)."""
+    return f"{value:.2g}" if value < 10 else f"{value:.0f}"
+
+
 def _status_text(status: str) -> str:
     return {"": "running", "ok": "-", "partial": "-"}.get(status, status)
 
@@ -101,7 +120,7 @@ def _status_text(status: str) -> str:
 def render(table: Table, format: str = "markdown") -> str:
     """The table as ``markdown``, ``html`` or ``csv`` text.
 
-    CSV keeps the unrounded percentages (mean and sd in separate columns) and has no bold; the best
+    CSV keeps the unrounded percentages and seconds (mean and sd in separate columns) and has no bold; the best
     per column is what the other two formats show in bold.
     """
     if format not in FORMATS:
@@ -113,29 +132,31 @@ def legend(table: Table) -> str:
     text = ("ACC and BACC in %, mean ± sd of each study's headline evaluation (nested cross-validation"
             + (f" unless marked {OPTIMISTIC}" if table.any_optimistic else "")
             + "); bold: best of each column; T/O: every trial timed out.")
+    if COST in table.metrics:
+        text += " fit s: mean seconds of one fit."
     if table.any_optimistic:
         text += f" {OPTIMISTIC} tuned and reported on the same folds (optimistic)."
     return text
 
 
 def _markdown(table: Table) -> str:
-    header = ["learner"] + [f"{d} {label}" for d in table.datasets for _, label in METRICS]
+    header = ["learner"] + [f"{d} {label}" for d in table.datasets for _, label in table.metrics]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" + "---:|" * (len(header) - 1)]
     for learner in table.learners:
-        cells = [table.cell(learner, d, m).shown("markdown") for d in table.datasets for m, _ in METRICS]
+        cells = [table.cell(learner, d, m).shown("markdown") for d in table.datasets for m, _ in table.metrics]
         lines.append("| " + " | ".join([learner] + cells) + " |")
     return "\n".join(lines) + "\n\n" + legend(table) + "\n"
 
 
 def _html(table: Table) -> str:
     out = ["<table>", "<thead>", "<tr><th rowspan=\"2\">learner</th>" + "".join(
-        f"<th colspan=\"{len(METRICS)}\">{html.escape(d)}</th>" for d in table.datasets) + "</tr>",
-        "<tr>" + "".join(f"<th>{label}</th>" for _ in table.datasets for _, label in METRICS) + "</tr>",
+        f"<th colspan=\"{len(table.metrics)}\">{html.escape(d)}</th>" for d in table.datasets) + "</tr>",
+        "<tr>" + "".join(f"<th>{label}</th>" for _ in table.datasets for _, label in table.metrics) + "</tr>",
         "</thead>", "<tbody>"]
     for learner in table.learners:
         cells = []
         for dataset in table.datasets:
-            for metric, _ in METRICS:
+            for metric, _ in table.metrics:
                 cell = table.cell(learner, dataset, metric)
                 text = html.escape(cell.shown())
                 cells.append(f"<td><b>{text}</b></td>" if cell.best else f"<td>{text}</td>")
@@ -147,16 +168,17 @@ def _html(table: Table) -> str:
 def _csv(table: Table) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["learner"] + [f"{d} {label} {part}" for d in table.datasets for _, label in METRICS
+    writer.writerow(["learner"] + [f"{d} {label} {part}" for d in table.datasets for _, label in table.metrics
                                    for part in ("mean", "sd")])
     for learner in table.learners:
         row = [learner]
         for dataset in table.datasets:
-            for metric, _ in METRICS:
+            for metric, _ in table.metrics:
                 cell = table.cell(learner, dataset, metric)
+                scale = 1 if cell.seconds else 100  # seconds stay seconds, fractions become %
                 if cell.mean is None:
                     row += [cell.text, ""]
                 else:
-                    row += [f"{100 * cell.mean:.4f}", "" if cell.std is None else f"{100 * cell.std:.4f}"]
+                    row += [f"{scale * cell.mean:.4f}", "" if cell.std is None else f"{scale * cell.std:.4f}"]
         writer.writerow(row)
     return buffer.getvalue()
