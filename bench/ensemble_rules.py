@@ -2,13 +2,18 @@
 learners' stored scores in a journal that ``bench/ensemble.py --storage-dir DIR`` kept (no tuning again).
 
     python bench/ensemble_rules.py --dataset musk2 --dataset digits-bags --storage-dir /tmp/ensb2
+    python bench/ensemble_rules.py --dataset fox --storage journal:/tmp/results-run/automil.journal
 
 For outer split ``i`` every rule selects on the out-of-fold scores of each learner's best trial of sub-study
 ``i`` (Platt-calibrated as in automil) and combines the outer refits' scores of fold ``i``, as the ``ensemble``
 row does. Rules: ``log-loss`` (automil's :func:`automil.ensemble.select`); ``metric``, the greedy selection
 maximizing balanced accuracy of the average (the rule before it); ``metric+gain``, which stops when no
 addition raises it by 0.01; ``bagged-*``, Caruana et al. (2004) section 4: the rule on 20 random halves of
-the learners, weights averaged.
+the learners, weights averaged; ``sorted-init``, Caruana et al.'s sorted initialization: the climb on the
+log-loss starts from the ``INIT`` candidates of least log-loss, equally weighted; ``top-3``, those three
+alone, equally weighted; ``inner-best``, the single candidate of least inner log-loss (what choosing one
+learner on the inner folds gives, the honest counterpart of the best single learner's figure, which is a
+maximum over the outer folds).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import numpy as np
 import optuna
 
 from automil import load_bags
-from automil.ensemble import ROUNDS, calibrate, calibrated, score, select
+from automil.ensemble import ROUNDS, calibrate, calibrated, log_loss, score, select
 from automil.track.records import TrialAttr
 from automil.tune.ensembling import _out_of_fold_order, loaded_scores
 from automil.tune.storage import open_storage
@@ -53,19 +58,46 @@ def bagged(rule, probas, y_index, n_bags=20, seed=0) -> np.ndarray:
     return weights / n_bags
 
 
+INIT = 3  # sorted initialization: the candidates the climb starts from
+
+
+def by_log_loss(probas, y_index) -> np.ndarray:
+    """The candidates ordered by their own log-loss, least first (ties: earlier)."""
+    return np.argsort([log_loss(y_index, p) for p in probas], kind="stable")
+
+
+def sorted_init(probas, y_index, init=INIT, climb=True) -> np.ndarray:
+    """The ``init`` candidates of least log-loss, equally weighted, then (``climb``) the greedy climb on the
+    log-loss of the average for the remaining rounds, as :func:`automil.ensemble.select` climbs."""
+    counts = np.zeros(len(probas), dtype=np.int64)
+    counts[by_log_loss(probas, y_index)[:init]] = 1
+    total = (counts[:, None, None] * probas).sum(axis=0)
+    for step in range(int(counts.sum()), ROUNDS if climb else 0):
+        averages = [(total + p) / (step + 1) for p in probas]
+        keys = [(-log_loss(y_index, a), score(y_index, a, METRIC)) for a in averages]
+        pick = max(range(len(probas)), key=lambda j: (keys[j], counts[j] > 0, -j))
+        counts[pick] += 1
+        total += probas[pick]
+    return counts / counts.sum()
+
+
 RULES = {"log-loss": lambda p, y: select(p, y, METRIC),
          "metric": by_metric,
          "metric+gain": lambda p, y: by_metric(p, y, min_gain=0.01),
          "bagged-log-loss": lambda p, y: bagged(lambda q, z: select(q, z, METRIC), p, y),
-         "bagged-metric": lambda p, y: bagged(by_metric, p, y)}
+         "bagged-metric": lambda p, y: bagged(by_metric, p, y),
+         "sorted-init": sorted_init,
+         "top-3": lambda p, y: sorted_init(p, y, climb=False),
+         "inner-best": lambda p, y: sorted_init(p, y, init=1, climb=False)}
 
 
-def compare(dataset: str, journal: Path) -> dict:
-    storage = open_storage(f"journal:{journal}")
+def compare(dataset: str, storage_url: str) -> dict:
+    storage = open_storage(storage_url)
     names = sorted(n.split("/")[1] for n in optuna.get_all_study_names(storage) if n.count("/") == 1
                    and n.startswith(f"{dataset}/"))
     mains = {n: optuna.load_study(study_name=f"{dataset}/{n}", storage=storage) for n in names}
-    mains = {n: m for n, m in mains.items() if "result" in m.user_attrs}  # learners of the final evaluation
+    mains = {n: m for n, m in mains.items()  # learners of the final evaluation with nested scores
+             if "nested" in m.user_attrs.get("result", {}).get("scores", {})}
     names = list(mains)
     y = np.asarray(load_bags(dataset).y)
     classes = np.unique(y)
@@ -96,11 +128,13 @@ def compare(dataset: str, journal: Path) -> dict:
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", action="append", required=True)
-    parser.add_argument("--storage-dir", required=True, help="where bench/ensemble.py kept DATASET.journal")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--storage-dir", help="where bench/ensemble.py kept DATASET.journal")
+    where.add_argument("--storage", help="one storage holding every dataset's studies (e.g. automil run's)")
     args = parser.parse_args()
     print(f"{'dataset':12s} {'best single':>11s} " + " ".join(f"{rule:>15s}" for rule in RULES))
     for dataset in args.dataset:
-        c = compare(dataset, Path(args.storage_dir) / f"{dataset}.journal")
+        c = compare(dataset, args.storage or f"journal:{Path(args.storage_dir) / f'{dataset}.journal'}")
         print(f"{dataset:12s} {100 * c['best_single']:11.1f} "
               + " ".join(f"{100 * c[rule]:15.1f}" for rule in RULES), flush=True)
 
