@@ -3,6 +3,7 @@ budget between learners (``--allocation equal``), on the same data and seed.
 
     python bench/anytime.py --dataset fox --budget 300
     python bench/anytime.py --dataset digits-bags --dataset fox --dataset sival --budget 300 --json out.json
+    python bench/anytime.py --dataset fox --allocation promise    # one schedule only
 
 For each fraction of the budget (25%, 50%, 100% by default) it runs ``automil tune --dataset D --timeout
 f*B`` twice, in fresh storages and untracked: with ``--allocation promise`` (the default) and with
@@ -49,10 +50,11 @@ def summary(rows: list[dict]) -> dict:
             "fit_seconds": {r["learner"]: r.get("fit_seconds") for r in rows}}
 
 
-def run(dataset: str, budget: float, fractions: list[float], seed: int, workdir: Path) -> dict:
+def run(dataset: str, budget: float, fractions: list[float], seed: int, workdir: Path,
+        allocations=("promise", "equal")) -> dict:
     out = {"dataset": dataset, "budget": budget, "promise": {}, "equal": {}}
     for fraction in fractions:
-        for allocation in ("promise", "equal"):
+        for allocation in allocations:
             start = time.time()
             rows = tune(dataset, fraction * budget, workdir / f"{dataset}-{allocation}-{fraction}.journal", seed,
                         allocation)
@@ -76,12 +78,17 @@ def main():
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", help="write every figure to this file")
+    parser.add_argument("--allocation", action="append", choices=["promise", "equal"],
+                        help="run only this schedule (repeatable; default both)")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="automil-anytime-") as tmp:
         for dataset in args.dataset:
-            results.append(run(dataset, args.budget, args.fractions, args.seed, Path(tmp)))
+            results.append(run(dataset, args.budget, args.fractions, args.seed, Path(tmp),
+                               args.allocation or ("promise", "equal")))
     for r in results:
+        if max(args.fractions) not in r["equal"]:
+            continue
         best_equal = r["equal"][max(args.fractions)]["best_nested_bacc"]
         half = r["promise"].get(0.5, {}).get("best_nested_bacc")
         if best_equal is not None and half is not None:
