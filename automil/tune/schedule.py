@@ -1,6 +1,6 @@
 """Where the next second of the tuning budget goes: every learner's defaults first, cheapest first, each
-within a fair share; a second point for the learners cheap enough to look at twice; then the learners whose
-tuning scores are close to the best, each given seconds (not trials) in proportion to how close it is.
+within a fair share; then the learners whose tuning scores are close to the best, each given seconds (not
+trials) in proportion to how close it is.
 
 The policy sees plain records (what the studies hold now) and answers with the next study to run a trial
 in, so that it can be tested on made-up states and so that several tuning processes sharing one storage
@@ -12,17 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "explores",
-           "final_reserve"]
+__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
 FIRST_TRIES = 2
-# After its defaults a learner gets a second point of its space when one trial costs at most its share of
-# this fraction of the tuning time left (shared by the learners with a score): defaults far below the leader
-# may be a poor setting rather than a poor learner, and a cheap second look costs the leaders little (FLAML's
-# cost-frugal search tries cheap learners more often for the same reason).
-EXPLORE_SHARE = 0.1
 # Closeness that still counts as "level with the leader": twice the standard error of the leader's
 # mean over the folds, and never less than this (2 points of the metric).
 MIN_MARGIN = 0.02
@@ -79,8 +73,7 @@ class Step:
     """Run one trial of ``learner`` in its study ``study`` (0: all folds; ``i + 1``: outer split ``i``).
 
     ``time_limit``: seconds the trial may run before it is stopped as too slow for its fair share
-    (``None``: until the tuning deadline). ``phase``: ``"defaults"``, ``"explore"``, ``"promise"`` or
-    ``"rest"``.
+    (``None``: until the tuning deadline). ``phase``: ``"defaults"``, ``"promise"`` or ``"rest"``.
     """
 
     learner: str
@@ -96,25 +89,17 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     First every learner gets its defaults in the study on all folds, cheapest first (by
     ``expected_seconds``, unknown last, then by name), each with a fair share of the time left: the
     time left times ``jobs`` (processes running trials at once) divided by the learners still waiting.
-    Then every learner that :func:`explores` gets its second point, cheapest first.
     Then the seconds go to :func:`contenders`, the one that has had the fewest seconds for its weight
     first, into its study with the fewest trials (the study on all folds first on ties). When every
     learner with a score is full, the learners without one share what is left (phase ``"rest"``).
     With ``equal``, every learner with a score and an open study contends with weight 1 (the same
-    seconds each), whatever its score, and there is no second-point step.
+    seconds each), whatever its score.
     """
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
         first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
         return Step(first.name, 0, "defaults", share)
-    if not equal:
-        scored = sum(s.main.best is not None for s in learners)
-        share = None if time_left is None else EXPLORE_SHARE * max(time_left, 0.0) * jobs / max(scored, 1)
-        due = [s for s in learners if explores(s, n_trials, share)]
-        if due:
-            first = min(due, key=lambda s: (s.expected_seconds, s.name))
-            return Step(first.name, 0, "explore")
     weights = ({s.name: 1.0 for s in learners if s.main.best is not None and s.open_studies(n_trials)} if equal
                else contenders(learners, n_trials))
     if weights:
@@ -135,15 +120,6 @@ def waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:
     main = learner.main
     return (not learner.too_slow and main.best is None and main.trials < FIRST_TRIES
             and (n_trials is None or main.trials < n_trials))
-
-
-def explores(learner: LearnerState, n_trials: int | None, share: float | None) -> bool:
-    """Whether the learner is due its second point in the study on all folds: its defaults scored, nothing
-    else has run there, and one trial is expected to take at most ``share`` seconds (``None``: any)."""
-    main = learner.main
-    return (not learner.too_slow and main.best is not None and main.trials == 1
-            and (n_trials is None or n_trials > 1) and learner.expected_seconds is not None
-            and (share is None or learner.expected_seconds <= share))
 
 
 def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, float]:

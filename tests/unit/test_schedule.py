@@ -10,8 +10,8 @@ from automil.track.records import TrialRecord
 from automil.tune.budget import learner_state
 from automil.tune.options import FINAL_SHARE, TuneOptions
 from automil.tune.plan import Plan
-from automil.tune.schedule import (EDGE_WEIGHT, EXPLORE_SHARE, FIRST_TRIES, MIN_MARGIN, RESERVE_MARGIN, LearnerState,
-                                   StudyState, contenders, final_reserve, next_step)
+from automil.tune.schedule import (EDGE_WEIGHT, FIRST_TRIES, MIN_MARGIN, RESERVE_MARGIN, LearnerState, StudyState,
+                                   contenders, final_reserve, next_step)
 
 
 def learner(name, best=None, trials=1, seconds=0.0, stderr=0.0, splits=0, expected=None, too_slow=False):
@@ -46,26 +46,6 @@ def test_a_learner_whose_defaults_completed_nothing_gets_one_more_try_then_waits
     states[1] = LearnerState("failed", (StudyState(trials=FIRST_TRIES),))
     step = next_step(states, 20, 100.0)
     assert step.learner == "ok" and step.phase == "promise"
-
-
-def test_after_the_defaults_the_learners_cheap_enough_get_a_second_point_whatever_their_score():
-    leader = learner("leader", best=0.90, stderr=0.01, expected=0.5)
-    cheap = learner("cheap-behind", best=0.60, expected=1.0)
-    dear = learner("dear-behind", best=0.60, expected=10.0)
-    # a tenth of 150 s on 2 processes, shared by three learners: 10 s each; cheapest first
-    step = next_step([leader, cheap, dear], n_trials=20, time_left=150.0, jobs=2)
-    assert (step.learner, step.study, step.phase) == ("leader", 0, "explore")
-    assert next_step([replace(leader, studies=(StudyState(2, 0.9),)), cheap, dear], 20, 150.0, jobs=2).learner == \
-        "cheap-behind"
-    explored = [replace(leader, studies=(StudyState(2, 0.9),)), replace(cheap, studies=(StudyState(2, 0.6),)), dear]
-    assert 10.0 == pytest.approx(EXPLORE_SHARE * 150.0 * 2 / 3)  # what dear-behind's 10 s must not exceed
-    assert next_step(explored, 20, 150.0, jobs=2).learner == "dear-behind"
-    step = next_step(explored, 20, 149.0, jobs=2)  # a second less: its trial no longer fits
-    assert (step.learner, step.phase) == ("leader", "promise")
-    # not with the equal split, not for a study allowed one trial, not before the cost is known
-    assert next_step([leader, cheap], 20, 150.0, equal=True).phase == "promise"
-    assert next_step([leader, cheap], 1, 150.0) is None
-    assert next_step([learner("unmeasured", best=0.6)], 20, 150.0).phase == "promise"
 
 
 def test_only_learners_within_the_margin_of_the_leader_contend():
@@ -145,7 +125,7 @@ def test_the_three_best_hold_most_trials_on_a_simulated_run():
         s = states[step.learner]
         best = max(s.main.best or 0.0, quality[s.name] - abs(rng.normal(0, 0.03)))
         main = StudyState(s.main.trials + 1, best, stderr=0.015)
-        states[s.name] = replace(s, studies=(main,), seconds=s.seconds + cost[s.name], expected_seconds=cost[s.name])
+        states[s.name] = replace(s, studies=(main,), seconds=s.seconds + cost[s.name])
         trials[s.name] += 1
         time_left -= cost[s.name]
     top3 = sorted(names, key=lambda n: -states[n].main.best)[:3]
