@@ -1,8 +1,10 @@
 """Shared by the driver's tests: the test-only learner plugin, installed like any third-party plugin."""
 
 import atexit
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import time
 import sys
@@ -68,3 +70,15 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.05):
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+@contextlib.contextmanager
+def ctrl_c_reaches_children():
+    """Processes started inside take Ctrl-C as a terminal's job does. This process may ignore SIGINT (a
+    test run started in the background of a non-interactive shell does, and so its pytest-xdist workers),
+    and an ignored signal stays ignored in a child, so a Ctrl-C test would send a signal no one sees."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

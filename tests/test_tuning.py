@@ -13,7 +13,7 @@ import pytest
 from optuna.trial import TrialState
 
 from automil.tune.storage import open_storage
-from driver_support import load_in_process, plugin_env, plugin_site, wait_for
+from driver_support import ctrl_c_reaches_children, load_in_process, plugin_env, plugin_site, wait_for
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 FAST = ["--no-track", "--repeats", "1", "--timeout", "none", "--jobs", "1"]
@@ -26,8 +26,9 @@ def automil(tmp_path, *args, wait=True, records=None, fit_delay=0.0):
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
                "--storage", f"journal:{tmp_path / 'studies.journal'}", *args]
     if not wait:
-        return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        with ctrl_c_reaches_children():
+            return subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return done

@@ -68,7 +68,7 @@ def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener:
                           np.inf if deadline is None else deadline, step.time_limit)
         if split is None and parents[step.learner] is not None:
             tracking.log_trial(parents[step.learner], trial, study.study_name)
-    if plan.options.warm_start:
+    if plan.options.warm_start and index == 0:  # the main process tells; the helpers' listeners are silent
         _announce_warm_starts(studies, listener)
     for learner in plan.learners:
         listener.tuned(_progress(plan, learner, None, records(studies[learner][0])))

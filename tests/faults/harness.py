@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from driver_support import pip_install, wait_for  # noqa: F401 (wait_for: the tests' helper)
+from driver_support import ctrl_c_reaches_children, pip_install, wait_for  # noqa: F401 (wait_for: the tests' helper)
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "tests" / "plugins"
@@ -79,7 +79,7 @@ class Tune:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.out_path = self.workdir / f"run{self.runs}.out"
         self.err_path = self.workdir / f"run{self.runs}.err"
-        with open(self.out_path, "w") as out, open(self.err_path, "w") as err:
+        with open(self.out_path, "w") as out, open(self.err_path, "w") as err, ctrl_c_reaches_children():
             self.process = subprocess.Popen([sys.executable, "-m", "automil.cli", *self.args], cwd=self.workdir,
                                             env=self.env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                             start_new_session=True)
