@@ -3,10 +3,12 @@ memory, how it ended, and dying with the parent."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import threading
 
-__all__ = ["process_identity", "process_alive", "resident_bytes", "exit_reason", "die_with_parent"]
+__all__ = ["process_identity", "process_alive", "resident_bytes", "exit_reason", "die_with_parent", "signals_held"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -74,3 +76,21 @@ def die_with_parent():
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
         pass
+
+
+@contextlib.contextmanager
+def signals_held():
+    """Within the block Ctrl-C and SIGTERM are held, not acted on: the block yields the list of the
+    signals that came, for the caller to deliver (``signal.raise_signal``) once it can act on them. In the
+    main thread only (elsewhere Python runs no handler), and a signal this process ignores stays ignored."""
+    held = []
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(signum) not in (signal.SIG_IGN, None):
+                previous[signum] = signal.signal(signum, lambda number, frame: held.append(number))
+    try:
+        yield held
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

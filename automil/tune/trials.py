@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 import warnings
 
@@ -15,7 +16,7 @@ from automil.track.records import TrialAttr
 from automil.tune.fits import fit_predict
 from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 from automil.tune.plan import Plan
-from automil.tune.processes import process_identity
+from automil.tune.processes import process_identity, signals_held
 from automil.tune.studies import sampler
 from automil.tune.trial_states import best_trial, counts_toward_budget, fail_stale_trials, trial_record
 
@@ -68,18 +69,24 @@ def _run_trial(study, spec, plan: Plan, bags, splits, n_classes, worker, deadlin
     # One that the deadline cuts is the run's budget running out, as for any other trial.
     fair_share = share is not None and started + share < deadline
     hard_stop = started + share if fair_share else deadline
-    trial = study.ask()
-    attrs = {TrialAttr.WORKER: process_identity(), TrialAttr.HEARTBEAT: time.time(),
-             TrialAttr.N_FEATURES: bags.n_features, TrialAttr.N_CLASSES: n_classes, TrialAttr.LEARNER: spec.name,
-             TrialAttr.PLUGIN: spec.plugin, TrialAttr.DATASET: plan.dataset, TrialAttr.SEED: plan.options.seed}
-    for key, value in attrs.items():
-        trial.set_user_attr(key, value)
+    # Ctrl-C between ask() and the trial's owner would leave a RUNNING trial that a prompt rerun cannot tell
+    # from a live one (and counts): the signal waits until the trial is named, then closes it as interrupted.
+    with signals_held() as held:
+        trial = study.ask()
+        trial.set_user_attr(TrialAttr.WORKER, process_identity())
+    attrs = {TrialAttr.HEARTBEAT: time.time(), TrialAttr.N_FEATURES: bags.n_features, TrialAttr.N_CLASSES: n_classes,
+             TrialAttr.LEARNER: spec.name, TrialAttr.PLUGIN: spec.plugin, TrialAttr.DATASET: plan.dataset,
+             TrialAttr.SEED: plan.options.seed}
     record = {TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FIT_SECONDS: [],
               TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False, TrialAttr.ONE_CLASS: False}
     state, value, limit = TrialState.COMPLETE, None, plan.options.fit_timeout
     multi = plan.options.multi_objective
     oof_scores = []
     try:
+        for signum in held:
+            signal.raise_signal(signum)
+        for key, item in attrs.items():
+            trial.set_user_attr(key, item)
         try:
             params = spec.search_space(trial)
             trial.set_user_attr(TrialAttr.ESTIMATOR_PARAMS, _jsonable(params, spec))
