@@ -86,7 +86,7 @@ def log_loss(y_index, proba) -> float:
     return float(-np.log(np.clip(proba[np.arange(len(y_index)), y_index], 1e-12, None)).mean())
 
 
-def select(probas, y_index, metric: str = "balanced_accuracy", rounds: int = ROUNDS) -> np.ndarray:
+def select(probas, y_index, metric: str = "balanced_accuracy", rounds: int = ROUNDS, start=None) -> np.ndarray:
     """Weights of the candidates (summing to 1) chosen by greedy forward selection with replacement.
 
     ``probas`` has shape ``(n_candidates, n_bags, K)``: every candidate's calibrated probabilities of the
@@ -95,12 +95,14 @@ def select(probas, y_index, metric: str = "balanced_accuracy", rounds: int = ROU
     log-loss. A proper scoring rule, not the thresholded ``metric``: on a few hundred bags the metric
     rewards a weak candidate with nearly flat probabilities as a shift of the decision threshold fitted to
     those bags, which the log-loss does not. Ties go to the better ``metric``, then to a candidate already
-    chosen (fewer members), then to the earlier one, so it is deterministic.
+    chosen (fewer members), then to the earlier one, so it is deterministic. ``start`` (counts per
+    candidate) begins the climb from an ensemble already chosen, e.g. Caruana et al.'s sorted
+    initialization; the climb adds the rounds left.
     """
     probas = np.asarray(probas, dtype=np.float64)
-    counts = np.zeros(len(probas), dtype=np.int64)
-    total = np.zeros(probas.shape[1:])
-    for step in range(rounds):
+    counts = np.zeros(len(probas), dtype=np.int64) if start is None else np.array(start, dtype=np.int64)
+    total = np.tensordot(counts, probas, axes=1)
+    for step in range(int(counts.sum()), rounds):
         averages = [(total + p) / (step + 1) for p in probas]
         keys = [(-log_loss(y_index, a), score(y_index, a, metric)) for a in averages]
         tied = np.array([j for j, key in enumerate(keys) if key == max(keys)])
@@ -108,7 +110,7 @@ def select(probas, y_index, metric: str = "balanced_accuracy", rounds: int = ROU
         pick = int(chosen[0] if chosen.size else tied[0])
         counts[pick] += 1
         total += probas[pick]
-    return counts / rounds
+    return counts / counts.sum()
 
 
 class Ensemble(ClassifierMixin, BaseEstimator):

@@ -67,18 +67,11 @@ def by_log_loss(probas, y_index) -> np.ndarray:
 
 
 def sorted_init(probas, y_index, init=INIT, climb=True) -> np.ndarray:
-    """The ``init`` candidates of least log-loss, equally weighted, then (``climb``) the greedy climb on the
-    log-loss of the average for the remaining rounds, as :func:`automil.ensemble.select` climbs."""
+    """The ``init`` candidates of least log-loss, equally weighted, then (``climb``) automil's greedy climb
+    on the log-loss of the average for the remaining rounds."""
     counts = np.zeros(len(probas), dtype=np.int64)
     counts[by_log_loss(probas, y_index)[:init]] = 1
-    total = (counts[:, None, None] * probas).sum(axis=0)
-    for step in range(int(counts.sum()), ROUNDS if climb else 0):
-        averages = [(total + p) / (step + 1) for p in probas]
-        keys = [(-log_loss(y_index, a), score(y_index, a, METRIC)) for a in averages]
-        pick = max(range(len(probas)), key=lambda j: (keys[j], counts[j] > 0, -j))
-        counts[pick] += 1
-        total += probas[pick]
-    return counts / counts.sum()
+    return select(probas, y_index, METRIC, start=counts) if climb else counts / counts.sum()
 
 
 RULES = {"log-loss": lambda p, y: select(p, y, METRIC),

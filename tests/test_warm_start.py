@@ -1,6 +1,9 @@
 """Warm start across datasets: the source chosen from studies in a real journal storage, its point checked
 against the current space, and end to end through the driver on real data files and worker processes."""
 
+import subprocess
+import sys
+
 import numpy as np
 import optuna
 import pytest
@@ -13,7 +16,7 @@ from automil.tune.listener import Silent
 from automil.tune.options import TuneOptions
 from automil.tune.storage import open_storage
 from automil.tune.warm_start import WARM_START_ATTR, warm_start, warm_start_note
-from driver_support import load_in_process
+from driver_support import load_in_process, plugin_env, plugin_site
 
 SPACE = {"C": FloatDistribution(1e-2, 1e2, log=True), "kernel": CategoricalDistribution(["linear", "rbf"])}
 HERE = MetaFeatures(n_bags=200, n_instances=1300, mean_bag_size=6.5, n_features=230, n_classes=2, sparsity=0.1)
@@ -173,11 +176,6 @@ def test_a_study_on_a_second_dataset_tries_the_first_ones_best_point_after_its_d
 def test_the_warm_start_is_told_once_whichever_jobs_process_made_it(tmp_path):
     # The real command line with two tuning processes: a helper's own lines go nowhere, so the main process
     # tells every learner's warm start from the studies when tuning ends.
-    import subprocess
-    import sys
-
-    from driver_support import plugin_env, plugin_site
-
     _write_mill(tmp_path / "wide.mill", seed=1, n_bags=30, n_features=9)
     env = plugin_env(plugin_site(), tmp_path / "records")
     common = ["--learner", "onefeature", "--learner", "centroid", "--n-trials", "2", "--folds", "3",

@@ -81,13 +81,11 @@ def build_table(studies: list[dict], datasets=None, cost: bool = False) -> Table
             latest[key] = study
     found = sorted({dataset for _, dataset in latest})
     columns = list(datasets) if datasets else found
-    shown = [study for (_, dataset), study in latest.items() if dataset in columns]
-    cost = cost or any("pareto_front_size" in study["metrics"] for study in shown)
-    table = Table(datasets=columns, learners=sorted({study["learner"] for study in shown}, key=str.lower),
+    kept = {key: study for key, study in latest.items() if key[1] in columns}
+    cost = cost or any("pareto_front_size" in study["metrics"] for study in kept.values())
+    table = Table(datasets=columns, learners=sorted({learner for learner, _ in kept}, key=str.lower),
                   metrics=METRICS + ((COST,) if cost else ()))
-    for (learner, dataset), study in latest.items():
-        if dataset not in columns:
-            continue
+    for (learner, dataset), study in kept.items():
         optimistic = study["tags"].get("automil.protocol", "nested") == "tuned"
         for metric, _ in METRICS:
             mean = study["metrics"].get(metric)

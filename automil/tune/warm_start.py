@@ -13,6 +13,8 @@ __all__ = ["warm_start", "warm_start_note", "WARM_START_ATTR"]
 
 # The study user attribute holding the warm-start decision, written once after the first counted trial.
 WARM_START_ATTR = "warm_start"
+# Why a source's point was not queued when its learner has no hyperparameters: nothing worth telling.
+NO_PARAMETERS = "no parameters"
 
 
 def warm_start(study, learner: str, dataset: str, storage) -> bool:
@@ -41,7 +43,7 @@ def warm_start(study, learner: str, dataset: str, storage) -> bool:
         return True
     name, params = source
     if not params:  # a learner without hyperparameters: nothing to try
-        study.set_user_attr(WARM_START_ATTR, {"source": name, "skipped": "no parameters"})
+        study.set_user_attr(WARM_START_ATTR, {"source": name, "skipped": NO_PARAMETERS})
         return True
     point, problem = _within(params, space)
     if problem is None and any(t.params == point for t in trials):
@@ -57,7 +59,7 @@ def warm_start(study, learner: str, dataset: str, storage) -> bool:
 def warm_start_note(learner: str, decision: dict | None) -> str | None:
     """The line a user reads about a study's stored warm-start ``decision`` (whichever process made
     it): its source, or why the source's point was skipped; ``None`` when there is nothing to say."""
-    if not decision or decision.get("source") is None or decision.get("skipped") == "no parameters":
+    if not decision or decision.get("source") is None or decision.get("skipped") == NO_PARAMETERS:
         return None
     if "skipped" in decision:
         return f"warm start for {learner} from {decision['source']} skipped: {decision['skipped']}"

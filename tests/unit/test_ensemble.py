@@ -53,6 +53,17 @@ def test_the_selection_starts_from_the_best_single_candidate_and_keeps_it_when_n
     assert np.array_equal(select([flipped, perfect], y), [0.0, 1.0])
 
 
+def test_a_climb_from_a_given_start_keeps_the_start_and_adds_the_rounds_left():
+    y = np.tile([0, 1], 20)
+    perfect = np.eye(2)[y] * 0.9 + 0.05
+    flipped = perfect[:, ::-1]
+    # started on the flipped candidate (a sorted initialization gone wrong), the climb outweighs it
+    weights = select([flipped, perfect], y, rounds=10, start=[1, 0])
+    assert np.array_equal(weights, [0.1, 0.9])
+    candidates = [flipped, perfect]
+    assert np.array_equal(select(candidates, y, rounds=10, start=[0, 0]), select(candidates, y, rounds=10))
+
+
 def test_a_nearly_flat_model_is_not_picked_as_a_shift_of_the_threshold():
     rng = np.random.default_rng(3)
     y = np.repeat([0, 1], 50)
