@@ -4,6 +4,7 @@ the maximum over its instances of the instance's class probability; binary: posi
 positive probability exceeds 0.5), same number of trees and features per node, same folds.
 
     python bench/forest_baseline.py [--datasets musk1 elephant fox tiger sival] [--folds 5] [--trees 100]
+                                    [--split-weights instances]
 
 Prints a markdown table: accuracy % (mean over the folds' bags) and fit seconds (CPU of this process,
 one thread each) of both, and their differences and ratio.
@@ -58,11 +59,13 @@ def main():
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--trees", type=int, default=100)
+    parser.add_argument("--split-weights", help="MIRF's split_weights (default: MIRF's default)")
     args = parser.parse_args()
+    mirf_params = {"split_weights": args.split_weights} if args.split_weights else {}
     print("| data set | MIRF % | instance forest % | difference | MIRF s | forest s | time ratio |")
     print("|---|---|---|---|---|---|---|")
     for name in args.datasets:
-        accuracy, seconds = compare(load(name), args.folds, args.trees)
+        accuracy, seconds = compare(load(name), args.folds, args.trees, **mirf_params)
         print(f"| {name} | {accuracy['mirf']:.1f} | {accuracy['forest']:.1f} | "
               f"{accuracy['mirf'] - accuracy['forest']:+.1f} | {seconds['mirf']:.1f} | {seconds['forest']:.1f} | "
               f"{seconds['mirf'] / seconds['forest']:.2f} |", flush=True)

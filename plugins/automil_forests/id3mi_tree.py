@@ -12,6 +12,8 @@ from numba import njit
 # (10.3) even when rounding makes equal gains differ in the last bits.
 GAIN_TIE = 1e-12
 
+NODE, CHILDREN, INSTANCES = 0, 1, 2  # the gain's child weights (weighting in grow_id3mi_tree)
+
 
 @njit(cache=True, nogil=True)
 def entropy(counts, total):
@@ -126,7 +128,7 @@ def weighted_info(counts, nlogn):
 
 @njit(cache=True, nogil=True)
 def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_bags, max_features,
-                    max_depth, min_samples_split, children_weights, seed):
+                    max_depth, min_samples_split, weighting, seed):
     """Grow one ID3-MI tree (10.3, 10.4).
 
     Parameters
@@ -148,9 +150,10 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_
         Features searched per node; ``>= n_features`` searches all in their natural order.
     max_depth : int
         ``-1`` for unlimited.
-    children_weights : bool
-        Weigh the children's entropies by ``c(child) / (c(L) + c(R))`` instead of ``c(child) / c(S)``
-        (10.2); see ``MIRFClassifier.split_weights``.
+    weighting : int
+        Weights of the children's entropies in the gain: ``NODE`` ``c(child) / c(S)`` (10.2),
+        ``CHILDREN`` ``c(child) / (c(L) + c(R))``, ``INSTANCES`` ``n(child) / n(S)`` (instances);
+        see ``MIRFClassifier.split_weights``.
     seed : int
         Seeds this thread's numba generator (feature draws only).
     """
@@ -255,14 +258,22 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_
                     c_right[k] -= 1
                     changed = True
                 lo, hi = node_vals[i], node_vals[i + 1]
-                # unchanged counts give the same gain, which cannot beat the best (ties keep the first)
+                # candidates are the thresholds where a bag enters the left child or leaves the right
+                # one: between two of them the bag counts, and so the gains by bag counts, stay the same
+                # (ties keep the first); instance weights are evaluated at the same candidates
                 if changed and lo < hi:
                     changed = False
-                    # Gain_multi = Info(S) - sum_child (c(child) / weight) Info(child), weight = c(S)
-                    # (10.2) or c(L) + c(R)
-                    weight = c_left.sum() + c_right.sum() if children_weights else c
-                    gain = (info_c / c
-                            - (weighted_info(c_left, nlogn) + weighted_info(c_right, nlogn)) / weight)
+                    # Gain_multi = Info(S) - sum_child w(child) Info(child) (10.2), w(child) = c(child) / c(S),
+                    # c(child) / (c(L) + c(R)) or n(child) / n(S)
+                    if weighting == INSTANCES:
+                        n_left = i + 1
+                        gain = (info_c / c
+                                - (n_left * weighted_info(c_left, nlogn) / c_left.sum()
+                                   + (n_v - n_left) * weighted_info(c_right, nlogn) / c_right.sum()) / n_v)
+                    else:
+                        weight = c_left.sum() + c_right.sum() if weighting == CHILDREN else c
+                        gain = (info_c / c
+                                - (weighted_info(c_left, nlogn) + weighted_info(c_right, nlogn)) / weight)
                     if gain > best_gain + GAIN_TIE:
                         best_gain = gain
                         best_feature = f

@@ -15,7 +15,8 @@ def _max_depth(trial, low):
 
 def mirf_space(trial) -> dict:
     return {"n_estimators": trial.suggest_int("n_estimators", 25, 500, log=True),
-            "max_features": _max_features(trial), "max_depth": _max_depth(trial, 3)}
+            "max_features": _max_features(trial), "max_depth": _max_depth(trial, 3),
+            "split_weights": trial.suggest_categorical("split_weights", ["instances", "children"])}
 
 
 def blrt_space(trial) -> dict:
@@ -35,6 +36,7 @@ def midf_space(trial) -> dict:
 
 
 # The estimators' defaults as points of the spaces above: the first trial of every new study.
-MIRF_FIRST_TRIAL = {"n_estimators": 100, "max_features_kind": "sqrt", "max_depth_limited": False}
-BLRT_FIRST_TRIAL = {**MIRF_FIRST_TRIAL, "n_rules": 16, "min_samples": 1}
+_FOREST_FIRST_TRIAL = {"n_estimators": 100, "max_features_kind": "sqrt", "max_depth_limited": False}
+MIRF_FIRST_TRIAL = {**_FOREST_FIRST_TRIAL, "split_weights": "instances"}
+BLRT_FIRST_TRIAL = {**_FOREST_FIRST_TRIAL, "n_rules": 16, "min_samples": 1}
 MIDF_FIRST_TRIAL = {"n_estimators": 17, "max_layers": 10, "patience": 1}
