@@ -76,12 +76,18 @@ def test_spare_process_replaces_a_killed_one_at_once(tasks):
     with FitWorker(threads=1, spare=True) as worker:
         worker.set_data("payload")
         worker.call(tasks.nap, 0.0, timeout=60)
-        first, spare = worker.pid, worker.spare_pid
-        assert spare is not None and spare != first
+        first = worker.pid
+        assert worker.spare_pid is None  # nothing killed yet: no spare
         with pytest.raises(FitTimeout):
             worker.call(tasks.nap, 60.0, timeout=1.0)
         assert gone(first)
-        assert worker.pid == spare and worker.spare_pid not in (None, first, spare)
+        assert worker.call(tasks.nap, 0.0, timeout=60) == "payload"  # a fresh child; a spare beside it
+        second, spare = worker.pid, worker.spare_pid
+        assert spare is not None and second not in (first, spare)
+        with pytest.raises(FitTimeout):
+            worker.call(tasks.nap, 60.0, timeout=1.0)
+        assert gone(second)
+        assert worker.pid == spare and worker.spare_pid not in (None, first, second, spare)
         assert worker.call(tasks.nap, 0.0, timeout=60) == "payload"
     assert gone(spare)
 

@@ -76,7 +76,7 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
 
 
 def fit_worker(options: TuneOptions, spare: bool = True) -> FitWorker:
-    """A tuning process's fit worker; its spare makes the replacement of a killed fit immediate."""
+    """A tuning process's fit worker; after a first kill its spare makes the next replacement immediate."""
     threads = max(1, (os.cpu_count() or 1) // options.jobs)
     return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=load_learners,
                      spare=spare)
