@@ -9,10 +9,9 @@ from automil_forests.forest import (TreeEnsemble, check_int, map_threads, resolv
                                     resolve_max_features, resolve_n_jobs, stack_trees, tree_seeds)
 from automil_forests.id3mi_tree import CHILDREN, INSTANCES, NODE, grow_id3mi_tree, id3mi_bag_proba, id3mi_instance_proba
 
-# the gain's child weights: n(child)/n(S), c(child)/(c(L)+c(R)), and algorithms.md 10.2's c(child)/c(S)
-# (see split_weights in MIRFClassifier)
-SPLIT_WEIGHTS = ("instances", "children", "node")
-SPLIT_WEIGHTS_CODE = {"children": CHILDREN, "node": NODE, "instances": INSTANCES}
+# the gain's child weights by name: n(child)/n(S), c(child)/(c(L)+c(R)), and algorithms.md 10.2's
+# c(child)/c(S) (see split_weights in MIRFClassifier)
+SPLIT_WEIGHTS = {"instances": INSTANCES, "children": CHILDREN, "node": NODE}
 NO_SKIP = np.zeros((0, 0), dtype=np.bool_)
 
 
@@ -48,7 +47,7 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
     depth = resolve_max_depth(max_depth)
     min_split = check_int("min_samples_split", min_samples_split, 1)
     if split_weights not in SPLIT_WEIGHTS:
-        raise ValueError(f"split_weights={split_weights!r} is invalid: use one of {SPLIT_WEIGHTS}")
+        raise ValueError(f"split_weights={split_weights!r} is invalid: use one of {tuple(SPLIT_WEIGHTS)}")
     sizes = bags.sizes
     XT = np.ascontiguousarray(bags.X.T)  # feature-major: a node's sweep reads one contiguous row
     constant = (XT == XT[:, :1]).all(axis=1)
@@ -63,7 +62,7 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
         rows = bags.instance_rows(sample)
         inst_bag = np.repeat(np.arange(len(sample)), sizes[sample])
         tree = grow_id3mi_tree(XT, rank, constant, rows, inst_bag, y[sample], n_classes, len(sample), m,
-                               depth, min_split, SPLIT_WEIGHTS_CODE[split_weights], draw_seed)
+                               depth, min_split, SPLIT_WEIGHTS[split_weights], draw_seed)
         return tree, sample
 
     grown = map_threads(grow, tree_seeds(random_state, n_estimators), n_jobs)
