@@ -127,7 +127,7 @@ def weighted_info(counts, nlogn):
 
 
 @njit(cache=True, nogil=True)
-def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_bags, max_features,
+def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n_classes, max_features,
                     max_depth, min_samples_split, weighting, seed):
     """Grow one ID3-MI tree (10.3, 10.4).
 
@@ -142,10 +142,14 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_
     constant : bool array of shape (n_features,)
         Features constant over all instances (skipped without reading them).
     rows : int64 array of shape (n_train,)
-        The training instances, as columns of ``XT`` (a bootstrap repeats a bag's rows).
+        The training instances, as columns of ``XT``, each once.
     inst_bag : int64 array of shape (n_train,)
-        The bag of each training instance, ``0..n_bags-1`` (a bag drawn twice is two bags).
+        The bag of each training instance, ``0..n_bags-1``.
     bag_class : int64 array of shape (n_bags,)
+    bag_weight : int64 array of shape (n_bags,)
+        How many times each bag was drawn: a bag drawn twice counts as two bags, and its instances as two
+        instances each (11), without listing them twice; its copies would always go the same way, so the
+        tree is the one grown on the copies, at a fraction of the sorting and sweeping.
     max_features : int
         Features searched per node; ``>= n_features`` searches all in their natural order.
     max_depth : int
@@ -167,8 +171,10 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_
     right = np.full(capacity, -1, dtype=np.int64)
     value = np.zeros((capacity, n_classes))
 
-    nlogn = np.zeros(n_bags + 1)
-    for c in range(2, n_bags + 1):
+    n_bags = bag_class.shape[0]
+    n_drawn = bag_weight.sum()
+    nlogn = np.zeros(n_drawn + 1)
+    for c in range(2, n_drawn + 1):
         nlogn[c] = c * np.log2(c)
     samples = np.arange(n_train)
     n_rows = XT.shape[1]
@@ -200,11 +206,13 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_
         for i in range(start, end):
             node_count[inst_bag[samples[i]]] = 0
         c_node[:] = 0
+        w_v = 0  # the node's instances, each counted as often as its bag was drawn
         for i in range(start, end):
             b = inst_bag[samples[i]]
             if node_count[b] == 0:
-                c_node[bag_class[b]] += 1
+                c_node[bag_class[b]] += bag_weight[b]
             node_count[b] += 1
+            w_v += bag_weight[b]
         c = c_node.sum()
         n_present_classes = 0
         for k in range(n_classes):
@@ -245,17 +253,19 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_
                 right_count[b] = node_count[b]
             c_left[:] = 0
             c_right[:] = c_node
+            n_left = 0
             changed = True  # bag counts moved since the last threshold evaluated
             for i in range(n_v - 1):
                 b = inst_bag[node_samples[i]]
                 k = bag_class[b]
+                n_left += bag_weight[b]
                 left_count[b] += 1
                 if left_count[b] == 1:
-                    c_left[k] += 1
+                    c_left[k] += bag_weight[b]
                     changed = True
                 right_count[b] -= 1
                 if right_count[b] == 0:
-                    c_right[k] -= 1
+                    c_right[k] -= bag_weight[b]
                     changed = True
                 lo, hi = node_vals[i], node_vals[i + 1]
                 # candidates are the thresholds where a bag enters the left child or leaves the right
@@ -266,10 +276,9 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, n_classes, n_
                     # Gain_multi = Info(S) - sum_child w(child) Info(child) (10.2), w(child) = c(child) / c(S),
                     # c(child) / (c(L) + c(R)) or n(child) / n(S)
                     if weighting == INSTANCES:
-                        n_left = i + 1
                         gain = (info_c / c
                                 - (n_left * weighted_info(c_left, nlogn) / c_left.sum()
-                                   + (n_v - n_left) * weighted_info(c_right, nlogn) / c_right.sum()) / n_v)
+                                   + (w_v - n_left) * weighted_info(c_right, nlogn) / c_right.sum()) / w_v)
                     else:
                         weight = c_left.sum() + c_right.sum() if weighting == CHILDREN else c
                         gain = (info_c / c

@@ -58,11 +58,12 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
     def grow(seeds):
         rng, draw_seed = seeds
         sample = rng.integers(0, bags.n_bags, bags.n_bags) if bootstrap else np.arange(bags.n_bags)
-        # 11: a bag drawn twice is two bags; its instances are listed once per draw
-        rows = bags.instance_rows(sample)
-        inst_bag = np.repeat(np.arange(len(sample)), sizes[sample])
-        tree = grow_id3mi_tree(XT, rank, constant, rows, inst_bag, y[sample], n_classes, len(sample), m,
-                               depth, min_split, SPLIT_WEIGHTS[split_weights], draw_seed)
+        # 11: a bag drawn twice is two bags; the tree counts it twice from one copy of its instances
+        drawn, times = np.unique(sample, return_counts=True)
+        rows = bags.instance_rows(drawn)
+        inst_bag = np.repeat(np.arange(len(drawn)), sizes[drawn])
+        tree = grow_id3mi_tree(XT, rank, constant, rows, inst_bag, y[drawn], times, n_classes, m, depth,
+                               min_split, SPLIT_WEIGHTS[split_weights], draw_seed)
         return tree, sample
 
     grown = map_threads(grow, tree_seeds(random_state, n_estimators), n_jobs)

@@ -81,6 +81,20 @@ def test_instance_weights_on_bags_of_one_are_id3():
     assert reference.node_count > 5 and same(0, 0)
 
 
+@pytest.mark.parametrize("split_weights", ["instances", "children"])
+def test_a_bag_drawn_twice_grows_the_tree_of_its_two_copies(split_weights):
+    # the bootstrap counts a repeated bag twice from one copy of its instances; the tree must be the one
+    # grown on the sample written out, the repeated bag as two bags (all features: no random draw)
+    bags = witness_bags(20, 3, seed=4)
+    forest = MIRFClassifier(n_estimators=1, max_features=None, split_weights=split_weights, random_state=1,
+                            threshold=0.5).fit(bags)
+    sample = forest.estimators_samples_[0]
+    assert len(np.unique(sample)) < len(sample)  # some bags drawn more than once
+    written_out = ID3MIClassifier(split_weights=split_weights).fit(bags.subset(sample))
+    for ours, theirs in zip(forest.forest_, written_out.forest_, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
 def test_radix_sort_orders_keys_as_numpy_s_stable_argsort():
     rng = np.random.default_rng(0)
     for n, high in ((1, 2), (500, 40), (3000, 1 << (RADIX_BITS + 2))):  # many ties; one pass; two passes
