@@ -206,13 +206,13 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n
         for i in range(start, end):
             node_count[inst_bag[samples[i]]] = 0
         c_node[:] = 0
-        w_v = 0  # the node's instances, each counted as often as its bag was drawn
+        n_node = 0  # the node's instances, each counted as often as its bag was drawn (as n_left)
         for i in range(start, end):
             b = inst_bag[samples[i]]
             if node_count[b] == 0:
                 c_node[bag_class[b]] += bag_weight[b]
             node_count[b] += 1
-            w_v += bag_weight[b]
+            n_node += bag_weight[b]
         c = c_node.sum()
         n_present_classes = 0
         for k in range(n_classes):
@@ -278,7 +278,7 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n
                     if weighting == INSTANCES:
                         gain = (info_c / c
                                 - (n_left * weighted_info(c_left, nlogn) / c_left.sum()
-                                   + (w_v - n_left) * weighted_info(c_right, nlogn) / c_right.sum()) / w_v)
+                                   + (n_node - n_left) * weighted_info(c_right, nlogn) / c_right.sum()) / n_node)
                     else:
                         weight = c_left.sum() + c_right.sum() if weighting == CHILDREN else c
                         gain = (info_c / c

@@ -58,9 +58,9 @@ def test_a_climb_from_a_given_start_keeps_the_start_and_adds_the_rounds_left():
     perfect = np.eye(2)[y] * 0.9 + 0.05
     flipped = perfect[:, ::-1]
     # started on the flipped candidate (a sorted initialization gone wrong), the climb outweighs it
-    weights = select([flipped, perfect], y, rounds=10, start=[1, 0])
-    assert np.array_equal(weights, [0.1, 0.9])
     candidates = [flipped, perfect]
+    weights = select(candidates, y, rounds=10, start=[1, 0])
+    assert np.array_equal(weights, [0.1, 0.9])
     assert np.array_equal(select(candidates, y, rounds=10, start=[0, 0]), select(candidates, y, rounds=10))
 
 
