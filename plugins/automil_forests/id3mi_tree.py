@@ -192,6 +192,12 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n
     c_node = np.zeros(n_classes, dtype=np.int64)  # c_k(S): bags of class k present
     c_left = np.zeros(n_classes, dtype=np.int64)
     c_right = np.zeros(n_classes, dtype=np.int64)
+    # A feature constant at a node is constant in its whole subtree (scikit-learn's known constants):
+    # where it was found (depth, node), checked against the path of the node at hand, so a draw of it
+    # below costs nothing. The draws are untouched, so the tree is the one grown without this.
+    const_depth = np.full(n_features, -1, dtype=np.int64)
+    const_node = np.full(n_features, -1, dtype=np.int64)
+    path = np.empty(capacity, dtype=np.int64)  # path[d]: the ancestor at depth d (depth-first order)
 
     stack = np.empty((capacity, 4), dtype=np.int64)  # start, end, depth, node
     stack[0] = (0, n_train, 0, 0)
@@ -201,6 +207,7 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n
         top -= 1
         start, end, depth, node = stack[top, 0], stack[top, 1], stack[top, 2], stack[top, 3]
         n_v = end - start
+        path[depth] = node
 
         # 10.2: class counts of the bags present at the node
         for i in range(start, end):
@@ -234,6 +241,17 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n
             f = perm[j]
             if constant[f]:
                 continue  # constant over all instances, so at this node too
+            d = const_depth[f]
+            if 0 <= d < depth and path[d] == const_node[f]:
+                continue  # constant at an ancestor, so here too
+            first = XT[f, rows[node_samples[0]]]
+            i = 1
+            while i < n_v and XT[f, rows[node_samples[i]]] == first:
+                i += 1
+            if i == n_v:
+                const_depth[f] = depth
+                const_node[f] = node
+                continue  # constant at this node: no threshold, and none below
             if n_v >= RADIX_MIN:  # sort by rank: linear in the node's instances (10.5's presort)
                 node_keys = keys[:n_v]
                 for i in range(n_v):
@@ -245,8 +263,6 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n
                 for i in range(n_v):
                     node_vals[i] = XT[f, rows[node_samples[i]]]
                 sort_pairs(node_vals, node_samples, sort_stack)
-            if node_vals[0] == node_vals[n_v - 1]:
-                continue  # constant at this node: no threshold
             for i in range(n_v):
                 b = inst_bag[node_samples[i]]
                 left_count[b] = 0

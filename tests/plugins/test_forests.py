@@ -81,6 +81,39 @@ def test_instance_weights_on_bags_of_one_are_id3():
     assert reference.node_count > 5 and same(0, 0)
 
 
+def test_sparse_features_are_searched_until_they_turn_constant():
+    # mostly zeros (text-like): a feature constant at a node is skipped below it, which must never skip one
+    # that still varies. Bags of one, every feature searched: each split has the best ID3 gain at its
+    # node, and a leaf holding both classes is one where every feature is constant.
+    rng = np.random.default_rng(5)
+    X = rng.integers(1, 6, (150, 25)) * (rng.random((150, 25)) < 0.12)
+    y = ((X[:, 0] + X[:, 1] > 0) ^ (rng.random(150) < 0.25)).astype(int)  # label noise: a deep tree
+    tree = ID3MIClassifier(split_weights="instances").fit(
+        Bags.from_list(list(X[:, None, :].astype(float)), y))
+    feature, threshold, left, right, _, _ = tree.forest_
+
+    def info(labels):
+        p = np.bincount(labels, minlength=2) / len(labels)
+        return -sum(q * np.log2(q) for q in p if q > 0)
+
+    def gain(labels, goes_left):
+        share = goes_left.mean()
+        return info(labels) - share * info(labels[goes_left]) - (1 - share) * info(labels[~goes_left])
+
+    def check(node, rows):
+        if left[node] < 0:
+            assert len(np.unique(y[rows])) == 1 or (X[rows] == X[rows[0]]).all()
+            return
+        best = max(gain(y[rows], X[rows, f] <= v) for f in range(X.shape[1]) for v in np.unique(X[rows, f])[:-1])
+        goes_left = X[rows, feature[node]] <= threshold[node]
+        assert gain(y[rows], goes_left) == pytest.approx(best)
+        check(left[node], rows[goes_left])
+        check(right[node], rows[~goes_left])
+
+    assert len(feature) > 40
+    check(0, np.arange(len(y)))
+
+
 @pytest.mark.parametrize("split_weights", ["instances", "children"])
 def test_a_bag_drawn_twice_grows_the_tree_of_its_two_copies(split_weights):
     # the bootstrap counts a repeated bag twice from one copy of its instances; the tree must be the one
