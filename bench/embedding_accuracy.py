@@ -3,11 +3,14 @@ writes (per-bag mean, max and min of the instances + a 300-tree scikit-learn Ran
 the same folds: one stratified 6-fold CV over bags (``automil.bag_folds(y, 6, seed)``), balanced accuracy.
 
     python bench/embedding_accuracy.py [--learners bag-stats miles mivlad mifv] [--datasets musk1 ...]
-                                       [--seed 0] [--no-baseline]
+                                       [--seeds 0 [1 ...]] [--no-baseline]
 
 The learners run under the core's fixed-parameter protocol (``cross_validated_predictions``: instances
 standardized on the training folds); the baseline sees the raw instances, as its user would (a forest is
-blind to the affine rescaling anyway). Prints a markdown table for docs/accuracy-embedding.md.
+blind to the affine rescaling anyway). Prints a markdown table for docs/accuracy-embedding.md. With several
+``--seeds`` (repeated CV: the folds and the forests' seeds change together, the same for every row) a cell is
+the mean over the repeats +- their standard deviation, and a last table gives each learner's paired
+difference to the baseline (mean over the repeats +- its standard error): one 6-fold CV is a noisy ruler.
 """
 
 from __future__ import annotations
@@ -65,20 +68,37 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--learners", nargs="+", default=list(LEARNERS))
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--no-baseline", action="store_true", help="only the learners' rows")
     args = parser.parse_args()
     data = {name: load(name) for name in args.datasets}
-    print(f"balanced accuracy (%), {N_FOLDS}-fold CV over bags, seed {args.seed}, mean ± std over folds")
+    spread = "std over folds" if len(args.seeds) == 1 else f"std over {len(args.seeds)} repeats"
+    print(f"balanced accuracy (%), {N_FOLDS}-fold CV over bags, seeds {args.seeds}, mean ± {spread}")
     print("| learner | " + " | ".join(args.datasets) + " | time (s) |")
     print("|---|" + "---|" * (len(args.datasets) + 1))
     rows = [] if args.no_baseline else [
-        ("mean/max/min + RF(300), untuned", lambda bags: baseline_balanced_accuracy(bags, args.seed))]
-    rows += [(name, lambda bags, name=name: cv_balanced_accuracy(name, bags, args.seed)) for name in args.learners]
+        ("mean/max/min + RF(300), untuned", lambda bags, seed: baseline_balanced_accuracy(bags, seed))]
+    rows += [(name, lambda bags, seed, name=name: cv_balanced_accuracy(name, bags, seed)) for name in args.learners]
+    repeat_means = {}  # (row, dataset) -> the CV balanced accuracy of every seed
     for label, evaluate in rows:
         start = time.perf_counter()
-        cells = [f"{100 * s.mean():.1f} ± {100 * s.std():.1f}" for s in (evaluate(data[n]) for n in args.datasets)]
+        cells = []
+        for name in args.datasets:
+            folds = [evaluate(data[name], seed) for seed in args.seeds]
+            repeat_means[label, name] = np.array([f.mean() for f in folds])
+            spread = folds[0].std() if len(folds) == 1 else repeat_means[label, name].std(ddof=1)
+            cells.append(f"{100 * repeat_means[label, name].mean():.1f} ± {100 * spread:.1f}")
         print(f"| {label} | " + " | ".join(cells) + f" | {time.perf_counter() - start:.0f} |", flush=True)
+    if args.no_baseline or len(args.seeds) == 1:
+        return
+    print("\npaired difference to the baseline (points), mean over the repeats ± standard error")
+    print("| learner | " + " | ".join(args.datasets) + " |")
+    print("|---|" + "---|" * len(args.datasets))
+    baseline = rows[0][0]
+    for label, _ in rows[1:]:
+        diffs = [100 * (repeat_means[label, n] - repeat_means[baseline, n]) for n in args.datasets]
+        cells = [f"{d.mean():+.1f} ± {d.std(ddof=1) / np.sqrt(len(d)):.1f}" for d in diffs]
+        print(f"| {label} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
