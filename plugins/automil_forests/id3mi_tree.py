@@ -127,7 +127,7 @@ def weighted_info(counts, nlogn):
 
 
 @njit(cache=True, nogil=True)
-def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n_classes, max_features,
+def grow_id3mi_tree(XT, rank, rows, inst_bag, bag_class, bag_weight, n_classes, max_features,
                     max_depth, min_samples_split, weighting, seed):
     """Grow one ID3-MI tree (10.3, 10.4).
 
@@ -139,8 +139,6 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n
         Every instance's position in the ascending order of each feature (the inverse of a stable
         ``argsort`` of each row of ``XT``), shared by the trees of a forest: the integer keys that let a
         node sort its instances in linear time.
-    constant : bool array of shape (n_features,)
-        Features constant over all instances (skipped without reading them).
     rows : int64 array of shape (n_train,)
         The training instances, as columns of ``XT``, each once.
     inst_bag : int64 array of shape (n_train,)
@@ -239,8 +237,6 @@ def grow_id3mi_tree(XT, rank, constant, rows, inst_bag, bag_class, bag_weight, n
         best_threshold = 0.0
         for j in range(min(max_features, n_features)):
             f = perm[j]
-            if constant[f]:
-                continue  # constant over all instances, so at this node too
             d = const_depth[f]
             if 0 <= d < depth and path[d] == const_node[f]:
                 continue  # constant at an ancestor, so here too

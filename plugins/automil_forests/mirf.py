@@ -50,7 +50,6 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
         raise ValueError(f"split_weights={split_weights!r} is invalid: use one of {tuple(SPLIT_WEIGHTS)}")
     sizes = bags.sizes
     XT = np.ascontiguousarray(bags.X.T)  # feature-major: a node's sweep reads one contiguous row
-    constant = (XT == XT[:, :1]).all(axis=1)
     order = np.argsort(XT, axis=1, kind="stable")
     rank = np.empty(order.shape, dtype=np.int32)
     np.put_along_axis(rank, order, np.arange(XT.shape[1], dtype=np.int32), axis=1)
@@ -62,7 +61,7 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
         drawn, times = np.unique(sample, return_counts=True)
         rows = bags.instance_rows(drawn)
         inst_bag = np.repeat(np.arange(len(drawn)), sizes[drawn])
-        tree = grow_id3mi_tree(XT, rank, constant, rows, inst_bag, y[drawn], times, n_classes, m, depth,
+        tree = grow_id3mi_tree(XT, rank, rows, inst_bag, y[drawn], times, n_classes, m, depth,
                                min_split, SPLIT_WEIGHTS[split_weights], draw_seed)
         return tree, sample
 
