@@ -26,7 +26,7 @@ from sklearn.metrics import balanced_accuracy_score
 
 import automil
 from automil import Bags
-from automil.evaluation import cross_validated_predictions
+from automil.evaluation import cross_validated_predictions, mean_std
 
 DATASETS = ("musk1", "elephant", "fox", "tiger", "musk2")
 LEARNERS = ("bag-stats", "miles", "mivlad", "mifv")
@@ -72,8 +72,8 @@ def main():
     parser.add_argument("--no-baseline", action="store_true", help="only the learners' rows")
     args = parser.parse_args()
     data = {name: load(name) for name in args.datasets}
-    spread = "std over folds" if len(args.seeds) == 1 else f"std over {len(args.seeds)} repeats"
-    print(f"balanced accuracy (%), {N_FOLDS}-fold CV over bags, seeds {args.seeds}, mean ± {spread}")
+    over = "folds" if len(args.seeds) == 1 else f"{len(args.seeds)} repeats"
+    print(f"balanced accuracy (%), {N_FOLDS}-fold CV over bags, seeds {args.seeds}, mean ± std over {over}")
     print("| learner | " + " | ".join(args.datasets) + " | time (s) |")
     print("|---|" + "---|" * (len(args.datasets) + 1))
     rows = [] if args.no_baseline else [
@@ -86,8 +86,9 @@ def main():
         for name in args.datasets:
             folds = [evaluate(data[name], seed) for seed in args.seeds]
             repeat_means[label, name] = np.array([f.mean() for f in folds])
-            spread = folds[0].std() if len(folds) == 1 else repeat_means[label, name].std(ddof=1)
-            cells.append(f"{100 * repeat_means[label, name].mean():.1f} ± {100 * spread:.1f}")
+            mean, sd = mean_std(repeat_means[label, name])
+            sd = folds[0].std() if len(folds) == 1 else sd  # one repeat: the spread over its folds
+            cells.append(f"{100 * mean:.1f} ± {100 * sd:.1f}")
         print(f"| {label} | " + " | ".join(cells) + f" | {time.perf_counter() - start:.0f} |", flush=True)
     if args.no_baseline or len(args.seeds) == 1:
         return
@@ -96,8 +97,8 @@ def main():
     print("|---|" + "---|" * len(args.datasets))
     baseline = rows[0][0]
     for label, _ in rows[1:]:
-        diffs = [100 * (repeat_means[label, n] - repeat_means[baseline, n]) for n in args.datasets]
-        cells = [f"{d.mean():+.1f} ± {d.std(ddof=1) / np.sqrt(len(d)):.1f}" for d in diffs]
+        diffs = [mean_std(100 * (repeat_means[label, n] - repeat_means[baseline, n])) for n in args.datasets]
+        cells = [f"{mean:+.1f} ± {sd / np.sqrt(len(args.seeds)):.1f}" for mean, sd in diffs]
         print(f"| {label} | " + " | ".join(cells) + " |")
 
 
