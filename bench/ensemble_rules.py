@@ -13,12 +13,16 @@ the learners, weights averaged; ``sorted-init``, Caruana et al.'s sorted initial
 log-loss starts from the ``INIT`` candidates of least log-loss, equally weighted; ``top-3``, those three
 alone, equally weighted; ``inner-best``, the single candidate of least inner log-loss (what choosing one
 learner on the inner folds gives, the honest counterpart of the best single learner's figure, which is a
-maximum over the outer folds).
+maximum over the outer folds). Two columns are not rules but bounds, chosen on the outer folds they score:
+``outer-best``, the single learner of best calibrated nested BACC, and ``outer-pair``, the best fixed
+weighted average of two learners (weights on a 0.1 grid), both over the learners tuned in every outer
+split: how far above the best single learner any combination could reach on these folds.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +102,7 @@ def compare(dataset: str, storage_url: str) -> dict:
     nested = {n: loaded_scores(m.user_attrs["result"]["scores"])["nested"] for n, m in mains.items()}
     figures = {n: m.user_attrs["result"]["row"]["nested_balanced_accuracy"] for n, m in mains.items()}
     folds = {rule: [] for rule in RULES}
+    outer = []  # per outer split: y index of its test bags, each learner's calibrated probabilities of them
     for i in range(int(assignment.max()) + 1):
         order = _out_of_fold_order(assignment, i)
         y_index = np.searchsorted(classes, y[order])
@@ -110,12 +115,30 @@ def compare(dataset: str, storage_url: str) -> dict:
                 members.append((n, calibrator, calibrated(calibrator, np.asarray(oof, dtype=np.float64))))
         members.sort(key=lambda m: -score(y_index, m[2], METRIC))  # best first, as automil ranks them
         test = np.flatnonzero(assignment == i)
+        outer.append((np.searchsorted(classes, y[test]), {n: calibrated(c, nested[n][test]) for n, c, _ in members}))
         for rule, choose in RULES.items():
             weights = choose(np.asarray([m[2] for m in members]), y_index)
             proba = sum(w * calibrated(c, nested[n][test]) for (n, c, _), w in zip(members, weights, strict=True))
             folds[rule].append(score(np.searchsorted(classes, y[test]), proba, METRIC))
     return {"dataset": dataset, "best_single": max(v for v in figures.values() if v is not None),
-            **{rule: float(np.mean(v)) for rule, v in folds.items()}}
+            **{rule: float(np.mean(v)) for rule, v in folds.items()}, **bounds(outer)}
+
+
+def bounds(outer) -> dict:
+    """``outer-best`` and ``outer-pair`` (see the module's docstring) from each outer split's test labels and
+    learners' calibrated probabilities."""
+    names = sorted(set.intersection(*(set(probas) for _, probas in outer)))
+    if not names:
+        return {"outer-best": np.nan, "outer-pair": np.nan}
+
+    def nested_bacc(weights: dict) -> float:
+        return float(np.mean([score(y_index, sum(w * probas[n] for n, w in weights.items()), METRIC)
+                              for y_index, probas in outer]))
+
+    pairs = [nested_bacc({a: w, b: 1 - w}) for a, b in itertools.combinations(names, 2)
+             for w in np.linspace(0.1, 0.9, 9)]
+    best = max(nested_bacc({n: 1.0}) for n in names)
+    return {"outer-best": best, "outer-pair": max([best, *pairs])}
 
 
 def main():
@@ -125,11 +148,12 @@ def main():
     where.add_argument("--storage-dir", help="where bench/ensemble.py kept DATASET.journal")
     where.add_argument("--storage", help="one storage holding every dataset's studies (e.g. automil run's)")
     args = parser.parse_args()
-    print(f"{'dataset':12s} {'best single':>11s} " + " ".join(f"{rule:>15s}" for rule in RULES))
+    columns = [*RULES, "outer-best", "outer-pair"]
+    print(f"{'dataset':12s} {'best single':>11s} " + " ".join(f"{column:>15s}" for column in columns))
     for dataset in args.dataset:
         c = compare(dataset, args.storage or f"journal:{Path(args.storage_dir) / f'{dataset}.journal'}")
         print(f"{dataset:12s} {100 * c['best_single']:11.1f} "
-              + " ".join(f"{100 * c[rule]:15.1f}" for rule in RULES), flush=True)
+              + " ".join(f"{100 * c[column]:15.1f}" for column in columns), flush=True)
 
 
 if __name__ == "__main__":
