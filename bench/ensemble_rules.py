@@ -115,11 +115,12 @@ def compare(dataset: str, storage_url: str) -> dict:
                 members.append((n, calibrator, calibrated(calibrator, np.asarray(oof, dtype=np.float64))))
         members.sort(key=lambda m: -score(y_index, m[2], METRIC))  # best first, as automil ranks them
         test = np.flatnonzero(assignment == i)
-        outer.append((np.searchsorted(classes, y[test]), {n: calibrated(c, nested[n][test]) for n, c, _ in members}))
+        test_probas = {n: calibrated(c, nested[n][test]) for n, c, _ in members}
+        outer.append((np.searchsorted(classes, y[test]), test_probas))
         for rule, choose in RULES.items():
             weights = choose(np.asarray([m[2] for m in members]), y_index)
-            proba = sum(w * calibrated(c, nested[n][test]) for (n, c, _), w in zip(members, weights, strict=True))
-            folds[rule].append(score(np.searchsorted(classes, y[test]), proba, METRIC))
+            proba = sum(w * test_probas[n] for (n, _, _), w in zip(members, weights, strict=True))
+            folds[rule].append(score(outer[-1][0], proba, METRIC))
     return {"dataset": dataset, "best_single": max(v for v in figures.values() if v is not None),
             **{rule: float(np.mean(v)) for rule, v in folds.items()}, **bounds(outer)}
 
