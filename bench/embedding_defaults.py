@@ -6,7 +6,8 @@ sival-binary, sival), so the reported musk/elephant/fox/tiger folds never picked
 
 Same protocol as bench/embedding_accuracy.py (6-fold CV over bags, balanced accuracy; with several
 ``--seeds``, the mean over the repeated CVs); prints, per candidate, the figure on each selection set and
-their mean. The candidate with the best mean is the default.
+their mean. The default is the candidate with the best mean among those a first trial may be: it passes
+the contract suite and its fit scales with the bags (docs/accuracy-embedding.md says which were excluded).
 """
 
 from __future__ import annotations

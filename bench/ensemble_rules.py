@@ -115,12 +115,13 @@ def compare(dataset: str, storage_url: str) -> dict:
                 members.append((n, calibrator, calibrated(calibrator, np.asarray(oof, dtype=np.float64))))
         members.sort(key=lambda m: -score(y_index, m[2], METRIC))  # best first, as automil ranks them
         test = np.flatnonzero(assignment == i)
+        test_index = np.searchsorted(classes, y[test])
         test_probas = {n: calibrated(c, nested[n][test]) for n, c, _ in members}
-        outer.append((np.searchsorted(classes, y[test]), test_probas))
+        outer.append((test_index, test_probas))
         for rule, choose in RULES.items():
             weights = choose(np.asarray([m[2] for m in members]), y_index)
             proba = sum(w * test_probas[n] for (n, _, _), w in zip(members, weights, strict=True))
-            folds[rule].append(score(outer[-1][0], proba, METRIC))
+            folds[rule].append(score(test_index, proba, METRIC))
     return {"dataset": dataset, "best_single": max(v for v in figures.values() if v is not None),
             **{rule: float(np.mean(v)) for rule, v in folds.items()}, **bounds(outer)}
 
