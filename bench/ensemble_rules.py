@@ -30,7 +30,7 @@ import optuna
 
 from automil import load_bags
 from automil.ensemble import ROUNDS, calibrate, calibrated, log_loss, score, select
-from automil.track.records import TrialAttr
+from automil.records import TrialAttr
 from automil.tune.ensembling import _out_of_fold_order, loaded_scores
 from automil.tune.storage import open_storage
 from automil.tune.trial_states import best_trial, records

@@ -17,7 +17,7 @@ from automil.evaluation import Standardized, fold_scores, mean_std
 from automil.folds import bag_folds, fold_splits
 from automil.track import Tracker
 from automil.track.inputs import BagsDataset
-from automil.track.records import LearnerResult
+from automil.records import LearnerResult
 from automil.tune.trial_states import study_record, trial_record
 
 N_TRIALS = 4

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from automil.track.records import LearnerResult
+from automil.records import LearnerResult
 from automil.tune.listener import Standing, StudyProgress
 from automil.tune.trial_states import best_trial, trial_counts
 

@@ -6,7 +6,7 @@ import functools
 import sys
 
 from automil.cli.common import add_tracking_uri, print_table, subcommand
-from automil.track.records import Status
+from automil.records import Status
 from automil.uris import shown_storage
 
 __all__ = ["add_tune", "add_run"]

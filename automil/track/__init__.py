@@ -1,7 +1,7 @@
 """MLflow tracking, and only here: studies, trials and final results as runs of a tracking store, the
 pyfunc model, the figures, the results table read back from the store, and the MLflow UI.
 
-It takes the driver's plain records (:mod:`automil.track.records`) and never imports Optuna.
+It takes the driver's plain records (:mod:`automil.records`) and never imports Optuna.
 """
 
 from automil.lazy import lazy_exports

@@ -25,7 +25,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from automil.track.figures import pareto_figure
-from automil.track.records import LearnerResult
+from automil.records import LearnerResult
 from automil.track.store import NOTE_TAG, retry
 
 __all__ = ["metric_name", "refresh", "leaderboard_markdown", "comparison_figure", "trial_points"]

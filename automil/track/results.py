@@ -11,7 +11,7 @@ from automil.track import comparison
 from automil.track.comparison import metric_name
 from automil.track.inputs import dataset_input
 from automil.track.model import BagModel
-from automil.track.records import LearnerResult, StudyRecord
+from automil.records import LearnerResult, StudyRecord
 from automil.track.registry import register_model
 from automil.track.store import (INSERTED_BY_ANOTHER, MAX_TAG_CHARS, MODEL_NAME, RESULT_TAG_KEYS, clip_text, finite,
                                  global_tracking_uri, jsonable, quiet_mlflow, retry)

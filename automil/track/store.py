@@ -11,7 +11,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from automil.track.records import TIMED_OUT
+from automil.records import TIMED_OUT
 from automil.uris import shown_storage
 
 DEFAULT_STORE_DIR = "mlruns"

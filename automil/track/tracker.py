@@ -13,7 +13,7 @@ import logging
 import time
 
 import automil
-from automil.track.records import TrialRecord
+from automil.records import TrialRecord
 from automil.track.results import ResultLogging
 from automil.track.store import (BATCH_METRICS, BATCH_PARAMS_TAGS, KIND_TAG, KIND_UI_TAG, MAX_PARAM_CHARS,
                                  MAX_TAG_CHARS, MERGE_ATTEMPTS, NOTE_TAG,
@@ -205,7 +205,7 @@ class Tracker(ResultLogging):
 
     # ---- trials ------------------------------------------------------------------------------------
     def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str:
-        """One nested run for a finished trial (the driver's :class:`~automil.track.records.TrialRecord`);
+        """One nested run for a finished trial (the driver's :class:`~automil.records.TrialRecord`);
         returns its id.
 
         Idempotent per trial number: a trial of the study already logged (by this or any other process)

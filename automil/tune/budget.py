@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from automil.track.records import TrialAttr, TrialRecord
+from automil.records import TrialAttr, TrialRecord
 from automil.tune.listener import LearnerStanding, Listener, Standing, StudyProgress
 from automil.tune.plan import Plan
 from automil.tune.schedule import (LearnerState, StudyState, contenders, final_reserve, next_step,

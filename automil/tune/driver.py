@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable
 
-from automil.track.records import LearnerResult
+from automil.records import LearnerResult
 from automil.tune.final import final_evaluation
 from automil.tune.fits import fit_worker
 from automil.tune.leaderboard import rank, skipped_row
@@ -38,7 +38,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
          tracking: Callable[[], Tracking] | None = None) -> list[LearnerResult]:
     """Tune ``learners`` (default: every registered learner that fits the data) on ``dataset``.
 
-    Returns the leaderboard: one :class:`~automil.track.records.LearnerResult` per learner, best first
+    Returns the leaderboard: one :class:`~automil.records.LearnerResult` per learner, best first
     (``to_dict()`` gives the row whose keys ``docs/tune.md`` lists). ``listener`` (default silent) hears
     the progress. ``tracking`` makes the tracking every trial and result is recorded to (for example
     ``functools.partial(automil.track.Tracker, uri)``); it must pickle, since ``--jobs`` processes call it

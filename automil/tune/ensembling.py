@@ -11,7 +11,7 @@ import numpy as np
 from automil.ensemble import Ensemble, calibrate, calibrated, rounded, score, select
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
-from automil.track.records import LearnerResult, Status, TrialAttr, TrialRecord
+from automil.records import LearnerResult, Status, TrialAttr, TrialRecord
 from automil.tune.leaderboard import Evaluation, result_row
 from automil.tune.plan import Plan
 from automil.tune.trial_states import best_trial

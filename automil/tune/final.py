@@ -13,7 +13,7 @@ import numpy as np
 
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
-from automil.track.records import LearnerResult, TrialAttr
+from automil.records import LearnerResult, TrialAttr
 from automil.tune.ensembling import (ENSEMBLE, Candidate, ensemble_nested, ensemble_row, loaded_scores,
                                      main_selection, stored_scores)
 from automil.tune.fits import fit_predict, fit_worker

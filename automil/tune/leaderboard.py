@@ -12,7 +12,7 @@ import numpy as np
 
 from automil.evaluation import mean_std
 from automil.pareto import non_dominated
-from automil.track.records import LearnerResult, Status, TrialAttr, TrialRecord
+from automil.records import LearnerResult, Status, TrialAttr, TrialRecord
 from automil.tune.options import TuneOptions
 from automil.tune.trial_states import trial_counts
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from automil.track.records import LearnerResult, TrialRecord
+from automil.records import LearnerResult, TrialRecord
 
 __all__ = ["Listener", "StudyProgress", "LearnerStanding", "Standing", "Silent"]
 

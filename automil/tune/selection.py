@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from automil.track.records import LearnerResult, Status
+from automil.records import LearnerResult, Status
 
 __all__ = ["choose"]
 

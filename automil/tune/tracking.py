@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from automil.track.records import LearnerResult, StudyRecord, TrialRecord
+from automil.records import LearnerResult, StudyRecord, TrialRecord
 from automil.tune.listener import Listener
 
 __all__ = ["Tracking", "Untracked", "Guarded", "open_tracking"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from automil.track.records import StudyRecord, TrialAttr, TrialRecord
+from automil.records import StudyRecord, TrialAttr, TrialRecord
 from automil.tune.isolation import HEARTBEAT_SECONDS
 from automil.tune.processes import process_alive
 

@@ -12,7 +12,7 @@ import numpy as np
 from automil.ensemble import rounded
 from automil.evaluation import fold_scores, mean_std
 from automil.folds import fold_splits
-from automil.track.records import TrialAttr
+from automil.records import TrialAttr
 from automil.tune.fits import fit_predict
 from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 from automil.tune.plan import Plan

@@ -5,7 +5,7 @@ auto-sklearn, Feurer et al., 2015). Similar means near in :mod:`automil.meta_fea
 from __future__ import annotations
 
 from automil.meta_features import MetaFeatures, nearest
-from automil.track.records import TrialAttr
+from automil.records import TrialAttr
 from automil.tune.studies import META_FEATURES_ATTR
 from automil.tune.trial_states import best_trial, counts_toward_budget, records, trial_record
 

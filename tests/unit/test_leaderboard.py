@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from automil.track.records import LearnerResult, Status, TrialRecord
+from automil.records import LearnerResult, Status, TrialRecord
 from automil.tune.leaderboard import Evaluation, rank, result_row
 from automil.tune.options import TuneOptions
 

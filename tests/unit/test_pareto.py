@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from automil.pareto import cheapest_near_best, non_dominated
-from automil.track.records import TrialRecord
+from automil.records import TrialRecord
 from automil.tune.leaderboard import pareto_front
 from automil.tune.options import OBJECTIVES, TuneOptions
 from automil.tune.trial_states import best_trial

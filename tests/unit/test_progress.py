@@ -4,7 +4,7 @@ lines per learner."""
 import io
 
 from automil.cli.progress import Progress
-from automil.track.records import LearnerResult, TrialRecord
+from automil.records import LearnerResult, TrialRecord
 from automil.tune.listener import LearnerStanding, Standing, StudyProgress
 
 

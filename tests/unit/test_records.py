@@ -2,7 +2,7 @@
 
 import json
 
-from automil.track.records import LearnerResult, Status, TrialRecord
+from automil.records import LearnerResult, Status, TrialRecord
 
 # The keys of a full leaderboard row, in the order ``automil tune --json`` has always written them.
 ROW_KEYS = ["dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from automil.track.records import TrialRecord
+from automil.records import TrialRecord
 from automil.tune.budget import learner_state
 from automil.tune.options import FINAL_SHARE, TuneOptions
 from automil.tune.plan import Plan

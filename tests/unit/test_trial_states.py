@@ -6,7 +6,7 @@ import sys
 import time
 from datetime import datetime, timedelta
 
-from automil.track.records import TrialRecord
+from automil.records import TrialRecord
 from automil.tune.processes import process_identity
 from automil.tune.trial_states import STALE_AFTER_SECONDS, best_trial, counts_toward_budget, trial_counts
 
