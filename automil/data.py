@@ -174,7 +174,7 @@ def _remove_empty(directories):
 
 
 def load_bags(name_or_path, format: str | None = None):
-    """``Bags`` for a registered dataset name, or for a file in any supported format.
+    """``Bags`` for a registered dataset name, or for a file or bag folder in any supported format.
 
     A registered name wins over a file of the same name in the working directory. ``format`` names
     the file format when detection from the content is not wanted (see ``automil.formats``).
@@ -185,7 +185,7 @@ def load_bags(name_or_path, format: str | None = None):
     if format is None and name in plugins.datasets():
         return plugins.get_dataset(name).load()
     path = Path(name).expanduser()
-    if path.is_file():
+    if path.is_file() or path.is_dir():
         from automil.formats import read_bags
 
         return read_bags(path, format=format)

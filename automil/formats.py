@@ -20,6 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from automil.bags import Bags
+from automil.format_error import FormatError
+from automil.layouts import LAYOUTS, detect_layout, read_layout
 
 __all__ = ["FORMATS", "FormatError", "read_bags", "detect_format"]
 
@@ -40,24 +42,16 @@ _INTEGER = re.compile(r"[+-]?\d+\Z")
 _MCILBOOST_HEAD = re.compile(r"\d+:\d+:[+-]?\d+\Z")
 
 
-class FormatError(ValueError):
-    """A data file that cannot be read; the message names the file, the 1-based line and what is wrong."""
-
-    def __init__(self, path, line: int | None, what: str):
-        self.path, self.line, self.what = path, line, what
-        where = f"{path}, line {line}" if line is not None else str(path)
-        super().__init__(f"{where}: {what}")
-
-
 def read_bags(path, format: str | None = None) -> Bags:
-    """Read a file of bags in any supported format, plain or gzip-compressed.
+    """Read a file of bags in any supported format, plain or gzip-compressed, or a ``.npz`` archive or bag
+    folder (``automil.layouts.LAYOUTS``).
 
     Parameters
     ----------
     path : str or Path
     format : str, optional
-        One of ``FORMATS`` (or a README letter: A, A-sparse, B, C, D); detected from the first lines
-        when omitted.
+        One of ``FORMATS`` (or a README letter: A, A-sparse, B, C, D) or ``LAYOUTS``; detected from the
+        first bytes when omitted.
 
     Returns
     -------
@@ -72,21 +66,23 @@ def read_bags(path, format: str | None = None) -> Bags:
         A ``ValueError`` naming the file, the line and the problem.
     """
     path = Path(path)
+    name = _format_name(format) if format is not None else detect_layout(path)
+    if name in LAYOUTS:
+        return read_layout(path, name)
     text = _Text.read(path)
-    name = _format_name(format) if format is not None else _detect(text)
-    return _READERS[name](text)
+    return _READERS[name or _detect(text)](text)
 
 
 def detect_format(path) -> str:
-    """The name (a key of ``FORMATS``) of the format of the file at ``path``, from its first lines."""
-    return _detect(_Text.read(Path(path)))
+    """The name (a key of ``FORMATS`` or ``LAYOUTS``) of the format at ``path``, from its first bytes."""
+    return detect_layout(Path(path)) or _detect(_Text.read(Path(path)))
 
 
 def _format_name(format: str) -> str:
     key = format.strip().lower()
     key = FORMAT_ALIASES.get(key, key)
-    if key not in FORMATS:
-        raise ValueError(f"unknown file format {format!r}; known formats: {', '.join(FORMATS)} "
+    if key not in FORMATS and key not in LAYOUTS:
+        raise ValueError(f"unknown file format {format!r}; known formats: {', '.join([*FORMATS, *LAYOUTS])} "
                          f"(or the README letters {', '.join(a.upper() for a in FORMAT_ALIASES)})")
     return key
 
