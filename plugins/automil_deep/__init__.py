@@ -1,0 +1,45 @@
+"""automil built-in plugin: deep MIL learners on PyTorch (attention pooling, mi-Net, MI-Net, TransMIL,
+DSMIL), installed with ``pip install 'automil[deep]'``.
+
+Only the hook lives here; torch loads when a model is fitted, not when the learners are listed. Without
+torch the plugin registers nothing and says how to get it.
+"""
+
+import importlib.util
+
+import automil
+
+# Untuned evaluations are reproducible: a fixed seed unless the caller gives one.
+SEEDED = {"random_state": 0}
+INSTALL_HINT = ("PyTorch is not installed; pip install 'automil[deep]' adds the learners abmil, mi-net, MI-Net, "
+                "transmil and dsmil")
+
+
+@automil.hookimpl
+def register_learners(register):
+    if importlib.util.find_spec("torch") is None:
+        # the registry records this as the plugin's load failure, which `automil learners` prints in one line
+        raise ModuleNotFoundError(INSTALL_HINT)
+    from automil import LearnerSpec
+    from automil_deep import spaces
+    from automil_deep.estimators import (
+        ABMILClassifier, DSMILClassifier, MINetClassifier, MiNetClassifier, TransMILClassifier,
+    )
+
+    # None claims the standard MIL assumption: attention, mean pooling and learned embeddings can all
+    # weigh negative evidence.
+    learners = (
+        ("abmil", ABMILClassifier, spaces.abmil_space,
+         "attention-based deep MIL pooling, gated or not (Ilse, Tomczak & Welling 2018)"),
+        ("mi-net", MiNetClassifier, spaces.mi_net_space,
+         "mi-Net: instance network, max or mean pooling of instance scores (Wang et al. 2018)"),
+        ("MI-Net", MINetClassifier, spaces.MI_net_space,
+         "MI-Net: embedding network with pooled instance embeddings, deep supervision (Wang et al. 2018)"),
+        ("transmil", TransMILClassifier, spaces.training_space,
+         "TransMIL: self-attention over the instances with a class token (Shao et al. 2021)"),
+        ("dsmil", DSMILClassifier, spaces.training_space,
+         "DSMIL: dual-stream MIL, critical instance and attention by similarity (Li, Li & Eliceiri 2021)"),
+    )
+    for name, estimator, space, description in learners:
+        register(LearnerSpec(name, estimator, space, description, defaults=SEEDED,
+                             first_trial=spaces.FIRST_TRIALS[name]))

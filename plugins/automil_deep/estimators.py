@@ -1,0 +1,240 @@
+"""The deep MIL learners as automil estimators: one shared training procedure, five networks.
+
+PyTorch is imported when a model is fitted or loaded, not when the plugin registers its learners. A fitted
+model pickles its weights as arrays (``state_dict``), so a model logged to MLflow holds no closure and no
+torch object, and loads in any process that has torch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import automil
+from automil import BagClassifier
+
+__all__ = ["ABMILClassifier", "DSMILClassifier", "DeepMILClassifier", "MINetClassifier", "MiNetClassifier",
+           "TransMILClassifier"]
+
+
+class DeepMILClassifier(BagClassifier):
+    """Base of the deep learners: standardizes instances, holds out bags for early stopping, trains the
+    network a subclass builds in ``_network(n_features, n_classes)``, and reads scores from it.
+
+    Parameters
+    ----------
+    learning_rate : float, default=5e-4
+        Adam's step size.
+    weight_decay : float, default=1e-4
+        Adam's L2 penalty on the weights.
+    hidden : int, default=256
+        Width of the first layer (the next ones halve it).
+    dropout : float, default=0.25
+        Dropout after every hidden layer.
+    epochs : int, default=100
+        Most passes over the training bags.
+    batch_size : int, default=1
+        Bags per step (padded to the longest with a mask); 1 is the papers' one bag a step.
+    patience : int, default=10
+        Epochs without a lower validation loss before training stops.
+    validation_fraction : float, default=0.2
+        Share of the training bags held out (stratified) for early stopping.
+    random_state : int, optional
+        Seeds the weights, dropout, the order of bags and the held-out split.
+
+    Attributes
+    ----------
+    network_ : torch.nn.Module
+        The trained network (weights of the epoch with the lowest validation loss).
+    validation_loss_ : list of float
+        The held-out bags' loss after each epoch run (empty when a class has too few bags to hold out).
+    mean_, scale_ : ndarray of shape (n_features,)
+        The training instances' standardization.
+    """
+
+    def __init__(self, learning_rate=5e-4, weight_decay=1e-4, hidden=256, dropout=0.25, epochs=100,
+                 batch_size=1, patience=10, validation_fraction=0.2, random_state=None):
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.hidden = hidden
+        self.dropout = dropout
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.random_state = random_state
+
+    def _network(self, n_features: int, n_classes: int):
+        raise NotImplementedError
+
+    # ---- fitting -----------------------------------------------------------------------------------
+    def _fit(self, bags, y):
+        from automil_deep.training import Batches, fit_network, seeded_torch
+
+        X = np.asarray(bags.X, dtype=np.float64)
+        self.mean_ = X.mean(axis=0)
+        self.scale_ = np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+        seed = int(np.random.SeedSequence(self.random_state).generate_state(1)[0])
+        rng = np.random.default_rng(seed)
+        train, validation = self._held_out(y, seed)
+        with seeded_torch(seed):
+            self.network_ = self._network(bags.n_features, len(self.classes_))
+            self.validation_loss_ = fit_network(
+                self.network_, Batches(self._scaled(bags), bags.offsets), y, train, validation,
+                learning_rate=self.learning_rate, weight_decay=self.weight_decay, epochs=self.epochs,
+                batch_size=self.batch_size, patience=self.patience, rng=rng)
+
+    def _held_out(self, y, seed):
+        """The training and validation bags: ``automil.bag_folds`` with ``1 / validation_fraction`` folds,
+        fold 0 held out; no validation bags when a class has fewer than two bags per fold."""
+        n_splits = int(round(1 / self.validation_fraction))
+        if np.bincount(y).min() < max(n_splits, 2):
+            return np.arange(len(y)), np.array([], dtype=np.int64)
+        folds = automil.bag_folds(y, n_splits, seed)
+        return np.flatnonzero(folds != 0), np.flatnonzero(folds == 0)
+
+    def _scaled(self, bags):
+        return (np.asarray(bags.X, dtype=np.float64) - self.mean_) / self.scale_
+
+    # ---- prediction --------------------------------------------------------------------------------
+    def _evaluate(self, bags):
+        from automil_deep.training import Batches, evaluate, thread_count
+
+        import torch
+
+        threads = torch.get_num_threads()
+        torch.set_num_threads(thread_count())
+        try:
+            logits, scores, _ = evaluate(self.network_, Batches(self._scaled(bags), bags.offsets),
+                                         np.arange(bags.n_bags))
+        finally:
+            torch.set_num_threads(threads)
+        return logits, scores
+
+    def _decision_function(self, bags):
+        return self._evaluate(bags)[0]
+
+    def _predict_proba(self, bags):
+        logits = self._evaluate(bags)[0]
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def _witness(self, bags):
+        logits, scores = self._evaluate(bags)
+        predicted = np.argmax(logits, axis=1)
+        return np.array([int(np.argmax(s[:, k])) for s, k in zip(scores, predicted)], dtype=np.int64)
+
+    def instance_scores(self, bags) -> np.ndarray:
+        """Each instance's evidence for each class, shape ``(n_instances, n_classes)``: attention weights
+        (``abmil``, ``transmil``: the same in every column) or instance classifier scores (the others).
+        ``witness`` is the arg-max within the bag of the predicted class's column."""
+        return np.vstack(self._evaluate(self._check_predict(bags))[1])
+
+    # ---- pickling: weights as arrays -----------------------------------------------------------------
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        if "network_" in state:
+            state["network_"] = {name: value.detach().numpy().copy()
+                                 for name, value in state["network_"].state_dict().items()}
+        return state
+
+    def __setstate__(self, state):
+        weights = state.get("network_")
+        self.__dict__.update(state)
+        if weights is not None:
+            import torch
+
+            self.network_ = self._network(self.n_features_in_, len(self.classes_))
+            self.network_.load_state_dict({name: torch.from_numpy(value) for name, value in weights.items()})
+            self.network_.eval()
+
+
+class ABMILClassifier(DeepMILClassifier):
+    """Attention-based deep MIL (Ilse, Tomczak & Welling, ICML 2018); the witness is the instance of
+    largest attention weight.
+
+    Parameters
+    ----------
+    gated : bool, default=False
+        Gated attention (``tanh(V h) * sigm(U h)``) instead of ``tanh(V h)``.
+    **common
+        See :class:`DeepMILClassifier`.
+    """
+
+    def __init__(self, gated=False, learning_rate=5e-4, weight_decay=1e-4, hidden=256, dropout=0.25, epochs=100,
+                 batch_size=1, patience=10, validation_fraction=0.2, random_state=None):
+        super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
+                         validation_fraction, random_state)
+        self.gated = gated
+
+    def _network(self, n_features, n_classes):
+        from automil_deep.networks import ABMIL
+
+        return ABMIL(n_features, n_classes, self.hidden, self.dropout, self.gated)
+
+
+class PoolingClassifier(DeepMILClassifier):
+    """Base of mi-Net and MI-Net: a deep learner that pools over a bag's instances.
+
+    Parameters
+    ----------
+    pooling : {"max", "mean"}, default="max"
+    **common
+        See :class:`DeepMILClassifier`.
+    """
+
+    def __init__(self, pooling="max", learning_rate=5e-4, weight_decay=1e-4, hidden=256, dropout=0.25,
+                 epochs=100, batch_size=1, patience=10, validation_fraction=0.2, random_state=None):
+        super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
+                         validation_fraction, random_state)
+        self.pooling = pooling
+
+
+class MiNetClassifier(PoolingClassifier):
+    """mi-Net (Wang, Yan, Tang, Bai & Liu, Pattern Recognition 2018): instance scores pooled into the bag's;
+    parameters as :class:`PoolingClassifier`."""
+
+    def _network(self, n_features, n_classes):
+        from automil_deep.networks import MiNet
+
+        return MiNet(n_features, n_classes, self.hidden, self.dropout, self.pooling)
+
+
+class MINetClassifier(PoolingClassifier):
+    """MI-Net (Wang et al., Pattern Recognition 2018): pooled instance embeddings classified as the bag.
+
+    Parameters
+    ----------
+    deep_supervision : bool, default=True
+        A classifier on every layer's pooled embedding, their losses averaged (MI-Net with DS).
+    **pooling
+        See :class:`PoolingClassifier`.
+    """
+
+    def __init__(self, deep_supervision=True, pooling="max", learning_rate=5e-4, weight_decay=1e-4, hidden=256,
+                 dropout=0.25, epochs=100, batch_size=1, patience=10, validation_fraction=0.2, random_state=None):
+        super().__init__(pooling, learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
+                         validation_fraction, random_state)
+        self.deep_supervision = deep_supervision
+
+    def _network(self, n_features, n_classes):
+        from automil_deep.networks import MINet
+
+        return MINet(n_features, n_classes, self.hidden, self.dropout, self.pooling, self.deep_supervision)
+
+
+class TransMILClassifier(DeepMILClassifier):
+    """TransMIL (Shao et al., NeurIPS 2021), on bags as sets (see ``automil_deep.networks.TransMIL``)."""
+
+    def _network(self, n_features, n_classes):
+        from automil_deep.networks import TransMIL
+
+        return TransMIL(n_features, n_classes, self.hidden, self.dropout)
+
+
+class DSMILClassifier(DeepMILClassifier):
+    """DSMIL (Li, Li & Eliceiri, CVPR 2021): dual-stream MIL; the witness is the critical instance."""
+
+    def _network(self, n_features, n_classes):
+        from automil_deep.networks import DSMIL
+
+        return DSMIL(n_features, n_classes, self.hidden, self.dropout)

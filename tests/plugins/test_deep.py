@@ -1,0 +1,119 @@
+"""The deep learners (automil_deep): the contract suite on small networks and few epochs, seeding, the
+per-epoch validation losses, weights-only pickles that load in a fresh process, and the one-line hint when
+PyTorch is missing."""
+
+import dataclasses
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+import automil_deep  # noqa: E402 - after the skip: the plugin's tests need torch
+from automil import plugins  # noqa: E402
+from automil.checks import learner_checks, witness_bags  # noqa: E402
+from automil.cli.main import main  # noqa: E402
+
+# Small and short: the contract's bags are a few dozen, and its checks fit about fifteen models per learner.
+FAST = {"random_state": 0, "hidden": 64, "epochs": 15, "batch_size": 4, "learning_rate": 3e-3}
+
+
+def _specs() -> dict:
+    specs = []
+    automil_deep.register_learners(register=specs.append)
+    return {spec.name: spec for spec in specs}
+
+
+def _capped(space):
+    """The search space with at most 8 epochs: every point's shape is still tried, in a fraction of the time."""
+    def capped_space(trial):
+        params = space(trial)
+        return {**params, "epochs": min(params["epochs"], 8)}
+    return capped_space
+
+
+def _fast(spec):
+    return dataclasses.replace(spec, defaults={**spec.defaults, **FAST}, search_space=_capped(spec.search_space))
+
+
+SPECS = _specs()
+CASES = [(name, check) for name, spec in SPECS.items() for check in learner_checks(_fast(spec))]
+
+
+@pytest.fixture(autouse=True)
+def one_thread(monkeypatch):
+    # what a fit worker on a loaded machine gets; two threads on tiny networks only wait on each other
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+
+def test_the_plugin_registers_the_five_learners_of_issue_26():
+    assert sorted(SPECS) == ["MI-Net", "abmil", "dsmil", "mi-net", "transmil"]
+    assert all(spec.witness for spec in SPECS.values())
+
+
+@pytest.mark.parametrize(("learner", "check"), CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
+def test_learner_honours_contract(learner, check):
+    check()
+
+
+@pytest.mark.parametrize("learner", sorted(SPECS))
+def test_each_epoch_leaves_a_validation_loss_and_the_seed_fixes_the_model(learner):
+    train, test = witness_bags(10), witness_bags(5, seed=1)
+    spec = _fast(SPECS[learner])
+    first = spec.build(random_state=3).fit(train)
+    assert 1 <= len(first.validation_loss_) <= FAST["epochs"]
+    assert np.isfinite(first.validation_loss_).all()
+    again = spec.build(random_state=3).fit(train)
+    other = spec.build(random_state=4).fit(train)
+    np.testing.assert_array_equal(again.predict_proba(test), first.predict_proba(test))
+    assert not np.array_equal(other.predict_proba(test), first.predict_proba(test))
+
+
+def test_instance_scores_give_the_witness_and_attention_sums_to_one_per_bag():
+    train, test = witness_bags(20), witness_bags(10, seed=1)
+    model = _fast(SPECS["abmil"]).build().fit(train)
+    scores = model.instance_scores(test)
+    assert scores.shape == (test.n_instances, 2)
+    np.testing.assert_allclose(np.add.reduceat(scores[:, 0], test.offsets[:-1]), 1.0, rtol=1e-5)
+    bag_of_argmax = [int(np.argmax(scores[test.offsets[i]:test.offsets[i + 1], 0])) for i in range(test.n_bags)]
+    np.testing.assert_array_equal(model.witness(test), bag_of_argmax)
+    positives = np.flatnonzero(test.y == 1)
+    planted = [int(np.argmax(test.instance_y[test.offsets[i]:test.offsets[i + 1]])) for i in positives]
+    assert np.mean(model.witness(test)[positives] == planted) >= 0.8
+
+
+def test_a_fitted_model_pickles_its_weights_as_arrays_and_predicts_the_same_in_a_fresh_process(tmp_path):
+    train, test = witness_bags(10), witness_bags(5, seed=1)
+    model = _fast(SPECS["transmil"]).build().fit(train)
+    data = pickle.dumps(model)
+    assert b"torch" not in data, "the pickle holds a torch object; it should hold only arrays"
+    (tmp_path / "model.pkl").write_bytes(data)
+    np.save(tmp_path / "X.npy", test.X)
+    np.save(tmp_path / "offsets.npy", test.offsets)
+    script = textwrap.dedent("""
+        import pickle, sys
+        import numpy as np
+        from automil import Bags
+        folder = sys.argv[1]
+        model = pickle.load(open(f"{folder}/model.pkl", "rb"))
+        bags = Bags(np.load(f"{folder}/X.npy"), np.load(f"{folder}/offsets.npy"))
+        np.save(f"{folder}/proba.npy", model.predict_proba(bags))
+        np.save(f"{folder}/witness.npy", model.witness(bags))
+    """)
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
+    np.testing.assert_allclose(np.load(tmp_path / "proba.npy"), model.predict_proba(test), rtol=1e-6)
+    np.testing.assert_array_equal(np.load(tmp_path / "witness.npy"), model.witness(test))
+
+
+def test_without_torch_automil_learners_says_in_one_line_how_to_get_the_deep_learners(fresh_plugins, capsys):
+    fresh_plugins.setenv(plugins.LOAD_PLUGINS_ENV, "deep")
+    fresh_plugins.setitem(sys.modules, "torch", None)  # what `import torch` sees when it is not installed
+    assert main(["learners"]) == 0
+    out, err = capsys.readouterr()
+    assert "abmil" not in out
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'automil[deep]'" in lines[0] and "plugin 'deep'" in lines[0]
