@@ -33,7 +33,8 @@ __all__ = ["__version__", *_EXPORTS]
 
 
 def __getattr__(name):
-    if name in ("kernels", "checks"):  # public submodules: kernels for learners, checks for their tests
+    # public submodules: kernels for learners, spaces for their search spaces, checks for their tests
+    if name in ("kernels", "spaces", "checks"):
         return import_module(f"automil.{name}")
     if name in _EXPORTS:
         return getattr(import_module(_EXPORTS[name]), name)

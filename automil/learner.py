@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,11 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
 
-__all__ = ["BagClassifier", "LearnerSpec"]
+__all__ = ["BagClassifier", "LearnerSpec", "SEED"]
+
+# The random_state of an estimator built from a spec when neither its defaults nor the caller set one, so
+# that an untuned evaluation repeats (the driver passes its own seed).
+SEED = 0
 
 
 class BagClassifier(ClassifierMixin, BaseEstimator):
@@ -127,7 +132,8 @@ class LearnerSpec:
         Follows the standard MIL assumption (a bag is positive iff it holds a positive instance); the
         contract suite then runs the algorithmic unit tests of Raff & Holt (2023).
     defaults : dict
-        Parameters used when a learner is evaluated without tuning, on top of the class defaults.
+        Parameters used when a learner is evaluated without tuning, on top of the class defaults. A
+        ``random_state`` need not be one: :meth:`build` seeds every estimator that takes it.
     first_trial : dict
         Optuna parameters (the names ``search_space`` suggests) of the first trial of every new study:
         the learner's defaults, so that even a budget of one trial tries the setting known to work.
@@ -153,5 +159,9 @@ class LearnerSpec:
         return hasattr(self.estimator, "_witness")
 
     def build(self, **params):
-        """An unfitted estimator with the spec's defaults overridden by ``params``."""
-        return self.estimator(**{**self.defaults, **params})
+        """An unfitted estimator with the spec's defaults overridden by ``params``; an estimator that takes
+        a ``random_state`` gets :data:`SEED` unless one of them sets it."""
+        params = {**self.defaults, **params}
+        if "random_state" in inspect.signature(self.estimator).parameters:
+            params.setdefault("random_state", SEED)
+        return self.estimator(**params)

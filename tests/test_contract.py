@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import numpy as np
 import optuna
 import pytest
 
@@ -9,6 +10,7 @@ import automil
 from automil.checks import (
     check_first_trial_is_a_point_of_the_search_space, check_search_space_extremes, learner_checks,
 )
+from automil.learner import SEED
 
 CASES = [(spec.name, check) for spec in automil.learners().values() for check in learner_checks(spec)]
 
@@ -16,6 +18,26 @@ CASES = [(spec.name, check) for spec in automil.learners().values() for check in
 @pytest.mark.parametrize(("learner", "check"), CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
 def test_learner_honours_contract(learner, check):
     check()
+
+
+def test_build_seeds_every_learner_that_takes_a_random_state_unless_told_otherwise():
+    takes_seed = [spec for spec in automil.learners().values() if "random_state" in spec.build().get_params()]
+    assert {"mirf", "bag-stats", "pdmisvm", "mi-svm"} <= {spec.name for spec in takes_seed}
+    for spec in takes_seed:
+        assert spec.build().get_params()["random_state"] == SEED, spec.name
+        assert spec.build(random_state=7).get_params()["random_state"] == 7, spec.name
+        from_defaults = dataclasses.replace(spec, defaults={**spec.defaults, "random_state": 3})
+        assert from_defaults.build().get_params()["random_state"] == 3, spec.name
+    assert "random_state" not in automil.get_learner("nsk").build().get_params()  # takes none, is given none
+
+
+def test_two_untuned_builds_of_a_seeded_learner_fit_the_same_model():
+    rng = np.random.default_rng(0)
+    bags = [rng.normal(size=(int(rng.integers(2, 6)), 4)) + label for label in (0, 1) * 10]
+    y = [0, 1] * 10
+    spec = automil.get_learner("mirf")
+    first, second = (spec.build(n_estimators=5).fit(bags, y).predict_proba(bags) for _ in range(2))
+    np.testing.assert_array_equal(first, second)
 
 
 @pytest.mark.parametrize(("first_trial", "problem"), [

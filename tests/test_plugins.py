@@ -1,5 +1,7 @@
 """The plugin system through real installed packages and the real CLI."""
 
+import ast
+import importlib
 import os
 import re
 import subprocess
@@ -139,6 +141,41 @@ def test_example_plugin_template_installs_and_passes_the_contract(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     passed = re.match(r"(\d+) passed", check.stdout.splitlines()[-1])
     assert passed and int(passed.group(1)) >= 5, check.stdout  # the contract checks ran
+
+
+PLUGIN_PACKAGES = [REPO / "plugins" / module for module in plugins.BUILTIN_PLUGINS.values()] + [
+    REPO / "examples" / "plugin-template" / "automil_example"]
+
+
+@pytest.mark.parametrize("package", PLUGIN_PACKAGES, ids=lambda package: package.name)
+def test_every_built_in_plugin_has_the_template_shape(package):
+    init = ast.parse((package / "__init__.py").read_text())
+    assert ast.get_docstring(init), f"{package.name}/__init__.py has no module docstring"
+    hooks = []
+    for node in init.body[1:]:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        is_hook = isinstance(node, ast.FunctionDef) and "automil.hookimpl" in map(ast.unparse, node.decorator_list)
+        assert is_hook and ast.get_docstring(node), (
+            f"{package.name}/__init__.py line {node.lineno}: only imports and hooks with a docstring live there")
+        hooks.append(node.name)
+    assert ("register_learners" in hooks) == (package / "spaces.py").exists(), (
+        f"{package.name}: a plugin with learners keeps their search spaces and first trials in spaces.py")
+    for module in sorted(package.glob("*.py")):
+        lines = [node.lineno for node in ast.walk(ast.parse(module.read_text()))
+                 if isinstance(node, ast.ImportFrom) and node.level]
+        assert not lines, f"{module.relative_to(REPO)} imports relatively (lines {lines}): import absolutely"
+
+
+def test_built_in_learners_take_first_trials_by_name_from_spaces_and_leave_the_seed_to_the_spec():
+    registered = {}
+    for name, spec in plugins.learners().items():
+        registered.setdefault(spec.plugin, {})[name] = spec
+    for plugin, specs in registered.items():
+        spaces = importlib.import_module(f"{plugins.BUILTIN_PLUGINS[plugin]}.spaces")
+        assert spaces.FIRST_TRIALS == {name: spec.first_trial for name, spec in specs.items()}, plugin
+        seeded = [name for name, spec in specs.items() if "random_state" in spec.defaults]
+        assert not seeded, f"{seeded} set random_state in defaults; LearnerSpec.build seeds it"
 
 
 def test_unknown_learner_name_suggests_close_matches(fresh_plugins):

@@ -7,12 +7,10 @@ Written as a third-party plugin would be: it imports only the public automil API
 
 import automil
 
-# Untuned evaluations are reproducible: a fixed seed unless the caller gives one.
-SEEDED = {"random_state": 0}
-
 
 @automil.hookimpl
 def register_learners(register):
+    """Register bag-stats, miles, mivlad and mifv."""
     from automil import LearnerSpec
     from automil_embedding import spaces
     from automil_embedding.bag_stats import BagStats
@@ -23,14 +21,14 @@ def register_learners(register):
     # move when negative instances are added, and negative evidence can lower a score.
     register(LearnerSpec("bag-stats", BagStats, spaces.bag_stats_space,
                          "bag statistics (mean/max/min/std) + a scikit-learn classifier chosen by the tuner",
-                         sparse=True, defaults=SEEDED, first_trial=spaces.BAG_STATS_FIRST_TRIAL))
+                         sparse=True, first_trial=spaces.FIRST_TRIALS["bag-stats"]))
     register(LearnerSpec("miles", MILES, spaces.miles_space,
                          "MILES: similarity to concept instances + 1-norm SVM; witness through the selected "
                          "concepts (Chen, Bi & Wang 2006)",
-                         sparse=True, defaults=SEEDED, first_trial=spaces.MILES_FIRST_TRIAL))
+                         sparse=True, first_trial=spaces.FIRST_TRIALS["miles"]))
     register(LearnerSpec("mivlad", MiVLAD, spaces.codebook_space,
                          "miVLAD: VLAD codes over k-means codewords + linear SVM (Wei, Wu & Zhou 2017)",
-                         defaults=SEEDED, first_trial=spaces.MIVLAD_FIRST_TRIAL))
+                         first_trial=spaces.FIRST_TRIALS["mivlad"]))
     register(LearnerSpec("mifv", MiFV, spaces.codebook_space,
                          "miFV: Fisher vectors over a diagonal Gaussian mixture + linear SVM (Wei, Wu & Zhou 2017)",
-                         defaults=SEEDED, first_trial=spaces.MIFV_FIRST_TRIAL))
+                         first_trial=spaces.FIRST_TRIALS["mifv"]))

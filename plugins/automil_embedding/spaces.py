@@ -4,14 +4,16 @@ the classifier that uses them, and codebook sizes are clipped to the training in
 
 from __future__ import annotations
 
+from automil.spaces import max_features, max_features_kind
+
 # Statistic sets, as Optuna categories (joined by "+"); the order inside a set is the column order.
 STATISTIC_SETS = ("mean", "max", "mean+max", "mean+max+min", "mean+std", "mean+max+min+std")
 
 
 def _forest(trial) -> dict:
-    kind = trial.suggest_categorical("max_features_kind", ["sqrt", "log2", "fraction"])
+    kind = max_features_kind(trial)
     return {"n_estimators": trial.suggest_int("n_estimators", 50, 500, log=True),
-            "max_features": trial.suggest_float("max_features_fraction", 0.05, 1.0) if kind == "fraction" else kind,
+            "max_features": max_features(trial, low=0.05, kind=kind),
             "min_samples_leaf": trial.suggest_int("min_samples_leaf", 1, 10, log=True)}
 
 
@@ -50,9 +52,10 @@ def codebook_space(trial) -> dict:
             "C": trial.suggest_float("C", 1e-3, 1e3, log=True)}
 
 
-# The defaults were chosen on data sets the accuracy page does not report (bench/embedding_defaults.py).
-BAG_STATS_FIRST_TRIAL = {"statistics": "mean+max+min+std", "classifier": "extra-trees", "max_features_kind": "sqrt",
-                         "n_estimators": 300, "min_samples_leaf": 1}
-MILES_FIRST_TRIAL = {"gamma": 1.0, "C": 1.0}
-MIVLAD_FIRST_TRIAL = {"n_codewords": 1, "C": 10.0}
-MIFV_FIRST_TRIAL = {"n_codewords": 2, "C": 1.0}
+# The estimators' defaults as points of the spaces above, by learner: the first trial of every new study. The
+# defaults were chosen on data sets the accuracy page does not report (bench/embedding_defaults.py).
+FIRST_TRIALS = {"bag-stats": {"statistics": "mean+max+min+std", "classifier": "extra-trees",
+                              "max_features_kind": "sqrt", "n_estimators": 300, "min_samples_leaf": 1},
+                "miles": {"gamma": 1.0, "C": 1.0},
+                "mivlad": {"n_codewords": 1, "C": 10.0},
+                "mifv": {"n_codewords": 2, "C": 1.0}}

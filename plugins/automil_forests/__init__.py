@@ -5,12 +5,10 @@ Only the hook lives here; the numba tree builders and estimators load when the l
 
 import automil
 
-# Untuned evaluations are reproducible: a fixed seed unless the caller gives one.
-SEEDED = {"random_state": 0}
-
 
 @automil.hookimpl
 def register_learners(register):
+    """Register mirf, blrt and midf."""
     from automil import LearnerSpec
     from automil_forests import spaces
     from automil_forests.blrt import BLRTClassifier
@@ -25,10 +23,9 @@ def register_learners(register):
     # follows the standard MIL assumption.
     register(LearnerSpec("mirf", MIRFClassifier, spaces.mirf_space,
                          "MIRF: random forest of ID3-MI trees on bootstrap samples of bags",
-                         standard_mil=True, defaults=SEEDED, first_trial=spaces.MIRF_FIRST_TRIAL))
+                         standard_mil=True, first_trial=spaces.FIRST_TRIALS["mirf"]))
     register(LearnerSpec("blrt", BLRTClassifier, spaces.blrt_space,
-                         "BLRT: bag-level randomized trees (Komarek & Somol)", defaults=SEEDED,
-                         first_trial=spaces.BLRT_FIRST_TRIAL))
+                         "BLRT: bag-level randomized trees (Komarek & Somol)", first_trial=spaces.FIRST_TRIALS["blrt"]))
     register(LearnerSpec("midf", MIDFClassifier, spaces.midf_space,
                          "MIDF: cascade of MIRF and BLRT forests (multiple-instance deep forest)",
-                         defaults=SEEDED, first_trial=spaces.MIDF_FIRST_TRIAL))
+                         first_trial=spaces.FIRST_TRIALS["midf"]))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from automil.spaces import max_features
+
 
 def _max_features(trial):
-    kind = trial.suggest_categorical("max_features_kind", ["sqrt", "log2", "fraction"])
-    return trial.suggest_float("max_features_fraction", 0.1, 1.0) if kind == "fraction" else kind
+    return max_features(trial, low=0.1)
 
 
 def _max_depth(trial, low):
@@ -35,8 +36,8 @@ def midf_space(trial) -> dict:
             "patience": trial.suggest_categorical("patience", [1, 2, 3])}
 
 
-# The estimators' defaults as points of the spaces above: the first trial of every new study.
-_FOREST_FIRST_TRIAL = {"n_estimators": 100, "max_features_kind": "sqrt", "max_depth_limited": False}
-MIRF_FIRST_TRIAL = {**_FOREST_FIRST_TRIAL, "split_weights": "instances"}
-BLRT_FIRST_TRIAL = {**_FOREST_FIRST_TRIAL, "n_rules": 16, "min_samples": 1}
-MIDF_FIRST_TRIAL = {"n_estimators": 17, "max_layers": 10, "patience": 1}
+# The estimators' defaults as points of the spaces above, by learner: the first trial of every new study.
+_FOREST = {"n_estimators": 100, "max_features_kind": "sqrt", "max_depth_limited": False}
+FIRST_TRIALS = {"mirf": {**_FOREST, "split_weights": "instances"},
+                "blrt": {**_FOREST, "n_rules": 16, "min_samples": 1},
+                "midf": {"n_estimators": 17, "max_layers": 10, "patience": 1}}

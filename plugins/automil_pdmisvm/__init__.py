@@ -7,27 +7,27 @@ import automil
 def register_learners(register):
     """Register pdmisvm, pdmisvm-inexact and pdmisvm-kernel."""
     from automil import LearnerSpec
-
-    from .kernel import KernelPdMISVMClassifier
-    from .linear import InexactPdMISVMClassifier, PdMISVMClassifier
-    from .search import (INEXACT_DEFAULTS, INEXACT_FIRST_TRIAL, KERNEL_DEFAULTS, KERNEL_FIRST_TRIAL,
-                         LINEAR_FIRST_TRIAL, kernel_space, linear_space)
+    from automil_pdmisvm import spaces
+    from automil_pdmisvm.kernel import KernelPdMISVMClassifier
+    from automil_pdmisvm.linear import InexactPdMISVMClassifier, PdMISVMClassifier
 
     # standard_mil=False: every class (the negative one too) scores a bag by its best instance, so a
     # pattern that only negative bags carry is evidence for the negative class; Raff & Holt's checks
     # for the standard MIL assumption do not hold by construction.
     # The reference code's kernel (gamma=2, ell=1) is nearly the identity on standardized data (3.5);
     # untuned, the learner uses a length scale of sqrt(d) and the exponent 1 (docs/accuracy-pdmisvm.md).
-    common = dict(multiclass=True, sparse=False, standard_mil=False)
-    register(LearnerSpec("pdmisvm", PdMISVMClassifier, linear_space,
-                         "primal-dual multi-class MI-SVM (ADMM), exact W-step; linear in bags",
-                         first_trial=LINEAR_FIRST_TRIAL, **common))
+    def fields(name):  # the same for the three learners but the defaults and the first trial
+        return dict(multiclass=True, sparse=False, standard_mil=False, defaults=spaces.DEFAULTS[name],
+                    first_trial=spaces.FIRST_TRIALS[name])
+
+    register(LearnerSpec("pdmisvm", PdMISVMClassifier, spaces.linear_space,
+                         "primal-dual multi-class MI-SVM (ADMM), exact W-step; linear in bags", **fields("pdmisvm")))
     # One gradient step per iteration needs a small initial penalty, or the constraints freeze W before
     # it has moved: every inexact setting the authors tuned has mu0 <= 1e-5 (algorithms.md 2.6), and
     # untuned accuracy rises by 2 to 13 points over mu0 = 1e-3 (docs/accuracy-pdmisvm.md).
-    register(LearnerSpec("pdmisvm-inexact", InexactPdMISVMClassifier, linear_space,
+    register(LearnerSpec("pdmisvm-inexact", InexactPdMISVMClassifier, spaces.linear_space,
                          "primal-dual multi-class MI-SVM (ADMM), line-search W-step; linear in bags "
-                         "and features", defaults=INEXACT_DEFAULTS, first_trial=INEXACT_FIRST_TRIAL, **common))
-    register(LearnerSpec("pdmisvm-kernel", KernelPdMISVMClassifier, kernel_space,
+                         "and features", **fields("pdmisvm-inexact")))
+    register(LearnerSpec("pdmisvm-kernel", KernelPdMISVMClassifier, spaces.kernel_space,
                          "primal-dual multi-class MI-SVM with a gamma-exponential kernel (small data)",
-                         defaults=KERNEL_DEFAULTS, first_trial=KERNEL_FIRST_TRIAL, **common))
+                         **fields("pdmisvm-kernel")))

@@ -13,9 +13,8 @@ import warnings
 import numpy as np
 
 from automil import BagClassifier, bag_max, witness
-
-from . import updates
-from .updates import admm_sweep, prepare
+from automil_pdmisvm import updates
+from automil_pdmisvm.updates import admm_sweep, prepare
 
 
 class ADMMState:

@@ -8,9 +8,8 @@ import numbers
 import numpy as np
 
 from automil.kernels import gamma_exponential_kernel
-
-from .admm import PdMISVMBase
-from .updates import prepare
+from automil_pdmisvm.admm import PdMISVMBase
+from automil_pdmisvm.updates import prepare
 
 
 class KernelPdMISVMClassifier(PdMISVMBase):

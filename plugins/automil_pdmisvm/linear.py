@@ -4,9 +4,8 @@
 from __future__ import annotations
 
 import numpy as np
-
-from .admm import PdMISVMBase
-from .updates import column_and_class_sq_norms
+from automil_pdmisvm.admm import PdMISVMBase
+from automil_pdmisvm.updates import column_and_class_sq_norms
 
 _PARAMETERS_DOC = """
     Parameters

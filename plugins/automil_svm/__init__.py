@@ -9,6 +9,7 @@ import automil
 
 @automil.hookimpl
 def register_learners(register):
+    """Register sil, mi-svm, MI-SVM, nsk, smil and sbmil."""
     from automil import LearnerSpec
     from automil_svm import spaces
     from automil_svm.andrews import MISVM, MiSVM

@@ -14,7 +14,7 @@ from automil.kernels import linear_kernel
 from automil_datasets.synthetic import make_synthetic_bags
 from automil_pdmisvm.kernel import KernelPdMISVMClassifier, class_push_through_eigen, push_through_scores
 from automil_pdmisvm.linear import InexactPdMISVMClassifier, PdMISVMClassifier, class_eigen, exact_w
-from automil_pdmisvm.search import MU_BOUND, kernel_space, linear_space, maxiter_limit
+from automil_pdmisvm.spaces import MU_BOUND, kernel_space, linear_space, maxiter_limit
 
 sys.path.insert(0, str(Path(__file__).parent))
 from pdmisvm_reference import reference_fit  # noqa: E402

@@ -33,7 +33,3 @@ def embed(bags):
     starts = bags.offsets[:-1]
     mean = np.add.reduceat(bags.X, starts, axis=0) / bags.sizes[:, None]
     return np.hstack((mean, np.maximum.reduceat(bags.X, starts, axis=0)))
-
-
-def search_space(trial):
-    return {"C": trial.suggest_float("C", 1e-3, 1e3, log=True)}

@@ -11,14 +11,15 @@ MU_BOUND = 1e250
 MAXITER_RANGE = (200, 3000)
 
 
-# The registered learners' defaults on top of the estimator classes' own (reasons in __init__.py).
-INEXACT_DEFAULTS = {"mu0": 1e-6}
-KERNEL_DEFAULTS = {"ell": "auto", "gamma": 1.0}
+# The registered learners' defaults on top of the estimator classes' own, by learner (reasons in __init__.py).
+DEFAULTS = {"pdmisvm": {}, "pdmisvm-inexact": {"mu0": 1e-6}, "pdmisvm-kernel": {"ell": "auto", "gamma": 1.0}}
 
-# The estimators' defaults as points of the spaces below: the first trial of every new study.
-LINEAR_FIRST_TRIAL = {"C": 1.0, "mu0": 1e-3, "rho": 1.2, "maxiter": 1000, "tol": 1e-6}
-INEXACT_FIRST_TRIAL = {**LINEAR_FIRST_TRIAL, **INEXACT_DEFAULTS}
-KERNEL_FIRST_TRIAL = {**LINEAR_FIRST_TRIAL, "gamma": KERNEL_DEFAULTS["gamma"], "ell_scale": 1.0}  # ell "auto"
+# The learners' defaults as points of the spaces below, by learner: the first trial of every new study
+# (ell_scale 1.0 is ell "auto").
+_LINEAR = {"C": 1.0, "mu0": 1e-3, "rho": 1.2, "maxiter": 1000, "tol": 1e-6}
+FIRST_TRIALS = {"pdmisvm": _LINEAR,
+                "pdmisvm-inexact": {**_LINEAR, **DEFAULTS["pdmisvm-inexact"]},
+                "pdmisvm-kernel": {**_LINEAR, "gamma": DEFAULTS["pdmisvm-kernel"]["gamma"], "ell_scale": 1.0}}
 
 
 def maxiter_limit(mu0: float, rho: float) -> int:
