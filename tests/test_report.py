@@ -1,4 +1,4 @@
-"""The results table: what it shows for the studies a tracking store holds (entries as Tracker.studies
+"""The results table: what it shows for the studies a tracking store holds (records as Tracker.studies
 returns them; the round trip through a real store is in test_tracking.py)."""
 
 import csv
@@ -7,17 +7,19 @@ import io
 import pytest
 
 from automil.track.report import build_table, render
+from automil.track.stored import StoredStudy
 
 
-def study(learner, dataset, acc=None, bacc=None, status="ok", end_time=1, protocol="nested", sd=0.02):
+def study(learner, dataset, acc=None, bacc=None, status="ok", end_time=1, protocol="nested", sd=0.02, **more):
+    """A study as read back from a store; ``more``: further metrics of its parent run."""
     metrics = {}
     if acc is not None:
         metrics.update(accuracy=acc, accuracy_std=sd)
     if bacc is not None:
         metrics.update(balanced_accuracy=bacc, balanced_accuracy_std=sd)
-    return {"learner": learner, "dataset": dataset, "study": f"{dataset}/{learner}", "status": status,
-            "run_id": f"{learner}-{dataset}-{end_time}", "end_time": end_time, "metrics": metrics,
-            "tags": {"automil.protocol": protocol}}
+    return StoredStudy(learner=learner, dataset=dataset, study=f"{dataset}/{learner}", status=status,
+                       run_id=f"{learner}-{dataset}-{end_time}", end_time=end_time, metrics={**metrics, **more},
+                       tags={"automil.protocol": protocol})
 
 
 STUDIES = [
@@ -99,9 +101,8 @@ def test_unknown_format_is_refused_by_name():
 
 
 def test_a_study_tuned_for_accuracy_against_cost_brings_the_fit_seconds_column():
-    fast, slow = study("SIL", "fox", 0.6, 0.6), study("NSK", "fox", 0.7, 0.7)
-    fast["metrics"].update(fit_seconds=0.0123, pareto_front_size=3.0)
-    slow["metrics"].update(fit_seconds=140.4)
+    fast = study("SIL", "fox", 0.6, 0.6, fit_seconds=0.0123, pareto_front_size=3.0)
+    slow = study("NSK", "fox", 0.7, 0.7, fit_seconds=140.4)
     text = render(build_table([fast, slow]), "markdown")
     assert text.splitlines()[0] == "| learner | fox ACC | fox BACC | fox fit s |"
     rows = markdown_rows(text)
@@ -113,8 +114,7 @@ def test_a_study_tuned_for_accuracy_against_cost_brings_the_fit_seconds_column()
 
 
 def test_the_fit_seconds_column_is_asked_for_or_absent():
-    plain = study("SIL", "fox", 0.6, 0.6)
-    plain["metrics"]["fit_seconds"] = 2.5
+    plain = study("SIL", "fox", 0.6, 0.6, fit_seconds=2.5)
     assert "fit s" not in render(build_table([plain]), "markdown")
     assert markdown_rows(render(build_table([plain], cost=True), "markdown"))["SIL"][2] == "2.5"
     assert markdown_rows(render(build_table([plain, study("NSK", "fox", status="T/O")], cost=True),

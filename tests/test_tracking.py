@@ -17,8 +17,10 @@ from automil.evaluation import Standardized, fold_scores, mean_std
 from automil.folds import bag_folds, fold_splits
 from automil.track import Tracker
 from automil.track.inputs import BagsDataset
+from automil.track.runs import StudyRuns
+from automil.track.store import Store
 from automil.records import LearnerResult
-from automil.tune.trial_states import study_record, trial_record
+from automil.tune.optuna_records import study_record, trial_record
 
 N_TRIALS = 4
 N_FOLDS = 3
@@ -232,26 +234,28 @@ def test_parents_made_in_a_race_merge_into_the_oldest_and_every_trial_stays_logg
     assert len(_children(client, parent)) == len(trials)
 
 
-class OvertakenTracker(Tracker):
+class OvertakenRuns(StudyRuns):
     """A worker whose first merge is overtaken: right after it picks the parent to keep, a third worker's
     run with an older start time lands and that worker's merge deletes the one this worker kept."""
 
     overtaken = False
 
-    def _one_parent(self, experiment_id, parents, study_name):
-        keep = super()._one_parent(experiment_id, parents, study_name)
+    def merge_parents(self, experiment_id, parents, study_name):
+        keep = super().merge_parents(experiment_id, parents, study_name)
         if not self.overtaken:
             self.overtaken = True
-            older = self.client.create_run(experiment_id, start_time=keep.info.start_time - 1000,
-                                           tags={"automil.kind": "study", "automil.study": study_name})
-            Tracker(self.tracking_uri)._one_parent(experiment_id, [keep, older], study_name)
+            older = self.store.client.create_run(experiment_id, start_time=keep.info.start_time - 1000,
+                                                 tags={"automil.kind": "study", "automil.study": study_name})
+            StudyRuns(Store(self.store.tracking_uri)).merge_parents(experiment_id, [keep, older], study_name)
         return keep
 
 
 def test_a_worker_whose_kept_parent_is_deleted_meanwhile_opens_the_surviving_one(logged):
     client = logged["client"]
     first = Tracker(logged["uri"]).study_run("musk2/meanpool", "musk2", SPEC)
-    opened = OvertakenTracker(logged["uri"]).study_run("musk2/meanpool", "musk2", SPEC)
+    overtaken = Tracker(logged["uri"])
+    overtaken.runs = OvertakenRuns(overtaken.store)
+    opened = overtaken.study_run("musk2/meanpool", "musk2", SPEC)
     assert client.get_run(first).info.lifecycle_stage == "deleted"
     survivor = client.get_run(opened)
     assert survivor.info.lifecycle_stage == "active" and survivor.info.status == "RUNNING"
@@ -377,12 +381,12 @@ def test_a_second_result_replaces_the_first_on_the_same_parent_run(logged):
     parent = tracker.study_run("digits-bags/extra", "digits-bags", SPEC)
     tracker.log_result(parent, LearnerResult(balanced_accuracy=0.7, best_params={"C": 1.0}, trials=3))
     tracker.log_result(parent, LearnerResult(balanced_accuracy=0.8, best_params={"C": 2.0}, trials=5))
-    run = tracker.client.get_run(parent)
+    run = tracker.store.client.get_run(parent)
     assert run.data.metrics["balanced_accuracy"] == pytest.approx(0.8)
     assert run.data.tags["best.C"] == "2.0"
-    history = tracker.client.get_metric_history(parent, "balanced_accuracy")
+    history = tracker.store.client.get_metric_history(parent, "balanced_accuracy")
     assert sorted((m.step, m.value) for m in history) == [(3, 0.7), (5, 0.8)]
-    tracker.client.delete_run(parent)
+    tracker.store.client.delete_run(parent)
 
 
 def test_report_csv_matches_the_logged_parent_metrics(logged, capsys):
@@ -413,24 +417,24 @@ def test_the_comparison_ranks_the_learners_and_writes_the_leaderboard_into_the_e
     tracker.refresh_comparison("digits-bags", chosen)
     latest = {}
     for study in tracker.studies(["digits-bags"]):  # what the comparison should show: latest per learner
-        if study["learner"] not in latest or study["end_time"] > latest[study["learner"]]["end_time"]:
-            latest[study["learner"]] = study
-    scored = sorted((s for s in latest.values() if "balanced_accuracy" in s["metrics"]),
-                    key=lambda s: -s["metrics"]["balanced_accuracy"])
-    assert scored and [s["metrics"]["rank"] for s in scored] == list(range(1, len(scored) + 1))
-    assert all("rank" not in s["metrics"] for s in latest.values() if s not in scored)  # the T/O learner
+        if study.learner not in latest or study.end_time > latest[study.learner].end_time:
+            latest[study.learner] = study
+    scored = sorted((s for s in latest.values() if "balanced_accuracy" in s.metrics),
+                    key=lambda s: -s.metrics["balanced_accuracy"])
+    assert scored and [s.metrics["rank"] for s in scored] == list(range(1, len(scored) + 1))
+    assert all("rank" not in s.metrics for s in latest.values() if s not in scored)  # the T/O learner
     experiment = client.get_experiment(tracker.experiment_id("digits-bags"))
     note = experiment.tags["mlflow.note.content"]
     best = scored[0]
-    assert note.startswith(f"**digits-bags**: best **{best['learner']}**, balanced accuracy "
-                           f"{100 * best['metrics']['balanced_accuracy']:.1f}")
+    assert note.startswith(f"**digits-bags**: best **{best.learner}**, balanced accuracy "
+                           f"{100 * best.metrics['balanced_accuracy']:.1f}")
     # the first line (all the UI shows folded) names the model the tune chose and registered
     assert "chosen model **meanpool**, registered as `models:/automil-digits-bags/1`" in note.split("\n")[0]
     for study in latest.values():  # each learner linked to its run in the table
-        assert f"[{study['learner']}](#/experiments/{experiment.experiment_id}/runs/{study['run_id']})" in note
-    assert f"run_uuid={best['run_id']}" in note
+        assert f"[{study.learner}](#/experiments/{experiment.experiment_id}/runs/{study.run_id})" in note
+    assert f"run_uuid={best.run_id}" in note
     for study in scored:
-        assert "figures/comparison.png" in {a.path for a in client.list_artifacts(study["run_id"], "figures")}
+        assert "figures/comparison.png" in {a.path for a in client.list_artifacts(study.run_id, "figures")}
 
 
 def test_report_of_a_dataset_without_studies_says_so(logged, capsys):
@@ -529,13 +533,13 @@ def test_a_figure_that_fails_is_reported_and_the_result_still_logged(logged):
     parent = tracker.study_run("digits-bags/brokenwitness", "digits-bags", spec)
     model = Standardized(BrokenWitness()).fit(test)
     tracker.log_result(parent, LearnerResult(balanced_accuracy=0.5, status="ok"), model=model, bags=test)
-    run = tracker.client.get_run(parent)
+    run = tracker.store.client.get_run(parent)
     assert run.info.status == "FINISHED" and run.data.metrics["balanced_accuracy"] == 0.5
     assert json.loads(run.data.tags["automil.figure_errors"]) == {
         "witness": "RuntimeError: witness not implemented for this bag"}
-    names = {a.path for a in tracker.client.list_artifacts(parent, "figures")}
+    names = {a.path for a in tracker.store.client.list_artifacts(parent, "figures")}
     assert names == {"figures/confusion_matrix.png", "figures/coefficients.png"}
-    tracker.client.delete_run(parent)
+    tracker.store.client.delete_run(parent)
 
 
 @pytest.fixture
@@ -572,9 +576,9 @@ def test_trials_and_results_round_trip_through_a_postgresql_store(logged, postgr
     study = logged["study"]
     for tracker in trackers:  # the second tracker finds every trial logged by the first
         runs = [tracker.log_trial(parent, trial_record(trial), study.study_name) for trial in study.trials]
-    assert len(set(runs)) == N_TRIALS and len(_children(trackers[0].client, parent)) == N_TRIALS
+    assert len(set(runs)) == N_TRIALS and len(_children(trackers[0].store.client, parent)) == N_TRIALS
     trackers[0].log_result(parent, LearnerResult.from_dict(logged["result"]), study=study_record(study))
-    metrics = trackers[1].client.get_run(parent).data.metrics
+    metrics = trackers[1].store.client.get_run(parent).data.metrics
     assert metrics["balanced_accuracy"] == pytest.approx(logged["result"]["balanced_accuracy"])
     assert cli.main(["report", "--format", "csv", "--tracking-uri", postgres_uri]) == 0
     row = dict(zip(*[line.split(",") for line in capsys.readouterr().out.splitlines()[:2]]))

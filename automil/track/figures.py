@@ -16,12 +16,12 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from automil.pareto import non_dominated
+from automil.records import TIMED_OUT, TrialState
 
 __all__ = ["confusion_matrix_figure", "optimization_history_figure", "param_importances_figure",
            "witness_figure", "coefficients_figure", "image_shape", "pareto_figure"]
 
 _PIXEL_NAME = re.compile(r"pixel_(\d+)_(\d+)$")
-_TIMED_OUT = "T/O"
 
 
 def image_shape(bags) -> tuple[int, int] | None:
@@ -65,15 +65,16 @@ def optimization_history_figure(history, direction: str = "maximize", objective:
     """
     fig = Figure(figsize=(7, 4), layout="constrained")
     ax = fig.add_subplot()
-    done = [(number, value) for number, state, value in history if state == "COMPLETE" and value is not None]
+    done = [(number, value) for number, state, value in history if state == TrialState.COMPLETE and value is not None]
     if done:
         numbers, values = map(np.asarray, zip(*done))
         best = np.maximum.accumulate(values) if direction == "maximize" else np.minimum.accumulate(values)
         ax.plot(numbers, values, "o", color="tab:blue", alpha=0.7, label="completed trial")
         ax.step(numbers, best, where="post", color="tab:red", label="best so far")
     bottom = min((value for _, value in done), default=0.0)
-    for state, marker, color, label in (("PRUNED", "v", "tab:gray", "pruned"), ("FAIL", "x", "black", "failed"),
-                                        (_TIMED_OUT, "s", "tab:orange", "timed out")):
+    marks = ((TrialState.PRUNED, "v", "tab:gray", "pruned"), (TrialState.FAIL, "x", "black", "failed"),
+             (TIMED_OUT, "s", "tab:orange", "timed out"))
+    for state, marker, color, label in marks:
         numbers = [number for number, s, _ in history if s == state]
         if numbers:
             ax.plot(numbers, [bottom] * len(numbers), marker, color=color, linestyle="none",

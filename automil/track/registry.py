@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
+from automil.track.names import DATASET_TAG, LEARNER_TAG
+
 __all__ = ["registered_name", "register_model"]
 
 _DATA_SUFFIXES = {".gz", ".bz2", ".xz", ".csv", ".data", ".txt", ".arff", ".mat", ".svm", ".libsvm", ".mill"}
@@ -30,7 +32,7 @@ def register_model(client, dataset: str, model_uri: str) -> str:
 
     name = registered_name(dataset)
     try:
-        client.create_registered_model(name, tags={"automil.dataset": dataset},
+        client.create_registered_model(name, tags={DATASET_TAG: dataset},
                                        description=f"The model automil tune chose on {dataset}, one version "
                                                    "per run")
     except MlflowException as error:
@@ -41,6 +43,6 @@ def register_model(client, dataset: str, model_uri: str) -> str:
     # The logged model's artifact location, not its models:/ URI: the registry would resolve that URI
     # through MLflow's global tracking URI, which need not be this store.
     version = client.create_model_version(name, source=logged.artifact_location, run_id=logged.source_run_id,
-                                          tags={"automil.learner": logged.tags.get("automil.learner", "")},
+                                          tags={LEARNER_TAG: logged.tags.get(LEARNER_TAG, "")},
                                           model_id=model_id)
     return f"models:/{name}/{version.version}"

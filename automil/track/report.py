@@ -15,6 +15,8 @@ import io
 import math
 from dataclasses import dataclass, field
 
+from automil.track.stored import StoredStudy, latest_per_learner
+
 __all__ = ["Table", "build_table", "render", "FORMATS"]
 
 FORMATS = ("markdown", "html", "csv")
@@ -67,35 +69,30 @@ class Table:
         return any(c.optimistic for c in self.cells.values())
 
 
-def build_table(studies: list[dict], datasets=None, cost: bool = False) -> Table:
-    """The table from :meth:`automil.track.Tracker.studies` entries.
+def build_table(studies: list[StoredStudy], datasets=None, cost: bool = False) -> Table:
+    """The table from the studies of :meth:`automil.track.Tracker.studies`.
 
     A learner-dataset pair logged by several studies shows the most recently finished one. ``datasets``
     fixes the columns and their order (default: every dataset found, sorted). ``cost`` adds the fit
     seconds of each study, as does any study tuned for several objectives (it logged its front's size).
     """
-    latest = {}
-    for study in studies:
-        key = (study["learner"], study["dataset"])
-        if key not in latest or study["end_time"] > latest[key]["end_time"]:
-            latest[key] = study
-    found = sorted({dataset for _, dataset in latest})
-    columns = list(datasets) if datasets else found
-    kept = {key: study for key, study in latest.items() if key[1] in columns}
-    cost = cost or any("pareto_front_size" in study["metrics"] for study in kept.values())
-    table = Table(datasets=columns, learners=sorted({learner for learner, _ in kept}, key=str.lower),
+    latest = latest_per_learner(studies)
+    columns = list(datasets) if datasets else sorted({study.dataset for study in latest})
+    kept = [study for study in latest if study.dataset in columns]
+    cost = cost or any("pareto_front_size" in study.metrics for study in kept)
+    table = Table(datasets=columns, learners=sorted({study.learner for study in kept}, key=str.lower),
                   metrics=METRICS + ((COST,) if cost else ()))
-    for (learner, dataset), study in kept.items():
-        optimistic = study["tags"].get("automil.protocol", "nested") == "tuned"
+    for study in kept:
+        learner, dataset = study.learner, study.dataset
         for metric, _ in METRICS:
-            mean = study["metrics"].get(metric)
+            mean = study.metrics.get(metric)
             if mean is not None and math.isfinite(mean):
-                table.cells[learner, dataset, metric] = Cell(mean, study["metrics"].get(f"{metric}_std"),
-                                                             optimistic=optimistic)
+                table.cells[learner, dataset, metric] = Cell(mean, study.metrics.get(f"{metric}_std"),
+                                                             optimistic=study.optimistic)
             else:
-                table.cells[learner, dataset, metric] = Cell(text=_status_text(study["status"]))
+                table.cells[learner, dataset, metric] = Cell(text=_status_text(study.status))
         if cost:
-            seconds = study["metrics"].get(COST[0])
+            seconds = study.metrics.get(COST[0])
             table.cells[learner, dataset, COST[0]] = Cell(seconds, seconds=True) if seconds is not None else Cell()
     for dataset in columns:
         for metric, _ in METRICS:

@@ -5,37 +5,40 @@ from __future__ import annotations
 import json
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from automil.track import comparison
-from automil.track.comparison import metric_name
+from automil.records import LearnerResult, StudyRecord
 from automil.track.inputs import dataset_input
 from automil.track.model import BagModel
-from automil.records import LearnerResult, StudyRecord
-from automil.track.registry import register_model
-from automil.track.store import (INSERTED_BY_ANOTHER, MAX_TAG_CHARS, MODEL_NAME, RESULT_TAG_KEYS, clip_text, finite,
-                                 global_tracking_uri, jsonable, quiet_mlflow, retry)
+from automil.track.names import (BEST_PARAM_PREFIX, DATASET_TAG, LEARNER_TAG, MODEL_NAME, MODEL_URI_TAG,
+                                 RESULT_TAG_KEYS, automil_tag, metric_name)
+from automil.track.runs import StudyRuns
+from automil.track.store import INSERTED_BY_ANOTHER, Store, global_tracking_uri, quiet_mlflow, retry
+from automil.track.values import MAX_TAG_CHARS, clip_text, finite, jsonable
 
 __all__ = ["ResultLogging"]
 
 
+@dataclass
 class ResultLogging:
-    """The result half of :class:`automil.track.Tracker` (it provides ``client``, ``tracking_uri``,
-    ``_parent``, ``_trial_run_id`` and ``_log_batch``)."""
+    """Logs a study's final result and model into ``store``, on the study's parent run in ``runs``."""
 
-    # ---- final results -----------------------------------------------------------------------------
-    def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
-                   study: StudyRecord | None = None) -> str | None:
+    store: Store
+    runs: StudyRuns
+
+    def log(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
+            study: StudyRecord | None = None) -> str | None:
         """The final evaluation of a study on its parent run, which is then marked finished; returns the
         logged model's URI when ``model`` is given.
 
         Parameters
         ----------
         parent_run_id : str
-            From :meth:`study_run`.
+            From :meth:`automil.track.Tracker.study_run`.
         result : LearnerResult
             The driver's leaderboard row, logged as ``result.to_dict()``. Every finite number becomes a
-            metric under its key, variants renamed by :func:`automil.track.comparison.metric_name`
+            metric under its key, variants renamed by :func:`automil.track.names.metric_name`
             (``nested_accuracy`` -> ``accuracy_nested``; a dict of numbers ``{"k": {"a": 1}}`` becomes
             ``k_a``, a list of numbers one metric with a step per entry), every string a tag ``automil.<key>``;
             ``best_params`` become tags ``best.<name>`` (tags, not params: MLflow params cannot change,
@@ -60,45 +63,35 @@ class ResultLogging:
         metrics, tags, n_trials = _result_entries(result)
         best = result.get("best_trial")
         if best is not None:
-            tags["automil.best_trial"] = str(best)
-            run_id = self._trial_run_id(parent_run_id, int(best), fresh=True)
+            tags[automil_tag("best_trial")] = str(best)
+            run_id = self.runs.trial_run_id(parent_run_id, int(best), fresh=True)
             if run_id is not None:
-                tags["automil.best_trial_run"] = run_id
+                tags[automil_tag("best_trial_run")] = run_id
         # A resumed study logs its result again: step = trials so far keeps the history readable, and
         # MLflow shows the value of the highest step.
         now = int(time.time() * 1000)
-        self._log_batch(parent_run_id, tags=tags,
-                        metrics=[(key, value, now, n_trials if index is None else index)
-                                 for key, value, index in metrics])
+        self.store.log_batch(parent_run_id, tags=tags,
+                             metrics=[(key, value, now, n_trials if index is None else index)
+                                      for key, value, index in metrics])
         if bags is not None:  # the Dataset column of the runs table
-            dataset = self._parent(parent_run_id).data.tags.get("automil.dataset") or result.get("dataset") or ""
-            retry(self.client.log_inputs, parent_run_id, datasets=[dataset_input(bags, dataset)],
+            dataset = self.runs.parent(parent_run_id).data.tags.get(DATASET_TAG) or result.get("dataset") or ""
+            retry(self.store.client.log_inputs, parent_run_id, datasets=[dataset_input(bags, dataset)],
                   transient=INSERTED_BY_ANOTHER)
         status, model_uri = "FAILED", None
         try:
             with tempfile.TemporaryDirectory(prefix="automil-figures-") as tmp:
                 failures = _write_figures(Path(tmp), result, model, bags, study)
                 (Path(tmp) / "result.json").write_text(json.dumps(result, indent=2, default=jsonable))
-                retry(self.client.log_artifacts, parent_run_id, tmp)
+                retry(self.store.client.log_artifacts, parent_run_id, tmp)
             if failures:
-                self._log_batch(parent_run_id, tags={"automil.figure_errors": clip_text(failures, MAX_TAG_CHARS)})
+                self.store.log_batch(parent_run_id,
+                                     tags={automil_tag("figure_errors"): clip_text(failures, MAX_TAG_CHARS)})
             if model is not None:
                 model_uri = self.log_model(parent_run_id, model, bags)
             status = "FINISHED"
         finally:  # a parent never stays "running" after its result; FAILED if the model could not be logged
-            retry(self.client.set_terminated, parent_run_id, status=status)
+            self.store.terminate(parent_run_id, status)
         return model_uri
-
-    def register_model(self, dataset: str, model_uri: str) -> str:
-        """Register the logged model ``model_uri`` as the new version of ``automil-<dataset>`` in the
-        model registry; returns ``models:/automil-<dataset>/<version>``."""
-        return register_model(self.client, dataset, model_uri)
-
-    def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
-        """The rank of every learner of ``dataset``, the leaderboard in its experiment's description and
-        the comparison chart, from the studies in the store (see :mod:`automil.track.comparison`);
-        ``chosen`` is the row of the learner whose model the last tune registered."""
-        comparison.refresh(self, dataset, chosen)
 
     def log_model(self, parent_run_id: str, model, bags=None) -> str:
         """Log ``model`` as the pyfunc model ``model`` of the run; returns its ``models:/`` URI (also
@@ -106,21 +99,20 @@ class ResultLogging:
         import mlflow
         from mlflow.models import Model
 
-        parent = self._parent(parent_run_id)
-        logged = retry(self.client.create_logged_model, parent.info.experiment_id, name=MODEL_NAME,
-                        source_run_id=parent_run_id,
-                        tags={"automil.learner": parent.data.tags.get("automil.learner", ""),
-                              "automil.dataset": parent.data.tags.get("automil.dataset", "")})
+        parent = self.runs.parent(parent_run_id)
+        logged = retry(self.store.client.create_logged_model, parent.info.experiment_id, name=MODEL_NAME,
+                       source_run_id=parent_run_id,
+                       tags={key: parent.data.tags.get(key, "") for key in (LEARNER_TAG, DATASET_TAG)})
         example = None
         if bags is not None and bags.n_bags and not bags.is_sparse:
             example = [bags[i].tolist() for i in range(min(2, bags.n_bags))]
-        with quiet_mlflow(), global_tracking_uri(self.tracking_uri):  # Model.log reads the global URI
+        with quiet_mlflow(), global_tracking_uri(self.store.tracking_uri):  # Model.log reads the global URI
             info = Model.log(artifact_path=None, name=MODEL_NAME, flavor=mlflow.pyfunc,
                              python_model=BagModel(model), run_id=parent_run_id, model_id=logged.model_id,
                              input_example=example, pip_requirements=_requirements(model),
                              metadata={"classes": [jsonable(c) for c in getattr(model, "classes_", [])],
                                        "input": BagModel.INPUT_FORMAT})
-        self._log_batch(parent_run_id, tags={"automil.model_uri": info.model_uri})
+        self.store.log_batch(parent_run_id, tags={MODEL_URI_TAG: info.model_uri})
         return info.model_uri
 
 
@@ -141,10 +133,10 @@ def _result_entries(result: dict) -> tuple[list, dict, int]:
         elif isinstance(value, (list, tuple)) and value and all(finite(v) for v in value):
             metrics.extend((name, float(v), index) for index, v in enumerate(value))
         else:
-            tags[f"automil.{key}"] = clip_text(value, MAX_TAG_CHARS)
+            tags[automil_tag(key)] = clip_text(value, MAX_TAG_CHARS)
     best_params = result.get("best_params") or {}
-    tags.update({f"best.{name}": clip_text(value, MAX_TAG_CHARS) for name, value in best_params.items()})
-    tags["automil.best_params"] = clip_text(best_params, MAX_TAG_CHARS)
+    tags.update({f"{BEST_PARAM_PREFIX}{name}": clip_text(value, MAX_TAG_CHARS) for name, value in best_params.items()})
+    tags[automil_tag("best_params")] = clip_text(best_params, MAX_TAG_CHARS)
     n_trials = int(result["trials"]) if finite(result.get("trials")) else 0
     return metrics, tags, n_trials
 

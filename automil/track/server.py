@@ -14,7 +14,8 @@ import subprocess
 import time
 import urllib.request
 
-from automil.track.store import artifact_root, default_tracking_uri, sqlite_path
+from automil.track.locations import artifact_root, default_tracking_uri, sqlite_path
+from automil.track.names import DATASET_TAG
 
 __all__ = ["ui_command", "start_server", "stop_server", "wait_until_ready", "dataset_experiments",
            "runs_table_url", "ServerError"]
@@ -109,5 +110,5 @@ def dataset_experiments(base_url: str) -> list[tuple[str, str]]:
     from mlflow.entities import ViewType
 
     client = MlflowClient(tracking_uri=base_url)
-    found = client.search_experiments(view_type=ViewType.ACTIVE_ONLY, filter_string="tags.`automil.dataset` != ''")
-    return sorted((e.tags.get("automil.dataset", e.name), e.experiment_id) for e in found)
+    found = client.search_experiments(view_type=ViewType.ACTIVE_ONLY, filter_string=f"tags.`{DATASET_TAG}` != ''")
+    return sorted((e.tags.get(DATASET_TAG, e.name), e.experiment_id) for e in found)
