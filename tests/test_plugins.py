@@ -143,7 +143,7 @@ def test_example_plugin_template_installs_and_passes_the_contract(tmp_path):
     assert passed and int(passed.group(1)) >= 5, check.stdout  # the contract checks ran
 
 
-PLUGIN_PACKAGES = [REPO / "plugins" / module for module in plugins.BUILTIN_PLUGINS.values()] + [
+PLUGIN_PACKAGES = [init.parent for init in sorted((REPO / "plugins").glob("automil_*/__init__.py"))] + [
     REPO / "examples" / "plugin-template" / "automil_example"]
 
 

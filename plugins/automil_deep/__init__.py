@@ -9,17 +9,14 @@ import importlib.util
 
 import automil
 
-# Untuned evaluations are reproducible: a fixed seed unless the caller gives one.
-SEEDED = {"random_state": 0}
-INSTALL_HINT = ("PyTorch is not installed; pip install 'automil[deep]' adds the learners abmil, mi-net, MI-Net, "
-                "transmil and dsmil")
-
 
 @automil.hookimpl
 def register_learners(register):
+    """Register abmil, mi-net, MI-Net, transmil and dsmil, or say how to install PyTorch."""
     if importlib.util.find_spec("torch") is None:
         # the registry records this as the plugin's load failure, which `automil learners` prints in one line
-        raise ModuleNotFoundError(INSTALL_HINT)
+        raise ModuleNotFoundError("PyTorch is not installed; pip install 'automil[deep]' adds the learners abmil, "
+                                  "mi-net, MI-Net, transmil and dsmil")
     from automil import LearnerSpec
     from automil_deep import spaces
     from automil_deep.estimators import (
@@ -41,5 +38,4 @@ def register_learners(register):
          "DSMIL: dual-stream MIL, critical instance and attention by similarity (Li, Li & Eliceiri 2021)"),
     )
     for name, estimator, space, description in learners:
-        register(LearnerSpec(name, estimator, space, description, defaults=SEEDED,
-                             first_trial=spaces.FIRST_TRIALS[name]))
+        register(LearnerSpec(name, estimator, space, description, first_trial=spaces.FIRST_TRIALS[name]))
