@@ -15,7 +15,7 @@ import time
 import urllib.request
 
 from automil.track.locations import artifact_root, default_tracking_uri, sqlite_path
-from automil.track.names import DATASET_TAG
+from automil.track.store import Store
 
 __all__ = ["ui_command", "start_server", "stop_server", "wait_until_ready", "dataset_experiments",
            "runs_table_url", "ServerError"]
@@ -106,9 +106,4 @@ def wait_until_ready(server: subprocess.Popen, base_url: str, stopped=()) -> boo
 
 def dataset_experiments(base_url: str) -> list[tuple[str, str]]:
     """``(dataset, experiment id)`` of every automil experiment the server holds, by dataset name."""
-    from mlflow import MlflowClient
-    from mlflow.entities import ViewType
-
-    client = MlflowClient(tracking_uri=base_url)
-    found = client.search_experiments(view_type=ViewType.ACTIVE_ONLY, filter_string=f"tags.`{DATASET_TAG}` != ''")
-    return sorted((e.tags.get(DATASET_TAG, e.name), e.experiment_id) for e in found)
+    return sorted(Store(base_url).dataset_experiments())
