@@ -4,7 +4,8 @@
 
 1. Tunes one learner (protocol ``tuned``, no tracking) into a temporary journal and splits each trial's
    wall time (Optuna's start to completion) into the work done in the worker (fit + predict, timed there)
-   and the rest: the driver's overhead. Target (targets.md): under 0.3 s or 5% of the trial.
+   and the rest: the driver's overhead. Target (docs/published.md, section 4): under 0.3 s or 5%
+   of the trial.
 2. The pieces: one worker round trip, starting and preloading a worker (paid once per worker and after a
    kill), against starting an interpreter per fit; one journal write with automil's lock and sync policy
    against Optuna's default journal backend.

@@ -1,5 +1,5 @@
-"""Speed of the forests (targets.md 3): MIRF against scikit-learn's RandomForestClassifier on the same
-instances, MIRF fit time against the number of bags, and the gain from a second thread.
+"""Speed of the forests (docs/published.md, section 4): MIRF against scikit-learn's RandomForestClassifier on
+the same instances, MIRF fit time against the number of bags, and the gain from a second thread.
 
     python bench/forest_speed.py [--repeats 3] [--only sklearn|scaling|threads] [--max-bags 4000]
 

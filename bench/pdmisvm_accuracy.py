@@ -9,7 +9,7 @@ Run: python bench/pdmisvm_accuracy.py [--settings learner|code|readme] [--learne
   they were chosen on the published folds, so they are not a fair score.
 
 ``--learners`` compares other registered learners on the same folds (``learner`` settings only), e.g.
-``--learners pdmisvm,mi-svm sival`` for the multi-class target of targets.md 2.
+``--learners pdmisvm,mi-svm sival`` for the multi-class target of docs/published.md, section 4.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""pdMISVM fit time against the number of bags and against the number of features (targets.md 3).
+"""pdMISVM fit time against the number of bags and against the number of features (docs/published.md,
+section 4).
 
 Run: python bench/pdmisvm_scaling.py [bags|features ...]
 

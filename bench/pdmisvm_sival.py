@@ -1,5 +1,5 @@
-"""pdMISVM on SIVAL-shaped data (targets.md 3): one iteration against its memory-traffic floor, and the
-inexact fit of SIVAL-25-deep's shape.
+"""pdMISVM on SIVAL-shaped data (docs/published.md, section 4): one iteration against its memory-traffic floor,
+and the inexact fit of SIVAL-25-deep's shape.
 
 Run: python bench/pdmisvm_sival.py [iteration|deep ...]
 

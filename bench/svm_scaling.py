@@ -3,7 +3,7 @@
 Data: the pdMISVM paper's synthetic bags (``make_synthetic_bags``, d = 10, two classes, 3-5 instances per
 bag). Every learner runs with its defaults and ``kernel="linear", C=1``. For N = 100, 200, ..., 3200 bags
 the script prints the fit time (best of ``--repeats``) and the log-log slope of fit time against N
-(target: at most 1.5, targets.md 3).
+(target: at most 1.5, docs/published.md, section 4).
 
 The QP column solves the *same dual* (the learner's first SVM problem: same examples, targets, bounds
 and margins, with the equality constraint of an unregularized bias) with cvxopt's dense interior-point

@@ -1,4 +1,5 @@
-"""What logging one Optuna trial to MLflow costs (target: under 50 ms on average, targets.md section 3).
+"""What logging one Optuna trial to MLflow costs (target: under 50 ms on average,
+docs/published.md, section 4).
 
 Builds finished trials the way the driver leaves them (6 folds of ACC/BACC, fit and predict seconds,
 three hyperparameters) and logs them with ``Tracker.log_trial`` into a fresh sqlite store, then logs

@@ -148,8 +148,9 @@ def _info(counts):
 
 
 def _gain(bags, goes_left):
-    """Gain_multi (10.2) of a split of all instances, children weighted by c(L) + c(R) (MIRF's default),
-    and the class counts of the bags present on each side."""
+    """Gain_multi (10.2) of a split of all instances, children weighted by c(L) + c(R) (``"children"``, not
+    MIRF's default ``"instances"``; on the bags of the test below both choose the same root split), and the
+    class counts of the bags present on each side."""
     sides = [np.bincount(bags.y[np.unique(bags.bag_index[side])], minlength=2) for side in (goes_left, ~goes_left)]
     root = np.bincount(bags.y, minlength=2)
     return _info(root) - sum(c.sum() * _info(c) for c in sides) / sum(c.sum() for c in sides), sides

@@ -1,10 +1,10 @@
 """Accuracy of MIRF, BLRT and MIDF with default parameters on the classic MIL sets (docs/accuracy-forests.md).
 
 Protocol: one stratified 10-fold CV over bags (seed 0), instances standardized on the training folds, the
-learner's registered defaults. No accuracy is published for these learners on these sets (targets.md 1),
-so each is held to the range of the MIL family in targets.md (the lowest published figure among the
-methods listed there), less 3 points for fold noise. MIDF runs on musk1 only here (a full 10-fold MIDF on
-all five sets takes minutes); bench/forest_accuracy.py makes the full table.
+learner's registered defaults. No accuracy is published for these learners on these sets (docs/published.md,
+section 2), so each is held to the range of the MIL family (the lowest published figure among the methods of
+docs/published.md, section 1), less 3 points for fold noise. MIDF runs on musk1 only here (a full 10-fold MIDF
+on all five sets takes minutes); bench/forest_accuracy.py makes the full table.
 """
 
 import importlib.util
@@ -24,7 +24,7 @@ def _bench_module(name: str):
 
 forest_accuracy = _bench_module("forest_accuracy")
 
-# lowest published accuracy (%) among the methods of targets.md table 1
+# lowest published accuracy (%) among the methods of docs/published.md, section 1
 FAMILY_LOW = {"musk1": 77.9, "musk2": 83.6, "elephant": 77.1, "fox": 57.8, "tiger": 73.0}
 # musk2 (6598 instances, the largest of the five) runs on demand (``pytest -m slow``): its MIRF and BLRT
 # checks were a minute and a half of the default run.

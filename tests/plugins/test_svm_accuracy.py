@@ -1,8 +1,8 @@
-"""Accuracy of the SVM family on musk1, elephant, fox and tiger against the figures in targets.md.
+"""Accuracy of the SVM family on musk1, elephant, fox and tiger against the figures in docs/published.md.
 
-Protocol (targets.md 1b): one stratified 10-fold CV over bags (seed 0), instances standardized with the
-training folds' mean and standard deviation (automil.evaluation.Standardized), fixed parameters: linear
-C=1; RBF C=10 with gamma=1/d. The full table and the notes on every difference are in
+Protocol (the misvm peer's, docs/published.md, section 3): one stratified 10-fold CV over bags (seed 0),
+instances standardized with the training folds' mean and standard deviation (automil.evaluation.Standardized),
+fixed parameters: linear C=1; RBF C=10 with gamma=1/d. The full table and the notes on every difference are in
 docs/accuracy-svm.md, made with
 
     python -m pytest tests/plugins/test_svm_accuracy.py -m accuracy -s
@@ -19,7 +19,7 @@ SETTINGS = {"linear": {"kernel": "linear", "C": 1.0}, "rbf": {"kernel": "rbf", "
 # The peer applies the papers' bag rule, a cut at 0; SIL and sMIL fit their cut by default (issue 14).
 PUBLISHED_RULE = {"sil": {"threshold": 0.0}, "smil": {"threshold": 0.0}}
 
-# targets.md 1b: misvm (the library behind the pdMISVM paper's baselines) on this very protocol, %.
+# misvm (the library behind the pdMISVM paper's baselines) on this very protocol, %: docs/published.md, section 3.
 PEER = {
     ("sil", "linear"): (76.1, 72.5, 57.5, 74.5), ("sil", "rbf"): (85.7, 74.5, 60.5, 75.5),
     ("mi-svm", "linear"): (77.0, 79.0, 60.0, 75.5), ("mi-svm", "rbf"): (85.7, 73.0, 56.0, 74.0),
@@ -29,8 +29,8 @@ PEER = {
     ("sbmil", "linear"): (68.0, 61.5, 50.5, 61.0), ("sbmil", "rbf"): (70.7, 67.0, 50.5, 64.5),
 }
 
-# The floor of every cell is the peer's accuracy minus 3 points (targets.md 2: "within 3 points of ...
-# peer implementations run on the same folds"). Cells below that carry their own floor and the reason
+# The floor of every cell is the peer's accuracy minus 3 points (docs/published.md, section 4: within 3
+# points of the peer run on the same folds). Cells below that carry their own floor and the reason
 # (docs/accuracy-svm.md explains each in full); the floor then guards against regressions.
 CHANCE = 47.0  # a 50/50 task, minus the 3-point tolerance
 EXCEPTIONS = {
@@ -79,7 +79,7 @@ def accuracy(data_dir, request):
         cells = [f"{tables[d][name, setting][0]:.1f} ({peer[DATASETS.index(d)]:.1f})" for d in wanted]
         seconds = sum(tables[d][name, setting][1] for d in wanted)
         rows.append(f"| {name} | {setting} | " + " | ".join(cells) + f" | {seconds:.1f} |")
-    print("\nautomil accuracy % (misvm peer, targets.md 1b)\n" + "\n".join(rows))
+    print("\nautomil accuracy % (misvm peer, docs/published.md, section 3)\n" + "\n".join(rows))
     return {key: value[0] for d in wanted for key, value in
             (((name, setting, d), tables[d][name, setting]) for name, setting in PEER)}
 
