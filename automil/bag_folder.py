@@ -20,6 +20,7 @@ import numpy as np
 
 from automil.bags import Bags
 from automil.format_error import FormatError
+from automil.npy_files import NpyHeader, read_header, read_into
 
 __all__ = ["LABELS", "FEATURE_SUFFIXES", "INSTANCE_LABELS", "read_bag_folder"]
 
@@ -37,6 +38,7 @@ class _BagFile:
     path: Path
     shape: tuple
     dtype: np.dtype
+    npy: NpyHeader | None = None  # None for an .h5 file
 
     @property
     def is_h5(self) -> bool:
@@ -52,11 +54,11 @@ class _BagFile:
         if path.suffix == ".h5":
             with bag._h5() as f:
                 features = bag._h5_features(f)
-                shape, dtype = features.shape, features.dtype
+                bag = cls(name, path, features.shape, features.dtype)
         else:
-            array = bag._npy()
-            shape, dtype = array.shape, array.dtype
-        bag = cls(name, path, shape, dtype)
+            npy = bag._guard(lambda: read_header(path))
+            bag = cls(name, path, npy.shape, npy.dtype, npy)
+        shape, dtype = bag.shape, bag.dtype
         if len(shape) != 2:
             raise bag.error(f"the features have shape {shape}; a bag needs a 2-D array (instances x features)")
         if dtype.kind not in "biuf":
@@ -71,7 +73,7 @@ class _BagFile:
             with self._h5() as f:
                 self._guard(lambda: self._h5_features(f).read_direct(out))
         else:
-            out[...] = self._npy()
+            self._guard(lambda: read_into(self.path, self.npy, out))
         finite = np.isfinite(out)
         if not finite.all():
             row, col = (int(v) for v in np.argwhere(~finite)[0])
@@ -86,9 +88,6 @@ class _BagFile:
         if not path.is_file():
             return None
         return _BagFile(self.name, path, (), self.dtype)._guard(lambda: np.load(path, allow_pickle=False))
-
-    def _npy(self) -> np.ndarray:
-        return self._guard(lambda: np.load(self.path, mmap_mode="r", allow_pickle=False))
 
     def _h5(self):
         import h5py

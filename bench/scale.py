@@ -1,0 +1,267 @@
+"""automil at scale: pathology-like bag sets at 10^4, 10^5 and 10^6 instances, and the main job run on them.
+
+A set has bags of 50 to 500 instances drawn from a standard normal in d dimensions (64 to 512). Every bag gets
+its own nuisance shift (normal, sd 0.5 per feature); 1 to 8% of the instances of a positive bag (at least one)
+are witnesses, shifted by 3 along one hidden unit direction. Labels are balanced. The oracle is the best
+threshold on each bag's largest projection on that direction (max pooling that knows the direction), scored
+as balanced accuracy on all bags: the ceiling a learner can approach.
+
+    python bench/scale.py generate [--sizes 1e4 1e5 1e6] [--features 64] [--layout npz|folder] [--out DIR]
+    python bench/scale.py run DATA [--timeout 600] [more automil tune options, e.g. --learner bag-stats]
+
+``generate`` writes each set (``scale-<n>-d<d>.npz``, or a folder of ``.npy`` files with ``labels.csv``) and
+a ``.json`` of its facts beside it, and prints sizes and the oracle. ``run`` runs
+``automil tune --dataset DATA --timeout T --json`` in a fresh working directory and prints the wall time, the
+peak memory summed over the run's processes (read from /proc), the best nested BACC against the oracle, the
+trials of the chosen learner and the seconds used by learners that ended too slow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+MEAN_BAG = 275  # the mean of 50..500: bags per set = instances / MEAN_BAG
+
+
+@dataclass(frozen=True)
+class ScaleSet:
+    """The parameters of one generated set; equal parameters give equal data."""
+
+    n_instances: int
+    n_features: int = 64
+    seed: int = 0
+    bag_sizes: tuple = (50, 500)
+    witness_rate: tuple = (0.01, 0.08)
+    witness_shift: float = 3.0
+    nuisance_sd: float = 0.5
+
+    @property
+    def name(self) -> str:
+        return f"scale-{self.n_instances:.0e}-d{self.n_features}".replace("+0", "")
+
+
+@dataclass
+class Generated:
+    X: np.ndarray  # (n_instances, n_features) float32
+    offsets: np.ndarray  # (n_bags + 1,)
+    y: np.ndarray  # (n_bags,) 0/1, balanced
+    instance_y: np.ndarray  # (n_instances,) 1 for a witness
+    direction: np.ndarray  # (n_features,) the hidden unit direction
+
+
+def generate(spec: ScaleSet) -> Generated:
+    rng = np.random.default_rng(spec.seed)
+    direction = rng.standard_normal(spec.n_features)
+    direction /= np.linalg.norm(direction)
+    n_bags = max(2, round(spec.n_instances / MEAN_BAG))
+    n_bags += n_bags % 2
+    y = rng.permutation(np.arange(n_bags) % 2)
+    sizes = rng.integers(spec.bag_sizes[0], spec.bag_sizes[1] + 1, n_bags)
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    X = rng.standard_normal((int(offsets[-1]), spec.n_features), dtype=np.float32)
+    instance_y = np.zeros(len(X), dtype=np.int8)
+    nuisance = rng.normal(0.0, spec.nuisance_sd, (n_bags, spec.n_features)).astype(np.float32)
+    shift = (spec.witness_shift * direction).astype(np.float32)
+    for b in range(n_bags):  # a few thousand bags: a loop keeps the memory at one matrix
+        start, stop = offsets[b], offsets[b + 1]
+        X[start:stop] += nuisance[b]
+        if y[b]:
+            k = max(1, round(rng.uniform(*spec.witness_rate) * sizes[b]))
+            witnesses = start + rng.choice(sizes[b], k, replace=False)
+            X[witnesses] += shift
+            instance_y[witnesses] = 1
+    return Generated(X, offsets, y, instance_y, direction)
+
+
+def oracle_bacc(data: Generated) -> float:
+    """The best balanced accuracy of a threshold on each bag's largest projection on the true direction."""
+    scores = np.maximum.reduceat(data.X @ data.direction.astype(np.float32), data.offsets[:-1])
+    order = np.argsort(-scores, kind="stable")
+    positive = data.y[order]
+    tp, fp = np.cumsum(positive), np.cumsum(1 - positive)
+    bacc = (tp / tp[-1] + 1 - fp / fp[-1]) / 2  # cutting after each bag of the ranking
+    return float(max(0.5, bacc.max()))
+
+
+def write(data: Generated, path: Path, layout: str) -> Path:
+    """The set as one .npz archive or as a folder of per-bag .npy files with labels.csv (docs/data.md)."""
+    if layout == "npz":
+        path = path.with_suffix(".npz")
+        with open(path, "wb") as f:
+            np.savez(f, X=data.X, offsets=data.offsets, y=data.y, instance_y=data.instance_y)
+        return path
+    path.mkdir(parents=True, exist_ok=True)
+    names = [f"bag{b:05d}" for b in range(len(data.y))]
+    (path / "labels.csv").write_text("bag,label\n" + "".join(f"{n},{y}\n" for n, y in zip(names, data.y)))
+    for b, name in enumerate(names):
+        rows = slice(data.offsets[b], data.offsets[b + 1])
+        np.save(path / f"{name}.npy", data.X[rows])
+        np.save(path / f"{name}.instance_y.npy", data.instance_y[rows])
+    return path
+
+
+def facts_path(data_path: Path) -> Path:
+    return data_path.parent / f"{data_path.name.removesuffix('.npz')}.json"
+
+
+def run_generate(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{'set':24s} {'bags':>6s} {'instances':>10s} {'d':>4s} {'MB':>8s} {'seconds':>8s} {'oracle BACC':>11s}")
+    for size in args.sizes:
+        spec = ScaleSet(int(float(size)), args.features, args.seed)
+        start = time.perf_counter()
+        data = generate(spec)
+        path = write(data, out / spec.name, args.layout)
+        seconds = time.perf_counter() - start
+        oracle = oracle_bacc(data)
+        facts = {**asdict(spec), "n_bags": len(data.y), "oracle_bacc": oracle}
+        facts_path(path).write_text(json.dumps(facts, indent=2) + "\n")
+        print(f"{path.name:24s} {len(data.y):6d} {len(data.X):10d} {spec.n_features:4d} "
+              f"{data.X.nbytes / 1e6:8.1f} {seconds:8.1f} {100 * oracle:11.1f}")
+
+
+# ---- run: the main job on one set ---------------------------------------------------------------------
+class TreeMemory:
+    """Peak memory summed over a process and all its descendants, sampled from /proc (no psutil).
+
+    Two sums: resident set sizes (shared pages counted in every process that maps them) and proportional
+    set sizes (shared pages split among the processes sharing them: what the run really holds).
+    """
+
+    def __init__(self, pid: int, interval: float = 0.25):
+        self.pid, self.interval = pid, interval
+        self.peak_rss = self.peak_pss = 0
+        self.peak_processes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self):
+        while not self._stop.is_set():
+            pids = self._tree()
+            rss = sum(_kb(pid, "status", "VmRSS:") for pid in pids)
+            pss = sum(_kb(pid, "smaps_rollup", "Pss:") for pid in pids)
+            self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
+            self.peak_processes = max(self.peak_processes, len(pids))
+            self._stop.wait(self.interval)
+
+    def _tree(self) -> list[int]:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                except OSError:
+                    continue  # the process ended while we looked
+                ppid = int(stat.rsplit(")", 1)[1].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+        tree, todo = [], [self.pid]
+        while todo:
+            pid = todo.pop()
+            tree.append(pid)
+            todo.extend(children.get(pid, []))
+        return tree
+
+
+def _kb(pid: int, file: str, key: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        pass  # gone, or not ours to read: counts as nothing
+    return 0
+
+
+def run_main_job(args):
+    data = Path(args.data).resolve()
+    facts = json.loads(facts_path(data).read_text()) if facts_path(data).exists() else {}
+    with tempfile.TemporaryDirectory(prefix="automil-scale-") as work:
+        rows_path = Path(work) / "rows.json"
+        command = [sys.executable, "-c", "import sys; from automil.cli.main import main; sys.exit(main())", "tune",
+                   "--dataset", str(data),
+                   "--timeout", str(args.timeout), "--json", str(rows_path), *args.extra]
+        print("$", " ".join(command), f"(in {work})", flush=True)
+        start = time.monotonic()
+        process = subprocess.Popen(command, cwd=work)  # its progress and leaderboard print as they come
+        with TreeMemory(process.pid) as memory:
+            code = process.wait()
+        wall = time.monotonic() - start
+        if code != 0 or not rows_path.exists():
+            raise SystemExit(f"automil tune exited with {code}")
+        rows = json.loads(rows_path.read_text())
+    report(rows, wall, memory, facts, args.timeout)
+
+
+def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeout: float):
+    matrix_mb = facts.get("n_instances", 0) * facts.get("n_features", 0) * 4 / 1e6
+    print(f"wall time        {wall:8.1f} s   ({100 * wall / timeout:.1f}% of the {timeout:.0f} s budget; "
+          f"target <= 103%)")
+    print(f"peak memory      {memory.peak_pss / 1e3:8.0f} MB summed PSS, {memory.peak_rss / 1e3:.0f} MB summed RSS, "
+          f"up to {memory.peak_processes} processes (float32 instance matrix {matrix_mb:.0f} MB)")
+    nested = [r for r in rows if r.get("nested_balanced_accuracy") is not None]
+    best = max(nested, key=lambda r: r["nested_balanced_accuracy"], default=None)
+    oracle = facts.get("oracle_bacc")
+    if best is not None:
+        figure = best["nested_balanced_accuracy"]
+        gap = "" if oracle is None else f", oracle {100 * oracle:.1f}, gap {100 * (oracle - figure):.1f} points"
+        print(f"best nested BACC {100 * figure:8.1f}   ({best['learner']}{gap}; target gap <= 5 at 1e5 and 1e6)")
+    else:
+        print("best nested BACC        -   (no learner has a nested figure)")
+    chosen = next((r for r in rows if r.get("selected")), None)
+    print(f"chosen learner   {chosen['learner'] if chosen else '-':>8s}   "
+          f"{chosen.get('trials') if chosen else 0} trials, nested BACC "
+          f"{_percent(chosen.get('nested_balanced_accuracy') if chosen else None)}")
+    slow = [r for r in rows if r.get("status") == "too slow"]
+    key = "budget_seconds" if all("budget_seconds" in r for r in slow) else "fit_seconds"
+    spent = sum(r.get(key) or 0.0 for r in slow)
+    print(f"too slow         {spent:8.1f} s   ({key}, {len(slow)} learners: "
+          f"{', '.join(r['learner'] for r in slow) or 'none'}; target <= 10% of the budget)")
+
+
+def _percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    gen = commands.add_parser("generate", help="write the sets and print their sizes and oracle")
+    gen.add_argument("--sizes", nargs="+", default=["1e4", "1e5", "1e6"], help="instances per set")
+    gen.add_argument("--features", type=int, default=64)
+    gen.add_argument("--layout", choices=("npz", "folder"), default="npz")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "automil-scale"))
+    gen.set_defaults(run=run_generate)
+    run = commands.add_parser("run", help="run automil tune on one generated set and print the figures")
+    run.add_argument("data", help="a set written by generate (.npz file or folder)")
+    run.add_argument("--timeout", type=float, default=600)
+    run.set_defaults(run=run_main_job)
+    args, extra = parser.parse_known_args()  # run: what it does not know goes to automil tune
+    if extra and args.command != "run":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = [a for a in extra if a != "--"]
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()
