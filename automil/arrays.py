@@ -15,6 +15,7 @@ import numpy as np
 
 from automil.bags import Bags
 from automil.format_error import FormatError
+from automil.npy_files import read_header, read_into
 
 __all__ = ["NPZ_MAGIC", "read_npz"]
 
@@ -60,7 +61,7 @@ def _arrays(path: Path) -> dict[str, np.ndarray]:
             if missing:
                 raise FormatError(path, None, f"no array {' or '.join(missing)} in the archive (it holds "
                                               f"{', '.join(npz.files) or 'nothing'}): see docs/data.md")
-            return {name: npz[name] for name in _KNOWN if name in npz.files}
+            return {name: _instances(path, npz) if name == "X" else npz[name] for name in _KNOWN if name in npz.files}
     except OSError as error:
         raise FormatError(path, None, f"cannot read the file: {error.strerror or error}") from None
     except ValueError as error:
@@ -72,6 +73,21 @@ def _arrays(path: Path) -> dict[str, np.ndarray]:
         raise _damaged(path, error) from None
     except (zipfile.BadZipFile, EOFError, zlib.error) as error:
         raise _damaged(path, error) from None
+
+
+def _instances(path: Path, npz) -> np.ndarray:
+    """``X``: from an uncompressed archive (``np.savez``) read straight from the file at its offset, sparing
+    the zip module's chunked copy of the largest array; compressed, through ``np.load``."""
+    info = npz.zip.getinfo("X.npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        return npz["X"]
+    with open(path, "rb") as f:  # the member's data follows its local header and that header's two names
+        f.seek(info.header_offset + 26)
+        name_length, extra_length = np.frombuffer(f.read(4), dtype="<u2")
+    header = read_header(path, info.header_offset + 30 + int(name_length) + int(extra_length))
+    X = np.empty(header.shape, dtype=header.dtype)
+    read_into(path, header, X)
+    return X
 
 
 def _damaged(path: Path, error: Exception) -> FormatError:

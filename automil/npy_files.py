@@ -37,8 +37,9 @@ class NpyHeader:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
-def read_header(path: Path) -> NpyHeader:
-    """The header of the .npy file at ``path``.
+def read_header(path: Path, start: int = 0) -> NpyHeader:
+    """The header of the .npy data at byte ``start`` of the file at ``path`` (not 0: an uncompressed member
+    of a .npz archive); ``data_offset`` counts from the start of the file.
 
     Raises
     ------
@@ -46,18 +47,21 @@ def read_header(path: Path) -> NpyHeader:
         When the file is not a .npy file, or is shorter than its header says (truncated).
     """
     with open(path, "rb") as f:
+        f.seek(start)
         head = f.read(12)
         if len(head) < 10 or head[:6] != MAGIC:
             raise ValueError("not a .npy file (no NumPy magic bytes at its start)")
         size_bytes = 2 if head[6] == 1 else 4
         length = int.from_bytes(head[8:8 + size_bytes], "little")
-        f.seek(8 + size_bytes)
+        f.seek(start + 8 + size_bytes)
         text = f.read(length).decode("latin1" if head[6] < 3 else "utf8")
         size = os.fstat(f.fileno()).st_size
     descr, fortran, shape = _DESCR.search(text), _FORTRAN.search(text), _SHAPE.search(text)
     if descr and fortran and shape:
         header = NpyHeader(tuple(int(n) for n in shape.group(1).replace(",", " ").split()),
-                           np.dtype(descr.group(1)), fortran.group(1) == "True", 8 + size_bytes + length)
+                           np.dtype(descr.group(1)), fortran.group(1) == "True", start + 8 + size_bytes + length)
+    elif start:
+        raise ValueError("an array of a structured dtype, not numbers")
     else:  # a structured dtype or an unusual header: numpy knows every form
         array = np.load(path, mmap_mode="r", allow_pickle=False)
         header = NpyHeader(array.shape, array.dtype, False, int(array.offset))

@@ -87,6 +87,13 @@ def test_bag_folder_reads_back_in_labels_order_and_is_found_from_a_directory_pat
     assert_the_bags(load_bags(str(folder)), folder)
 
 
+def test_npy_files_in_fortran_order_or_big_endian_read_the_same_values(tmp_path):
+    folder = write_folder(tmp_path / "slides", ("npy",) * 3)
+    np.save(folder / "slide-a.npy", np.asfortranarray(rows(0)))
+    np.save(folder / "slide-c.npy", rows(2).astype(">f8"))
+    np.testing.assert_array_equal(load_bags(folder).X, X)
+
+
 def test_bag_folder_without_instance_labels_and_with_text_labels(tmp_path):
     folder = write_folder(tmp_path / "slides", instance_labels=False)
     (folder / "labels.csv").write_text("slide,bag,label\n" + "".join(
