@@ -253,9 +253,9 @@ class OvertakenRuns(StudyRuns):
 def test_a_worker_whose_kept_parent_is_deleted_meanwhile_opens_the_surviving_one(logged):
     client = logged["client"]
     first = Tracker(logged["uri"]).study_run("musk2/meanpool", "musk2", SPEC)
-    overtaken = Tracker(logged["uri"])
-    overtaken.runs = OvertakenRuns(overtaken.store)
-    opened = overtaken.study_run("musk2/meanpool", "musk2", SPEC)
+    store = Store(logged["uri"])
+    tags = {"automil.kind": "study", "automil.study": "musk2/meanpool", "automil.learner": "meanpool"}
+    opened = OvertakenRuns(store).open(store.experiment_id("musk2"), "musk2/meanpool", "meanpool", tags)
     assert client.get_run(first).info.lifecycle_stage == "deleted"
     survivor = client.get_run(opened)
     assert survivor.info.lifecycle_stage == "active" and survivor.info.status == "RUNNING"
