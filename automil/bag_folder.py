@@ -67,23 +67,24 @@ class _BagFile:
             raise bag.error(f"no instances (shape {shape}): every bag needs at least one")
         return bag
 
-    def read_into(self, out: np.ndarray):
-        """Fill ``out`` (this bag's rows of the instance matrix) and refuse NaN and inf."""
+    def read_into(self, out: np.ndarray) -> np.ndarray | None:
+        """Fill ``out`` (this bag's rows of the instance matrix), refuse NaN and inf, and return the bag's
+        instance labels (None without any); an .h5 file is opened once for both."""
         if self.is_h5:
             with self._h5() as f:
                 self._guard(lambda: self._h5_features(f).read_direct(out))
+                instance_y = self._guard(lambda: f[INSTANCE_LABELS][()]) if INSTANCE_LABELS in f else None
         else:
             self._guard(lambda: read_into(self.path, self.npy, out))
+            instance_y = self._npy_instance_labels()
         finite = np.isfinite(out)
         if not finite.all():
             row, col = (int(v) for v in np.argwhere(~finite)[0])
             raise self.error(f"a non-finite value ({out[row, col]}) in instance {row}, feature {col}: NaN and "
                              "inf are not allowed")
+        return instance_y
 
-    def instance_labels(self) -> np.ndarray | None:
-        if self.is_h5:
-            with self._h5() as f:
-                return self._guard(lambda: f[INSTANCE_LABELS][()]) if INSTANCE_LABELS in f else None
+    def _npy_instance_labels(self) -> np.ndarray | None:
         path = self.path.with_name(f"{self.name}.{INSTANCE_LABELS}.npy")
         if not path.is_file():
             return None
@@ -134,9 +135,8 @@ def read_bag_folder(folder) -> Bags:
     offsets = np.concatenate(([0], np.cumsum([bag.shape[0] for bag in files])))
     dtype = np.result_type(*{bag.dtype for bag in files})
     X = np.empty((int(offsets[-1]), width), dtype=dtype if dtype.kind == "f" else np.float64)
-    for bag, start, stop in zip(files, offsets[:-1], offsets[1:], strict=True):
-        bag.read_into(X[start:stop])
-    return Bags(X, offsets, y, instance_y=_instance_labels(files), names=names, source=str(folder))
+    instance_y = [bag.read_into(X[start:stop]) for bag, start, stop in zip(files, offsets[:-1], offsets[1:])]
+    return Bags(X, offsets, y, instance_y=_instance_labels(files, instance_y), names=names, source=str(folder))
 
 
 def _labels(folder: Path) -> tuple[list[str], np.ndarray, dict[str, int]]:
@@ -198,9 +198,8 @@ def _feature_paths(folder: Path, names: list[str], lines: dict[str, int]) -> lis
     return [found[name] for name in names]
 
 
-def _instance_labels(files: list[_BagFile]) -> np.ndarray | None:
+def _instance_labels(files: list[_BagFile], parts: list) -> np.ndarray | None:
     """The instance labels of every bag in one array, or None when no bag has them."""
-    parts = [bag.instance_labels() for bag in files]
     if all(part is None for part in parts):
         return None
     for bag, part in zip(files, parts, strict=True):
