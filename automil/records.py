@@ -9,12 +9,30 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
-from enum import StrEnum
+from enum import StrEnum, auto
 
-__all__ = ["Status", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TIMED_OUT", "FINISHED_STATES"]
+__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TIMED_OUT"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
-FINISHED_STATES = ("COMPLETE", "PRUNED", "FAIL")
+
+
+class TrialState(StrEnum):
+    """A trial's state. The values are Optuna's state names (what tracking tags a trial with);
+    :mod:`automil.tune.optuna_records` is the one place that converts between the two."""
+
+    @staticmethod
+    def _generate_next_value_(name, start, count, last_values):
+        return name
+
+    RUNNING = auto()
+    WAITING = auto()  # queued (the learner's defaults, a warm-start point), not started yet
+    COMPLETE = auto()
+    PRUNED = auto()
+    FAIL = auto()
+
+    @property
+    def finished(self) -> bool:
+        return self in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
 class Status(StrEnum):
@@ -63,12 +81,11 @@ class TrialAttr:
 
 @dataclass(frozen=True)
 class TrialRecord:
-    """One Optuna trial as plain data. ``state`` is Optuna's state name (COMPLETE, PRUNED, FAIL, RUNNING,
-    WAITING); ``attrs`` its user attributes (keys in :class:`TrialAttr`); ``value`` the value of the
-    study's metric, its first objective."""
+    """One Optuna trial as plain data: its ``state``, its user attributes ``attrs`` (keys in
+    :class:`TrialAttr`), ``value`` the value of the study's metric, its first objective."""
 
     number: int
-    state: str
+    state: TrialState
     value: float | None = None
     params: dict = field(default_factory=dict)
     attrs: dict = field(default_factory=dict)
@@ -77,9 +94,12 @@ class TrialRecord:
     queued: bool = False  # its parameters were queued (the learner's defaults or a warm start), not sampled
     values: tuple = ()  # every objective's value of a multi-objective study (``value`` is the first)
 
+    def __post_init__(self):
+        object.__setattr__(self, "state", TrialState(self.state))
+
     @property
     def finished(self) -> bool:
-        return self.state in FINISHED_STATES
+        return self.state.finished
 
     @property
     def outcome(self) -> str:
@@ -179,3 +199,7 @@ class LearnerResult:
     def metric_value(self) -> float | None:
         """The headline figure of the metric the study maximized."""
         return getattr(self, self.metric or "balanced_accuracy")
+
+    def metric_std(self) -> float | None:
+        """The spread of :meth:`metric_value` (over the outer folds, or over the repeats)."""
+        return getattr(self, f"{self.metric or 'balanced_accuracy'}_std")

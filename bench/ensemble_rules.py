@@ -31,9 +31,10 @@ import optuna
 from automil import load_bags
 from automil.ensemble import ROUNDS, calibrate, calibrated, log_loss, score, select
 from automil.records import TrialAttr
-from automil.tune.ensembling import _out_of_fold_order, loaded_scores
+from automil.tune.ensembling import NESTED_SCORES, _out_of_fold_order, loaded_scores
 from automil.tune.storage import open_storage
-from automil.tune.trial_states import best_trial, records
+from automil.tune.optuna_records import records
+from automil.tune.trial_rules import best_trial
 
 METRIC = "balanced_accuracy"
 
@@ -99,7 +100,7 @@ def compare(dataset: str, storage_url: str) -> dict:
     y = np.asarray(load_bags(dataset).y)
     classes = np.unique(y)
     assignment = np.asarray(mains[names[0]].user_attrs["fold_assignment"])
-    nested = {n: loaded_scores(m.user_attrs["result"]["scores"])["nested"] for n, m in mains.items()}
+    nested = {n: loaded_scores(m.user_attrs["result"]["scores"])[NESTED_SCORES] for n, m in mains.items()}
     figures = {n: m.user_attrs["result"]["row"]["nested_balanced_accuracy"] for n, m in mains.items()}
     folds = {rule: [] for rule in RULES}
     outer = []  # per outer split: y index of its test bags, each learner's calibrated probabilities of them

@@ -331,12 +331,12 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
 
     from automil import load_bags, plugins
     from automil.track import Tracker
-    from automil.tune.final import final_evaluation
+    from automil.tune.driver import TrackingRecorder
+    from automil.tune.final_evaluation import final_evaluation
     from automil.tune.fits import fit_worker
     from automil.tune.listener import Silent
     from automil.tune.options import TuneOptions
-    from automil.tune.plan import Plan
-    from automil.tune.studies import prepare_studies
+    from automil.tune.studies import Plan, prepare_studies
     from automil.tune.tracking import open_tracking
 
     automil(tmp_path, "--learner", "centroid", "--learner", "recorder", "--n-trials", "1", "--folds", "3",
@@ -350,9 +350,9 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     assignment = prepare_studies(storage, "test-bags", bags, [plugins.get_learner(n) for n in learners], options)
     worker = fit_worker(options)
     try:
-        rows = {row.learner: row for row in final_evaluation(
-            Plan("test-bags", learners, options, assignment, time.time()), bags, storage, worker,
-            open_tracking(partial(Tracker, mlflow_store(tmp_path)), Silent()), Silent())}
+        plan = Plan("test-bags", learners, options, assignment, time.time())
+        recorder = TrackingRecorder(plan, open_tracking(partial(Tracker, mlflow_store(tmp_path)), Silent()))
+        rows = {row.learner: row for row in final_evaluation(plan, bags, storage, worker, recorder, Silent())}
     finally:
         worker.close()
     chosen, cut = rows["centroid"], rows["recorder"]

@@ -13,7 +13,7 @@ import time
 
 from automil.records import LearnerResult
 from automil.tune.listener import Standing, StudyProgress
-from automil.tune.trial_states import best_trial, trial_counts
+from automil.tune.trial_rules import best_trial, trial_counts
 
 __all__ = ["Progress"]
 
@@ -50,8 +50,8 @@ class Progress:
         self._close()
         counts, _ = trial_counts(study.trials)
         best = best_trial(study.trials)
-        self.message(f"{study.learner}: tuned, {counts['trials']} trials on all folds ({counts['trials_pruned']} "
-                     f"pruned, {counts['trials_timed_out']} T/O, {counts['trials_failed']} failed), best tuning "
+        self.message(f"{study.learner}: tuned, {counts.trials} trials on all folds ({counts.pruned} "
+                     f"pruned, {counts.timed_out} T/O, {counts.failed} failed), best tuning "
                      f"{study.metric} {_score(None if best is None else best.value)} "
                      f"[{_clock(time.time() - self.start)}]")
 

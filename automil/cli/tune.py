@@ -6,7 +6,7 @@ import functools
 import sys
 
 from automil.cli.common import add_tracking_uri, print_table, subcommand
-from automil.records import Status
+from automil.records import LearnerResult, Status
 from automil.uris import shown_storage
 
 __all__ = ["add_tune", "add_run"]
@@ -92,7 +92,7 @@ def _run_tune(args) -> int:
         print(f"automil: interrupted; every completed trial is kept in {shown_storage(options.storage)}: run the "
               "same command to continue", file=sys.stderr)
         return 130
-    return _print_leaderboard([result.to_dict() for result in results], args.json)
+    return _print_leaderboard(results, args.json)
 
 
 def _tracking(options):
@@ -114,12 +114,12 @@ def open_tracker(tracking_uri: str | None):
                            ) from error
 
 
-def _print_leaderboard(rows, json_path, table=True) -> int:
+def _print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     """The leaderboard as a table, and as JSON to ``json_path`` ('-': to stdout instead of the table)."""
     import json
 
     if json_path:
-        text = json.dumps(rows, indent=2)
+        text = json.dumps([row.to_dict() for row in rows], indent=2)
         if json_path == "-":
             print(text)
             return 0
@@ -127,10 +127,10 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
             f.write(text + "\n")
     if not rows or not table:
         return 0
-    nested = rows[0]["protocol"] == "nested"
-    metric = "BACC" if rows[0]["metric"] == "balanced_accuracy" else "ACC"
+    nested = rows[0].protocol == "nested"
+    metric = "BACC" if rows[0].metric == "balanced_accuracy" else "ACC"
     head = "nested" if nested else "tuned*"
-    fronts = any(row.get("pareto_front") is not None for row in rows)
+    fronts = any(row.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
     header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC",
@@ -139,71 +139,71 @@ def _print_leaderboard(rows, json_path, table=True) -> int:
         else ()) + ("best parameters",)
     table = []
     for row in rows:
-        status = Status(row["status"])
+        status = row.status
         extra = _front_cells(row, cost) if fronts else ()
         if not status.has_figure:
-            what = status.value if status != Status.SKIPPED else f"skipped: {row['error']}"
-            table.append((row["learner"], what, what, "", "", "", "", row["trials"],
-                          row.get("trials_timed_out", ""), *extra, (row.get("error") or "")[:70]
-                          if status != Status.TIMED_OUT else ""))
+            what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
+            timed_out = "" if status == Status.SKIPPED else row.trials_timed_out  # a skipped row has no count
+            table.append((row.learner, what, what, "", "", "", "", row.trials, timed_out, *extra,
+                          (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
             continue
-        name = f"{row['learner']} (chosen)" if row.get("selected") else row["learner"]
-        table.append((name, _pm(row["accuracy"], row["accuracy_std"]),
-                      _pm(row["balanced_accuracy"], row["balanced_accuracy_std"]),
-                      _pm(row["repeated_accuracy"], row["repeated_accuracy_std"]),
-                      _pm(row["repeated_balanced_accuracy"], row["repeated_balanced_accuracy_std"]),
-                      _pm(row["tuning_score"], None),
-                      "-" if row["fit_seconds"] is None else f"{row['fit_seconds']:.2f}",
-                      _blank(row["trials"]), _blank(row["trials_timed_out"]), *extra,
-                      _members(row["members"]) if row.get("members") else _params(row["best_params"])))
+        name = f"{row.learner} (chosen)" if row.selected else row.learner
+        table.append((name, _pm(row.accuracy, row.accuracy_std),
+                      _pm(row.balanced_accuracy, row.balanced_accuracy_std),
+                      _pm(row.repeated_accuracy, row.repeated_accuracy_std),
+                      _pm(row.repeated_balanced_accuracy, row.repeated_balanced_accuracy_std),
+                      _pm(row.tuning_score, None),
+                      "-" if row.fit_seconds is None else f"{row.fit_seconds:.2f}",
+                      _blank(row.trials), _blank(row.trials_timed_out), *extra,
+                      _members(row.members) if row.members else _params(row.best_params)))
     print_table(header, table)
     if fronts:
         print(f"front: trials on the Pareto front of {' against '.join(objectives)} (tuning folds); fast: its "
               f"fastest point within 1 point of its best {metric}.")
     first = rows[0]
-    repeats = max(r.get("repeats") or 0 for r in rows)
-    print(f"\n{first['dataset']}: {first['folds']}-fold CV over bags, seed {first['seed']}; repeated CV = "
+    repeats = max(r.repeats or 0 for r in rows)
+    print(f"\n{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}; repeated CV = "
           + (f"best parameters re-evaluated over {repeats} repeats (mean +- sd over repeats)." if repeats else
              "none: the budget ended before a repeat (raise --timeout)."))
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
     for row in rows:
-        if row["status"] in (Status.OK, Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.get("error"):
-            print(f"{row['learner']}: {row['status']}: {row['error']}")
+        if row.status in (Status.OK, Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.error:
+            print(f"{row.learner}: {row.status}: {row.error}")
     _print_choice(rows)
     return 0
 
 
-def _print_choice(rows):
+def _print_choice(rows: list[LearnerResult]):
     """Which model the run chose, and how to apply it."""
-    chosen = next((row for row in rows if row.get("selected")), None)
+    chosen = next((row for row in rows if row.selected), None)
     if chosen is None:
         print("\nNo model chosen: no learner has a figure without a fold predicted as one class.")
         return
-    where = (f", registered as {chosen['registered_model']}" if chosen.get("registered_model")
-             else " (not tracked: no model logged)" if not chosen.get("model_uri") else "")
-    print(f"\nChosen: {chosen['learner']} ({chosen['headline']} "
-          f"{'BACC' if chosen['metric'] == 'balanced_accuracy' else 'ACC'} "
-          f"{_pm(chosen[chosen['metric']], chosen[chosen['metric'] + '_std'])}){where}.")
-    if chosen.get("registered_model"):
-        name = chosen["registered_model"].rsplit("/", 1)[0]
+    where = (f", registered as {chosen.registered_model}" if chosen.registered_model
+             else " (not tracked: no model logged)" if not chosen.model_uri else "")
+    print(f"\nChosen: {chosen.learner} ({chosen.headline} "
+          f"{'BACC' if chosen.metric == 'balanced_accuracy' else 'ACC'} "
+          f"{_pm(chosen.metric_value(), chosen.metric_std())}){where}.")
+    if chosen.registered_model:
+        name = chosen.registered_model.rsplit("/", 1)[0]
         print(f"Apply it: automil predict {name}/latest --dataset NAME_OR_FILE")
 
 
-def _objectives(rows) -> list[str]:
+def _objectives(rows: list[LearnerResult]) -> list[str]:
     """The objectives of the fronts, in their order (a point's keys after ``trial`` and ``params``)."""
-    point = next((front[0] for front in (row.get("pareto_front") for row in rows) if front), {})
+    point = next((row.pareto_front[0] for row in rows if row.pareto_front), {})
     return [key for key in point if key not in ("trial", "params")]
 
 
-def _front_cells(row, cost: str | None) -> tuple:
+def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
     """The front's size and its cheapest point (by ``cost``) within 1 point of its best metric."""
     from automil.pareto import cheapest_near_best
 
-    front = row.get("pareto_front")
+    front = row.pareto_front
     if not front or cost is None:
         return ("-" if front is None else len(front), "-", "-")
-    metric = row["metric"]
+    metric = row.metric
     fast = front[cheapest_near_best([p[metric] for p in front], [p[cost] for p in front])]
     return (len(front), f"{fast[cost]:.3g}", _pm(fast[metric], None))
 
@@ -248,13 +248,13 @@ def add_run(commands):
 def _run_run(args) -> int:
     from automil.cli.progress import Progress
     from automil.tune.driver import tune
-    from automil.tune.study_file import read_study_file
+    from automil.tune.options import read_study_file
 
     overrides = {name: getattr(args, name) for name in ("jobs", "storage", "ensemble", "track", "tracking_uri")
                  if getattr(args, name) is not None}
     rows = []
     for dataset, learners, options in read_study_file(args.study_file, overrides):
-        found = [result.to_dict() for result in tune(dataset, learners, options, Progress(), _tracking(options))]
+        found = tune(dataset, learners, options, Progress(), _tracking(options))
         rows += found
         if args.json != "-":
             _print_leaderboard(found, None)

@@ -1,87 +1,193 @@
-"""The tuning phase of a run: ask the budget policy (:mod:`automil.tune.schedule`) where the next trial
-goes, run it, and repeat until the tuning deadline or until every study is full."""
+"""The time budget of a run: where the next second of tuning goes, when tuning stops and what the final
+evaluation keeps.
+
+Tuning gives every learner's defaults first, cheapest first, each within a fair share; then the learners
+whose tuning scores are close to the best, each given seconds (not trials) in proportion to how close it
+is. The final evaluation keeps its estimated cost from ``--timeout`` (within ``FINAL_SHARE``), and stops
+what the headline figure does not need in time to log every result.
+
+The policy sees plain records (what the studies hold now) and answers with the next study to run a trial
+in, so that it can be tested on made-up states and so that several tuning processes sharing one storage
+reach the same decisions from the same state. The reasons for its design are in ``docs/tune.md``
+("Budget").
+"""
 
 from __future__ import annotations
 
-import time
+import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from automil.records import TrialAttr, TrialRecord
-from automil.tune.listener import LearnerStanding, Listener, Standing, StudyProgress
-from automil.tune.plan import Plan
-from automil.tune.schedule import (LearnerState, StudyState, contenders, final_reserve, next_step,
-                                  waits_for_defaults)
-from automil.tune.studies import study_name
-from automil.tune.tracking import Guarded
-from automil.tune.trial_states import best_trial, counts_toward_budget, records
-from automil.tune.trials import configure_study, run_trial
-from automil.tune.warm_start import WARM_START_ATTR, warm_start, warm_start_note
+from automil.tune.listener import LearnerStanding, Standing
+from automil.tune.studies import Plan
+from automil.tune.trial_rules import best_trial, counts_toward_budget
 
-__all__ = ["tune_studies", "learner_state", "standing"]
+__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
+           "learner_state", "standing", "tuning_deadline", "final_deadline", "extras_deadline", "FINAL_SHARE"]
+
+# A learner whose default trial completed nothing gets this many tries in all before it waits for
+# promise like any other (a second point of its space may work where its defaults did not).
+FIRST_TRIES = 2
+# Closeness that still counts as "level with the leader": twice the standard error of the leader's
+# mean over the folds, and never less than this (2 points of the metric).
+MIN_MARGIN = 0.02
+# The weight of a learner at the edge of the margin, relative to the leader's 1: it still gets some
+# seconds, since the leader's score is itself an estimate.
+EDGE_WEIGHT = 0.25
+# The final evaluation's estimate is stretched by this much: its workers start afresh (and compile numba
+# code again), and a model is fitted on all bags.
+RESERVE_MARGIN = 1.5
+# Shares of --timeout the final evaluation keeps from tuning: its estimated cost (the headline refits and
+# the models), but at least the first (room for repeats) and at most the second (tuning keeps the rest).
+FINAL_SHARE = (0.25, 0.5)
+# Seconds MLflow takes to log one learner's result (its trials, model and figures; sqlite store, 2 cores).
+LOG_SECONDS = 1.5
 
 
-def tune_studies(plan: Plan, bags, storage, worker, tracking: Guarded, listener: Listener, index: int):
-    """Run trials where the budget policy sends them until it has none left or the tuning time is up.
+@dataclass(frozen=True)
+class StudyState:
+    """One study of a learner as the budget sees it.
 
-    ``index`` numbers this process among the ``--jobs`` processes sharing the studies: they all follow
-    the policy on the studies' shared state, so they agree on where the time goes.
+    ``trials`` counts the trials toward ``--n-trials`` (running ones included); ``best`` is the best
+    value (``None`` without a completed trial); ``stderr`` the standard error of that value (the standard
+    deviation of the best trial's fold scores over the square root of their number).
     """
-    import optuna
 
-    from automil import plugins
-
-    worker.set_data(bags)
-    worker.wait_started()  # outside any trial: start-up is not a trial's cost
-    studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
-                         for split in plan.options.splits] for learner in plan.learners}
-    configured, parents, warmed = set(), {}, set()
-    while True:
-        now = time.time()
-        trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
-        states = [learner_state(learner, trials[learner], plan.options.metric, plan.start, now,
-                                plan.options.directions)
-                  for learner in plan.learners]
-        # the final evaluation's share grows as the learners' costs become known
-        deadline = plan.tuning_deadline(final_reserve(states, plan.options.folds, plan.options.jobs))
-        if deadline is not None and now >= deadline:
-            break
-        left = None if deadline is None else deadline - now
-        step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
-                         equal=plan.options.allocation == "equal")
-        listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
-        if step is None:
-            break
-        study = studies[step.learner][step.study]
-        if (step.learner, step.study) not in configured:
-            configure_study(study, plan, index)
-            configured.add((step.learner, step.study))
-        spec = plugins.get_learner(step.learner)
-        if step.learner not in parents:
-            parents[step.learner] = tracking.study_run(study_name(plan.dataset, step.learner), plan.dataset, spec,
-                                                       {"automil.protocol": plan.options.protocol})
-        if plan.options.warm_start and (step.learner, step.study) not in warmed:
-            if warm_start(study, step.learner, plan.dataset, storage):
-                warmed.add((step.learner, step.study))
-        split = plan.options.splits[step.study]
-        trial = run_trial(study, trials[step.learner][step.study], spec, split, plan, bags, worker,
-                          np.inf if deadline is None else deadline, step.time_limit)
-        if split is None and parents[step.learner] is not None:
-            tracking.log_trial(parents[step.learner], trial, study.study_name)
-    if plan.options.warm_start and index == 0:  # the main process tells; the helpers' listeners are silent
-        _announce_warm_starts(studies, listener)
-    for learner in plan.learners:
-        listener.tuned(_progress(plan, learner, None, records(studies[learner][0])))
+    trials: int = 0
+    best: float | None = None
+    stderr: float = 0.0
 
 
-def _announce_warm_starts(studies: dict, listener: Listener):
-    """One line per learner about its warm start, read from the studies, so that a decision another
-    ``--jobs`` process made is told too (its own listener is silent); a learner's studies share a source."""
-    for learner, learner_studies in studies.items():
-        notes = (warm_start_note(learner, study.user_attrs.get(WARM_START_ATTR)) for study in learner_studies)
-        note = next((note for note in notes if note is not None), None)
-        if note is not None:
-            listener.message(note)
+@dataclass(frozen=True)
+class LearnerState:
+    """A learner's studies (the main study first, then the outer splits of nested CV, if any), the
+    wall-clock seconds its trials have taken so far, its expected seconds per trial when known, and
+    whether its defaults were stopped as too slow for their fair share in this run."""
+
+    name: str
+    studies: tuple[StudyState, ...]
+    seconds: float = 0.0
+    expected_seconds: float | None = None
+    too_slow: bool = False
+
+    @property
+    def main(self) -> StudyState:
+        return self.studies[0]
+
+    def open_studies(self, n_trials: int | None) -> list[int]:
+        """The studies that may take another trial (fewer than ``n_trials``)."""
+        return [i for i, s in enumerate(self.studies) if n_trials is None or s.trials < n_trials]
+
+    def next_study(self, n_trials: int | None) -> int:
+        """The open study with the fewest trials, the study on all folds first on ties: a learner's
+        studies fill evenly, since its nested figure needs every outer split tuned alike."""
+        return min(self.open_studies(n_trials), key=lambda i: (self.studies[i].trials, i))
+
+
+@dataclass(frozen=True)
+class Step:
+    """Run one trial of ``learner`` in its study ``study`` (0: all folds; ``i + 1``: outer split ``i``).
+
+    ``time_limit``: seconds the trial may run before it is stopped as too slow for its fair share
+    (``None``: until the tuning deadline). ``phase``: ``"defaults"``, ``"promise"`` or ``"rest"``.
+    """
+
+    learner: str
+    study: int
+    phase: str
+    time_limit: float | None = None
+
+
+def next_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None,
+              jobs: int = 1, equal: bool = False) -> Step | None:
+    """The trial to run next, or ``None`` when no study may take one.
+
+    First every learner gets its defaults in the study on all folds, cheapest first (by
+    ``expected_seconds``, unknown last, then by name), each with a fair share of the time left: the
+    time left times ``jobs`` (processes running trials at once) divided by the learners still waiting.
+    Then the seconds go to :func:`contenders`, the one that has had the fewest seconds for its weight
+    first, into its study with the fewest trials (the study on all folds first on ties). When every
+    learner with a score is full, the learners without one share what is left (phase ``"rest"``).
+    With ``equal``, every learner with a score and an open study contends with weight 1 (the same
+    seconds each), whatever its score.
+    """
+    waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
+    if waiting:
+        first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
+        share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
+        return Step(first.name, 0, "defaults", share)
+    weights = ({s.name: 1.0 for s in learners if s.main.best is not None and s.open_studies(n_trials)} if equal
+               else contenders(learners, n_trials))
+    if weights:
+        by_name = {s.name: s for s in learners}
+        name = min(weights, key=lambda n: (by_name[n].seconds / weights[n], by_name[n].seconds, n))
+        return Step(name, by_name[name].next_study(n_trials), "promise")
+    # Every learner with a score is full: time left goes to those without one, least served first.
+    rest = [s for s in learners if not s.too_slow and s.open_studies(n_trials)]
+    if not rest:
+        return None
+    learner = min(rest, key=lambda s: (s.seconds, s.name))
+    return Step(learner.name, learner.next_study(n_trials), "rest")
+
+
+def waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:
+    """Whether the learner has yet to run its defaults (or a second point after defaults that completed
+    nothing) in its study on all folds."""
+    main = learner.main
+    return (not learner.too_slow and main.best is None and main.trials < FIRST_TRIES
+            and (n_trials is None or main.trials < n_trials))
+
+
+def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, float]:
+    """The learners that share the seconds after the defaults, with their weights.
+
+    Among the learners with a completed trial on all folds and a study open for more trials, the leader
+    has the best tuning score; a learner within the margin (twice the standard error of the leader's
+    fold mean, at least ``MIN_MARGIN``) is a contender, weighted from 1 (level with the leader) down to
+    ``EDGE_WEIGHT`` (at the margin's edge). A learner further behind gets nothing until the contenders'
+    studies are full.
+    """
+    scored = [s for s in learners if s.main.best is not None and s.open_studies(n_trials)]
+    if not scored:
+        return {}
+    leader = max(scored, key=lambda s: s.main.best)
+    margin = max(MIN_MARGIN, 2.0 * leader.main.stderr)
+    floor = leader.main.best - margin
+    return {s.name: EDGE_WEIGHT + (1.0 - EDGE_WEIGHT) * (s.main.best - floor) / margin
+            for s in scored if s.main.best >= floor}
+
+
+def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1) -> float:
+    """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
+    refits (``folds`` fits, as long as one trial on all folds) and its model (one more fit), on ``jobs``
+    workers, stretched by ``RESERVE_MARGIN``. Learners of unknown cost add nothing until measured."""
+    seconds = sum(s.expected_seconds * (1.0 + 1.0 / folds) for s in learners
+                  if s.main.best is not None and s.expected_seconds is not None)
+    return RESERVE_MARGIN * seconds / jobs
+
+
+def tuning_deadline(plan: Plan, reserve: float = 0.0) -> float | None:
+    """When tuning stops: ``reserve`` seconds (the final evaluation's estimated cost, :func:`final_reserve`)
+    before the end of the budget, within the bounds of ``FINAL_SHARE``; ``None`` without ``--timeout``."""
+    t = plan.options.timeout
+    if t is None:
+        return None
+    low, high = FINAL_SHARE
+    return plan.start + t - min(max(reserve, low * t), high * t)
+
+
+def final_deadline(plan: Plan) -> float:
+    """When the run's budget ends (infinity without ``--timeout``)."""
+    t = plan.options.timeout
+    return math.inf if t is None else plan.start + t
+
+
+def extras_deadline(plan: Plan, results: int, tracked: bool) -> float:
+    """When the final evaluation stops what the headline figure does not need (the models but the chosen
+    one, the repeats): in time to log ``results`` results before the budget ends, when ``tracked``."""
+    return final_deadline(plan) - (LOG_SECONDS * results if tracked else 0.0)
 
 
 def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, run_start: float,
@@ -141,9 +247,3 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
 def _duration(trial: TrialRecord, now: float) -> float:
     end = trial.end.timestamp() if trial.end is not None else now
     return max(end - trial.start.timestamp(), 0.0)
-
-
-def _progress(plan: Plan, learner: str, split: int | None, trials) -> StudyProgress:
-    options = plan.options
-    return StudyProgress(learner, split, options.folds, options.n_trials, options.metric, trials)
-

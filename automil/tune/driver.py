@@ -6,7 +6,8 @@ Studies live in a storage that several processes share (a journal file by defaul
 otherwise), so a rerun continues them and several ``automil tune`` processes cooperate on them.
 
 The names of the study and trial user attributes are a contract with :mod:`automil.track`; they are
-listed in ``docs/tune.md`` ("What a study stores").
+listed in ``docs/tune.md`` ("What a study stores"). This is the one module that calls tracking: the loop
+and the final evaluation tell it what happened (:class:`~automil.tune.tracking.Recorder`).
 """
 
 from __future__ import annotations
@@ -16,22 +17,22 @@ import os
 import time
 from collections.abc import Callable
 
-from automil.records import LearnerResult
-from automil.tune.final import final_evaluation
+from automil.records import LearnerResult, TrialRecord
+from automil.tune.ensembling import ENSEMBLE
+from automil.tune.final_evaluation import final_evaluation
 from automil.tune.fits import fit_worker
-from automil.tune.leaderboard import rank, skipped_row
+from automil.tune.leaderboard import choose, rank, skipped_row
 from automil.tune.listener import Listener, Silent
+from automil.tune.loop import tune_studies
+from automil.tune.optuna_records import records, study_record
 from automil.tune.options import TuneOptions
-from automil.tune.plan import Plan
 from automil.tune.processes import die_with_parent
 from automil.tune.storage import open_storage
-from automil.tune.studies import prepare_studies
-from automil.tune.tracking import Tracking, open_tracking
-from automil.tune.budget import tune_studies
-from automil.tune.selection import choose
+from automil.tune.studies import Plan, prepare_studies, study_name
+from automil.tune.tracking import Guarded, Tracking, open_tracking
 from automil.uris import shown_storage
 
-__all__ = ["tune"]
+__all__ = ["tune", "TrackingRecorder"]
 
 
 def tune(dataset: str, learners=None, options: TuneOptions | None = None, listener: Listener | None = None,
@@ -64,15 +65,16 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         assignment = prepare_studies(storage, dataset, bags, specs, options)
         plan = Plan(dataset, [s.name for s in specs], options, assignment, start)
         tracker = open_tracking(tracking, listener)
+        recorder = TrackingRecorder(plan, tracker)
         listener.message(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
                  f"protocol {options.protocol}; studies in {shown_storage(options.storage)})")
         helpers = [_start_helper(plan, bags, index, tracking) for index in range(1, options.jobs)]
         try:
             with _sigterm_interrupts():
-                tune_studies(plan, bags, storage, worker, tracker, listener, index=0)
+                tune_studies(plan, bags, storage, worker, recorder, listener, index=0)
                 for helper in helpers:
                     helper.join()
-                rows = final_evaluation(plan, bags, storage, worker, tracker, listener)
+                rows = final_evaluation(plan, bags, storage, worker, recorder, listener)
         except BaseException:
             for helper in helpers:
                 _interrupt(helper)
@@ -95,6 +97,51 @@ def _select(rows: list[LearnerResult], dataset: str, tracking, listener: Listene
     if chosen.model_uri is not None:
         chosen.registered_model = tracking.register_model(dataset, chosen.model_uri)
     return chosen
+
+
+class TrackingRecorder:
+    """What the loop and the final evaluation tell, recorded on tracking: every learner's main study is
+    one parent run, its trials child runs, its result the parent's figures and model."""
+
+    def __init__(self, plan: Plan, tracking: Guarded):
+        self.plan = plan
+        self.tracking = tracking
+        self.parents = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self.tracking.enabled
+
+    def learner_started(self, spec) -> None:
+        if spec.name not in self.parents:
+            self.parents[spec.name] = self._parent(study_name(self.plan.dataset, spec.name), spec)
+
+    def trial_done(self, spec, trial: TrialRecord, study_name: str) -> None:
+        parent = self.parents.get(spec.name)
+        if parent is not None:
+            self.tracking.log_trial(parent, trial, study_name)
+
+    def study_done(self, spec, study, result: LearnerResult | None = None, model=None, bags=None) -> str | None:
+        """Log every finished trial of the study not logged yet (by any worker), then ``result``, if given,
+        as its result; the URI of the logged model, if any."""
+        parent = self._parent(study.study_name, spec)
+        if parent is None:
+            return None
+        found = study_record(study) if result is not None else None
+        for trial in found.trials if found is not None else records(study):
+            if trial.finished:
+                self.tracking.log_trial(parent, trial, study.study_name)
+        if result is None:
+            self.tracking.end_study(parent)
+            return None
+        return self.tracking.log_result(parent, result, model, bags, found)
+
+    def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
+        parent = self._parent(result.study, ENSEMBLE)
+        return None if parent is None else self.tracking.log_result(parent, result, model, bags)
+
+    def _parent(self, name: str, spec) -> str | None:
+        return self.tracking.study_run(name, self.plan.dataset, spec, {"automil.protocol": self.plan.options.protocol})
 
 
 def _usable_learners(bags, names):
@@ -145,7 +192,7 @@ def _helper_main(plan: Plan, bags, index: int, parent_pid: int, tracking):
     try:
         with _sigterm_interrupts():
             tune_studies(plan, bags, open_storage(plan.options.storage), worker,
-                       open_tracking(tracking, Silent()), Silent(), index)
+                         TrackingRecorder(plan, open_tracking(tracking, Silent())), Silent(), index)
     except KeyboardInterrupt:
         pass
     finally:

@@ -12,12 +12,12 @@ from automil.ensemble import Ensemble, calibrate, calibrated, rounded, score, se
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
 from automil.records import LearnerResult, Status, TrialAttr, TrialRecord
-from automil.tune.leaderboard import Evaluation, result_row
-from automil.tune.plan import Plan
-from automil.tune.trial_states import best_trial
+from automil.tune.leaderboard import Evaluation, Refit, result_row
+from automil.tune.studies import Plan
+from automil.tune.trial_rules import best_trial
 
-__all__ = ["ENSEMBLE", "Candidate", "Selection", "choose_members", "main_selection", "ensemble_nested", "ensemble_row",
-           "stored_scores", "loaded_scores"]
+__all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Candidate", "Members", "choose_members", "main_members",
+           "ensemble_nested", "ensemble_row", "stored_scores", "loaded_scores"]
 
 
 @dataclass(frozen=True)
@@ -32,29 +32,49 @@ class _EnsembleSpec:
 ENSEMBLE = _EnsembleSpec()
 
 
+@dataclass(frozen=True)
+class ScoreKey:
+    """Which out-of-fold scores of a learner: those of its nested refits (every bag from its outer split's
+    refit), or those of repeat ``repeat`` of the repeated CV. ``str()`` gives its stored name."""
+
+    refit: Refit
+    repeat: int | None = None
+
+    def __str__(self) -> str:
+        return str(self.refit) if self.repeat is None else f"{self.refit}-{self.repeat}"
+
+    @classmethod
+    def parse(cls, text: str) -> ScoreKey:
+        """The inverse of ``str()``: ``nested`` or ``repeat-R``."""
+        refit, _, repeat = text.partition("-")
+        return cls(Refit(refit), int(repeat) if repeat else None)
+
+
+NESTED_SCORES = ScoreKey(Refit.NESTED)
+
+
 @dataclass
 class Candidate:
     """One learner as the ensemble sees it: its study trials (main study, then the outer splits), the
-    out-of-fold scores of its final evaluation (``"nested"``: every bag from its outer split's refit;
-    ``("repeat", r)``: every bag of repeat ``r``; NaN where a fit is missing), its mean fit seconds and
-    its full-data refit, when made."""
+    out-of-fold scores of its final evaluation by :class:`ScoreKey` (every bag; NaN where a fit is
+    missing), its mean fit seconds and its full-data refit, when made."""
 
     trials: list[TrialRecord]
     sub_trials: list[list[TrialRecord]]
-    scores: dict = field(default_factory=dict)
+    scores: dict[ScoreKey, np.ndarray] = field(default_factory=dict)
     fit_seconds: float | None = None
     model: object = None
 
 
 @dataclass(frozen=True)
-class Selection:
-    """The members of one selection, their calibration maps and weights (summing to 1)."""
+class Members:
+    """The members an ensemble selection chose, their calibration maps and weights (summing to 1)."""
 
     names: list[str]
     calibrators: list
     weights: list[float]
 
-    def predict(self, candidates: dict[str, Candidate], key, where, classes) -> np.ndarray | None:
+    def predict(self, candidates: dict[str, Candidate], key: ScoreKey, where, classes) -> np.ndarray | None:
         """Labels of the bags ``where`` from the members' scores under ``key``; ``None`` if one is missing."""
         total = 0.0
         for name, calibrator, weight in zip(self.names, self.calibrators, self.weights, strict=True):
@@ -65,7 +85,7 @@ class Selection:
         return classes[np.argmax(total, axis=1)]
 
 
-def choose_members(best: dict[str, TrialRecord | None], order, y, metric: str) -> Selection | None:
+def choose_members(best: dict[str, TrialRecord | None], order, y, metric: str) -> Members | None:
     """Ensemble selection over the learners whose ``best`` trial kept out-of-fold scores of the bags
     ``order`` (labelled ``y[order]``); ``None`` without a candidate."""
     labels = np.asarray(y)[order]
@@ -87,7 +107,7 @@ def choose_members(best: dict[str, TrialRecord | None], order, y, metric: str) -
     weights = select([probas[j] for j in ranking], y_index, metric)
     kept = [(names[j], calibrators[j], float(w)) for j, w in zip(ranking, weights, strict=True) if w > 0]
     kept.sort(key=lambda m: -m[2])
-    return Selection(*(list(part) for part in zip(*kept, strict=True)))
+    return Members(*(list(part) for part in zip(*kept, strict=True)))
 
 
 def ensemble_nested(plan: Plan, bags, candidates: dict[str, Candidate]) -> Evaluation:
@@ -99,9 +119,9 @@ def ensemble_nested(plan: Plan, bags, candidates: dict[str, Candidate]) -> Evalu
     return evaluation
 
 
-def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Selection,
+def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Members,
                  nested: Evaluation) -> tuple[LearnerResult, Ensemble | None]:
-    """The ensemble's row and model from the selection ``main`` on the main studies (:func:`main_selection`),
+    """The ensemble's row and model from the members ``main`` chosen on the main studies (:func:`main_members`),
     its nested folds (:func:`ensemble_nested`) and the repeats the members have scores of now. The model
     needs every member's full-data refit."""
     options = plan.options
@@ -110,29 +130,28 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Selec
                          fit_seconds=[sum(candidates[n].fit_seconds or 0.0 for n in main.names)])
     for r, seed in enumerate(repeat_seeds(options.seed, options.repeats)):
         for _, test in fold_splits(bag_folds(bags.y, options.folds, seed)):
-            y_pred = main.predict(candidates, ("repeat", r), test, classes)
+            y_pred = main.predict(candidates, ScoreKey(Refit.REPEAT, r), test, classes)
             if y_pred is None:
                 break
             evaluation.repeated.setdefault(r, []).append(fold_scores(bags.y[test], y_pred))
             if r == 0:
-                evaluation.predictions.setdefault("repeat", []).append((bags.y[test], y_pred))
+                evaluation.predictions.setdefault(Refit.REPEAT, []).append((bags.y[test], y_pred))
     row = result_row(plan.dataset, options, evaluation)
     row.members = [{"learner": n, "weight": w} for n, w in zip(main.names, main.weights, strict=True)]
     row.error = evaluation.errors[0] if evaluation.errors else None
     row.status = (Status.NO_RESULT if row.accuracy is None
                   else Status.PARTIAL if evaluation.errors else Status.OK)
-    for key in ("trials", "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out",
-                "trials_stopped"):
-        setattr(row, key, None)
+    row.trials = row.trials_complete = row.trials_pruned = row.trials_failed = row.trials_timed_out = None
+    row.trials_stopped = None
     models = [candidates[n].model for n in main.names]
     model = None if any(m is None for m in models) else Ensemble(models, main.calibrators, main.weights,
                                                                  main.names)
     return row, model
 
 
-def main_selection(plan: Plan, bags, candidates: dict[str, Candidate]) -> Selection | None:
-    """The selection on the main studies' out-of-fold scores (the model's members and weights), when two
-    or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
+def main_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> Members | None:
+    """The members chosen on the main studies' out-of-fold scores (the model's members and weights), when
+    two or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
     best = {n: best_trial(c.trials, plan.options.directions) for n, c in candidates.items()}
     if sum(t is not None and TrialAttr.OOF_SCORES in t.attrs for t in best.values()) < 2:
         return None
@@ -146,18 +165,18 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     tuned = 0
     for i in range(plan.options.folds):
         best = {n: best_trial(c.sub_trials[i], plan.options.directions) for n, c in candidates.items()}
-        selection = choose_members(best, _out_of_fold_order(plan.assignment, i), bags.y, plan.options.metric)
-        if selection is None:
+        members = choose_members(best, _out_of_fold_order(plan.assignment, i), bags.y, plan.options.metric)
+        if members is None:
             evaluation.errors.append(f"no learner with a tuned outer split {i}: no nested figure")
             continue
         tuned += 1
         test = np.flatnonzero(plan.assignment == i)
-        y_pred = selection.predict(candidates, "nested", test, classes)
+        y_pred = members.predict(candidates, NESTED_SCORES, test, classes)
         if y_pred is None:
             evaluation.errors.append(f"a member's nested fit of outer split {i} is missing: no nested figure")
             continue
         evaluation.nested[i] = fold_scores(bags.y[test], y_pred)
-        evaluation.predictions.setdefault("nested", []).append((bags.y[test], y_pred))
+        evaluation.predictions.setdefault(Refit.NESTED, []).append((bags.y[test], y_pred))
     evaluation.tuned_splits = tuned
 
 
@@ -166,13 +185,12 @@ def _out_of_fold_order(assignment, exclude=None) -> np.ndarray:
     return np.concatenate([test for _, test in fold_splits(assignment, exclude=exclude)])
 
 
-def stored_scores(scores: dict) -> dict:
+def stored_scores(scores: dict[ScoreKey, np.ndarray]) -> dict[str, list]:
     """A candidate's scores as JSON (kept with the learner's stored result, so that a rerun that reuses
     the result can still ensemble it), as :func:`automil.ensemble.rounded`."""
-    return {"nested" if key == "nested" else f"repeat-{key[1]}": rounded(values) for key, values in scores.items()}
+    return {str(key): rounded(values) for key, values in scores.items()}
 
 
-def loaded_scores(stored: dict) -> dict:
+def loaded_scores(stored: dict[str, list]) -> dict[ScoreKey, np.ndarray]:
     """The inverse of :func:`stored_scores`."""
-    return {("nested" if key == "nested" else ("repeat", int(key.split("-")[1]))): np.asarray(values, dtype=np.float64)
-            for key, values in stored.items()}
+    return {ScoreKey.parse(key): np.asarray(values, dtype=np.float64) for key, values in stored.items()}

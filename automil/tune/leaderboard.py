@@ -1,4 +1,5 @@
-"""The leaderboard: one row per learner from its studies and final evaluation, and their ranking.
+"""The leaderboard: one row per learner from its studies and final evaluation, their ranking, and the one
+model a run hands the user (:func:`choose`).
 
 The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints the rows and
 :mod:`automil.track` logs them.
@@ -7,16 +8,25 @@ The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 import numpy as np
 
 from automil.evaluation import mean_std
 from automil.pareto import non_dominated
-from automil.records import LearnerResult, Status, TrialAttr, TrialRecord
+from automil.records import LearnerResult, Status, TrialAttr, TrialRecord, TrialState
 from automil.tune.options import TuneOptions
-from automil.tune.trial_states import trial_counts
+from automil.tune.trial_rules import TrialCounts, trial_counts
 
-__all__ = ["Evaluation", "result_row", "row_status", "skipped_row", "rank", "pareto_front"]
+__all__ = ["Refit", "Evaluation", "result_row", "row_status", "skipped_row", "rank", "choose", "pareto_front"]
+
+
+class Refit(StrEnum):
+    """The fits of a learner's best parameters in the final evaluation."""
+
+    NESTED = "nested"  # outer split i's best parameters, scored on outer fold i
+    REPEAT = "repeat"  # a fold of one repeat of the repeated CV
+    MODEL = "model"  # all bags: the model tracking logs
 
 
 @dataclass
@@ -25,9 +35,9 @@ class Evaluation:
     the best trial there and in every outer split, and the scores of the refits.
 
     ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.fold_scores` dicts;
-    ``predictions`` maps ``"nested"`` or ``"repeat"`` to ``(y_true, y_pred)`` pairs of out-of-fold
-    predictions; ``errors`` are the final evaluation's failures, ``notes`` what its budget left out that
-    the headline figure does not need (a model).
+    ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
+    out-of-fold predictions (of the first repeat); ``errors`` are the final evaluation's failures,
+    ``notes`` what its budget left out that the headline figure does not need (a model).
     """
 
     learner: str
@@ -41,7 +51,7 @@ class Evaluation:
     fit_seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    predictions: dict = field(default_factory=dict)
+    predictions: dict[Refit, list[tuple]] = field(default_factory=dict)
     tuned_splits: int | None = None
 
 
@@ -49,60 +59,70 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     """The leaderboard row of one learner (keys documented in docs/tune.md)."""
     best = job.best
     counts, finished = trial_counts(job.trials)
-    row = {"dataset": dataset, "learner": job.learner, "plugin": job.plugin,
-           "study": job.study, "protocol": options.protocol,
-           "metric": options.metric,
-           "seed": options.seed, "folds": options.folds, **counts,
-           "tuning_score": None if best is None else best.value,
-           "best_trial": None if best is None else best.number,
-           "best_params": None if best is None else best.attrs[TrialAttr.ESTIMATOR_PARAMS]}
-    for prefix in ("nested_", "repeated_", ""):
-        for metric in ("accuracy", "balanced_accuracy"):
-            row[f"{prefix}{metric}"] = row[f"{prefix}{metric}_std"] = None
+    nested_protocol = options.protocol == "nested"
+    row = LearnerResult(dataset=dataset, learner=job.learner, plugin=job.plugin, study=job.study,
+                        protocol=options.protocol, metric=options.metric, seed=options.seed, folds=options.folds,
+                        trials=counts.trials, trials_complete=counts.complete, trials_pruned=counts.pruned,
+                        trials_failed=counts.failed, trials_timed_out=counts.timed_out,
+                        tuning_score=None if best is None else best.value,
+                        best_trial=None if best is None else best.number,
+                        best_params=None if best is None else best.attrs[TrialAttr.ESTIMATOR_PARAMS])
     nested = job.nested
-    if options.protocol == "nested" and nested and all(s is not None for s in nested):
-        for metric in ("accuracy", "balanced_accuracy"):
-            row[f"nested_{metric}"], row[f"nested_{metric}_std"] = mean_std(s[metric] for s in nested)
+    if nested_protocol and nested and all(s is not None for s in nested):
+        row.nested_accuracy, row.nested_accuracy_std = mean_std(s["accuracy"] for s in nested)
+        row.nested_balanced_accuracy, row.nested_balanced_accuracy_std = mean_std(
+            s["balanced_accuracy"] for s in nested)
     repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
-    row["repeats"] = len(repeats)
-    for metric in ("accuracy", "balanced_accuracy"):
-        # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
-        row[f"repeated_{metric}"], row[f"repeated_{metric}_std"] = mean_std(
-            np.mean([s[metric] for s in scores]) for scores in repeats)
-    row["headline"] = "nested" if options.protocol == "nested" else "tuned (optimistic)"
-    source = "nested_" if options.protocol == "nested" else "repeated_"
-    for metric in ("accuracy", "balanced_accuracy"):
-        row[metric], row[f"{metric}_std"] = row[f"{source}{metric}"], row[f"{source}{metric}_std"]
+    row.repeats = len(repeats)
+    # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
+    row.repeated_accuracy, row.repeated_accuracy_std = mean_std(
+        np.mean([s["accuracy"] for s in scores]) for scores in repeats)
+    row.repeated_balanced_accuracy, row.repeated_balanced_accuracy_std = mean_std(
+        np.mean([s["balanced_accuracy"] for s in scores]) for scores in repeats)
+    if nested_protocol:
+        row.headline = "nested"
+        row.accuracy, row.accuracy_std = row.nested_accuracy, row.nested_accuracy_std
+        row.balanced_accuracy, row.balanced_accuracy_std = (row.nested_balanced_accuracy,
+                                                            row.nested_balanced_accuracy_std)
+    else:
+        row.headline = "tuned (optimistic)"
+        row.accuracy, row.accuracy_std = row.repeated_accuracy, row.repeated_accuracy_std
+        row.balanced_accuracy, row.balanced_accuracy_std = (row.repeated_balanced_accuracy,
+                                                            row.repeated_balanced_accuracy_std)
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
-    row["fit_seconds"] = float(np.mean(fit_seconds)) if fit_seconds else None
-    row["one_class"] = any(s is not None and s["one_class"] for s in nested) or any(
+    row.fit_seconds = float(np.mean(fit_seconds)) if fit_seconds else None
+    row.one_class = any(s is not None and s["one_class"] for s in nested) or any(
         s["one_class"] for scores in repeats for s in scores)
     stopped = sum(bool(t.attrs.get(TrialAttr.INTERRUPTED)) for t in job.trials)
-    row["error"] = _first_error(job, counts, finished, stopped)
-    row["trials_stopped"] = stopped
-    predictions = job.predictions.get("nested" if options.protocol == "nested" else "repeat")
-    if predictions and (options.protocol != "nested" or row["nested_accuracy"] is not None):
-        from sklearn.metrics import confusion_matrix
-
-        classes = np.unique(np.concatenate([y for y, _ in predictions]))
-        y_true, y_pred = (np.concatenate(part) for part in zip(*predictions, strict=True))
-        row["classes"] = classes.tolist()
-        row["confusion_matrix"] = confusion_matrix(y_true, y_pred, labels=classes).tolist()
-    row["tuned_splits"] = job.tuned_splits if options.protocol == "nested" else None
-    row["pareto_front"] = pareto_front(job.trials, options) if options.multi_objective else None
+    row.error = _first_error(job, counts, finished, stopped)
+    row.trials_stopped = stopped
+    predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
+    if predictions and (not nested_protocol or row.nested_accuracy is not None):
+        row.classes, row.confusion_matrix = _confusion(predictions)
+    row.tuned_splits = job.tuned_splits if nested_protocol else None
+    row.pareto_front = pareto_front(job.trials, options) if options.multi_objective else None
     too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
     if best is None and too_slow:
-        row["status"], row["error"] = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
+        row.status, row.error = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
     else:
-        row["status"] = row_status(row["accuracy"], counts, best, job.errors)
-    return LearnerResult(**row)
+        row.status = row_status(row.accuracy, counts, best, job.errors)
+    return row
+
+
+def _confusion(predictions: list[tuple]) -> tuple[list, list]:
+    """The classes and the confusion matrix of out-of-fold ``(y_true, y_pred)`` pairs, as lists."""
+    from sklearn.metrics import confusion_matrix
+
+    classes = np.unique(np.concatenate([y for y, _ in predictions]))
+    y_true, y_pred = (np.concatenate(part) for part in zip(*predictions, strict=True))
+    return classes.tolist(), confusion_matrix(y_true, y_pred, labels=classes).tolist()
 
 
 def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[dict]:
     """The completed trials of a multi-objective study that no other beats on every objective, best
     metric first: ``{trial, params, <objective>: value, ...}``. Like the tuning score, the values come
     from the folds the parameters were tuned on."""
-    complete = [t for t in trials if t.state == "COMPLETE" and len(t.values) == len(options.objectives)]
+    complete = [t for t in trials if t.state is TrialState.COMPLETE and len(t.values) == len(options.objectives)]
     if not complete:
         return []
     keep = non_dominated([t.values for t in complete], [d == "maximize" for d in options.directions])
@@ -111,41 +131,42 @@ def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[dict]:
     return sorted(front, key=lambda point: (-point[options.metric], point["trial"]))
 
 
-def _first_error(job: Evaluation, counts: dict, finished: list[TrialRecord], stopped: int) -> str | None:
+def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecord], stopped: int) -> str | None:
     """Why the row lacks a figure or part of one, most telling reason first; else what it lacks besides."""
     best = job.best
     missing = [i for i, t in enumerate(job.outer_best) if t is None]
     errors = job.errors + [t.attrs[TrialAttr.ERROR] for t in finished
-                           if t.state == "FAIL" and not t.attrs.get(TrialAttr.TIMED_OUT)]
+                           if t.state is TrialState.FAIL and not t.attrs.get(TrialAttr.TIMED_OUT)]
     if missing and best is not None:
         errors.insert(0, f"no completed trial in outer split(s) {', '.join(map(str, missing))}: no nested "
                          "figure (raise --timeout or --n-trials)")
     one_class = sum(bool(t.attrs.get(TrialAttr.ONE_CLASS)) for t in finished)
     if best is None and one_class:
-        errors.insert(0, f"{one_class} of {counts['trials']} trials predicted one class for every bag of a test "
+        errors.insert(0, f"{one_class} of {counts.trials} trials predicted one class for every bag of a test "
                          "fold (never a result)")
-    if best is None and not counts["trials"]:
+    if best is None and not counts.trials:
         errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
                          "--timeout" if stopped else "no trial ran: raise --timeout")
-    if best is None and not errors and counts["trials_pruned"]:
-        reasons = [t.attrs[TrialAttr.ERROR] for t in finished if t.state == "PRUNED" and t.attrs.get(TrialAttr.ERROR)]
-        errors.append(f"no trial completed: {counts['trials_pruned']} of {counts['trials']} pruned"
-                      + (f" ({reasons[0]})" if reasons else "") + f", {counts['trials_timed_out']} timed out, "
+    if best is None and not errors and counts.pruned:
+        reasons = [t.attrs[TrialAttr.ERROR] for t in finished
+                   if t.state is TrialState.PRUNED and t.attrs.get(TrialAttr.ERROR)]
+        errors.append(f"no trial completed: {counts.pruned} of {counts.trials} pruned"
+                      + (f" ({reasons[0]})" if reasons else "") + f", {counts.timed_out} timed out, "
                       f"{stopped} stopped by the --timeout budget")
     return errors[0] if errors else (job.notes[0] if job.notes else None)
 
 
-def row_status(accuracy, counts, best, final_errors) -> Status:
+def row_status(accuracy, counts: TrialCounts, best, final_errors) -> Status:
     """``ok``, ``partial``, or why there is no figure: ``T/O``, ``failed``, ``no result``, ``no trials``."""
     if accuracy is not None:
         return Status.OK if best is not None and not final_errors else Status.PARTIAL
     if best is not None:
         return Status.PARTIAL
-    if not counts["trials"]:
+    if not counts.trials:
         return Status.NO_TRIALS
-    if counts["trials_timed_out"] == counts["trials"]:
+    if counts.timed_out == counts.trials:
         return Status.TIMED_OUT
-    return Status.FAILED if counts["trials_failed"] == counts["trials"] else Status.NO_RESULT
+    return Status.FAILED if counts.failed == counts.trials else Status.NO_RESULT
 
 
 def skipped_row(dataset, spec, reason, options) -> LearnerResult:
@@ -158,3 +179,16 @@ def rank(result: LearnerResult):
     value = result.metric_value()
     return (value is None, -(value or 0.0), result.learner)
 
+
+def choose(rows: list[LearnerResult]) -> LearnerResult | None:
+    """The row of the chosen learner, or ``None`` when no learner has a usable figure.
+
+    Candidates have status ``ok``, a headline figure (nested CV under the nested protocol) and never
+    predicted one class for every bag of a headline fold. The best headline value of the run's metric
+    wins; ties go to the cheaper learner (lower mean fit seconds), then to the name.
+    """
+    candidates = [r for r in rows if r.status == Status.OK and not r.one_class and r.metric_value() is not None]
+    if not candidates:
+        return None
+    return min(candidates, key=lambda r: (-r.metric_value(), r.fit_seconds is None, r.fit_seconds or 0.0,
+                                          r.learner))

@@ -1,14 +1,15 @@
-"""The budget and protocol of a tuning run: the options of ``automil tune`` and their checks."""
+"""The budget and protocol of a tuning run: the options of ``automil tune``, their checks, and study files
+(a grid of datasets x learners with options, declared in TOML for ``automil run``)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from automil.tune.storage import DEFAULT_STORAGE
 
-__all__ = ["TuneOptions", "default_jobs", "parse_size", "SAMPLERS", "METRICS", "OBJECTIVES", "PROTOCOLS",
-           "ALLOCATIONS", "FINAL_SHARE"]
+__all__ = ["TuneOptions", "default_jobs", "parse_size", "read_study_file", "SAMPLERS", "METRICS", "OBJECTIVES",
+           "PROTOCOLS", "ALLOCATIONS"]
 
 SAMPLERS = ("tpe", "random")
 METRICS = ("balanced_accuracy", "accuracy")
@@ -21,9 +22,6 @@ PROTOCOLS = ("nested", "tuned")
 # promise: the time goes to the learners close to the best (AutoML); equal: every learner with a score gets
 # the same seconds (a comparison table with equal effort per learner).
 ALLOCATIONS = ("promise", "equal")
-# Shares of --timeout the final evaluation keeps from tuning: its estimated cost (the headline refits and
-# the models), but at least the first (room for repeats) and at most the second (tuning keeps the rest).
-FINAL_SHARE = (0.25, 0.5)
 
 
 @dataclass
@@ -128,3 +126,53 @@ def parse_size(text: str) -> int:
         return int(float(value[:-1]) * units[value[-1]]) if value[-1:] in units else int(float(value))
     except ValueError:
         raise ValueError(f"not a memory size: {text!r} (expected e.g. 4G or 512M)") from None
+
+
+def read_study_file(path, overrides: dict | None = None) -> list[tuple[str, list | None, TuneOptions]]:
+    """The studies a TOML file declares: ``(dataset, learners, options)`` for every dataset.
+
+    ``[options]`` holds defaults for every ``[[study]]``; a study names ``datasets`` (or one
+    ``dataset``), optionally ``learners``, and may override any option. ``overrides`` (the command line)
+    win over the file. Unknown keys are errors naming the file and the key.
+    """
+    import tomllib
+
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as error:
+        raise ValueError(f"cannot read study file {path}: {error.strerror}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ValueError(f"{path}: not valid TOML: {error}") from None
+    known = {f.name for f in fields(TuneOptions)}
+    for key in set(data) - {"options", "study", "description"}:
+        raise ValueError(f"{path}: unknown top-level key {key!r} (expected [options] and [[study]])")
+    base = data.get("options", {})
+    if set(base) - known:
+        raise ValueError(f"{path}: unknown option {sorted(set(base) - known)[0]!r} in [options]; known: "
+                         f"{', '.join(sorted(known))}")
+    studies = data.get("study") or []
+    if not studies:
+        raise ValueError(f"{path}: no [[study]] tables: nothing to run")
+    runs = []
+    for number, study in enumerate(studies, 1):
+        study = dict(study)
+        datasets = study.pop("datasets", None) or [study.pop("dataset", None)]
+        study.pop("dataset", None)
+        learners = study.pop("learners", None) or None
+        if None in datasets:
+            raise ValueError(f"{path}: study {number} names no dataset (add dataset = \"NAME\")")
+        unknown = set(study) - known - {"name"}
+        if unknown:
+            raise ValueError(f"{path}: study {number}: unknown key {sorted(unknown)[0]!r}")
+        study.pop("name", None)
+        values = {**base, **study}
+        for key in ("n_trials", "timeout"):
+            if isinstance(values.get(key), str) and values[key].lower() == "none":
+                values[key] = None
+        if isinstance(values.get("fit_memory"), str):
+            values["fit_memory"] = parse_size(values["fit_memory"])
+        options = TuneOptions(**{**values, **(overrides or {})})
+        options.check()
+        runs += [(dataset, learners, options) for dataset in datasets]
+    return runs

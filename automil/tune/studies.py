@@ -1,19 +1,34 @@
-"""The Optuna studies of a run: their names, their stored folds and labels, their samplers."""
+"""The Optuna studies of a run: its plan, their names, their stored folds and labels, and the sampler and
+pruner each process tunes them with."""
 
 from __future__ import annotations
 
+import warnings
 import zlib
+from dataclasses import dataclass
 
 import numpy as np
 
 from automil.folds import bag_folds, fold_digest
 from automil.meta_features import meta_features
-from automil.tune.plan import Plan
+from automil.tune.optuna_records import fail_stale_trials
+from automil.tune.options import TuneOptions
 from automil.uris import shown_storage
 
-__all__ = ["study_name", "prepare_studies", "sampler", "META_FEATURES_ATTR"]
+__all__ = ["Plan", "study_name", "prepare_studies", "configure_study", "sampler", "META_FEATURES_ATTR"]
 
 META_FEATURES_ATTR = "meta_features"  # the dataset's meta-features: what a warm start elsewhere compares
+
+
+@dataclass
+class Plan:
+    """Everything a tuning process needs; picklable so that ``--jobs`` processes get the same plan."""
+
+    dataset: str
+    learners: list[str]
+    options: TuneOptions
+    assignment: np.ndarray  # the stored fold of every bag
+    start: float  # time.time() when the run began
 
 
 def study_name(dataset: str, learner: str, split: int | None = None) -> str:
@@ -98,6 +113,21 @@ def _check_objectives(study, attrs: dict, options) -> None:
             f"study {study.study_name!r} in {shown_storage(options.storage)} was made with the objective(s) "
             f"{', '.join(stored)} ({', '.join(directions)}); this run asks for {', '.join(wanted)}. Give the "
             "same --objective options to continue it, or another --storage for a new study")
+
+
+def configure_study(study, plan: Plan, index: int):
+    """A study as this process tunes it: its own sampler stream, the fold-wise pruner (single objective
+    only), no stale trials."""
+    import optuna
+
+    study.sampler = sampler(plan, study.study_name, index, len(study.get_trials(deepcopy=False)))
+    if plan.options.multi_objective:  # Optuna prunes single-objective studies only (trial.report raises)
+        study.pruner = optuna.pruners.NopPruner()
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
+    fail_stale_trials(study)
 
 
 def sampler(plan: Plan, name: str, index: int, n_existing: int):

@@ -1,6 +1,7 @@
 """What the driver needs from tracking, declared here so that the driver never imports MLflow: a
 :class:`Tracking` object (``automil.track.Tracker`` is one) made by a factory the caller passes to
-``tune``, and the guard every call goes through."""
+``tune``, and the guard every call goes through. Only :mod:`automil.tune.driver` calls a ``Tracking``;
+the tuning loop and the final evaluation tell a :class:`Recorder` what happened, in their own words."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Protocol
 from automil.records import LearnerResult, StudyRecord, TrialRecord
 from automil.tune.listener import Listener
 
-__all__ = ["Tracking", "Untracked", "Guarded", "open_tracking"]
+__all__ = ["Tracking", "Untracked", "Guarded", "open_tracking", "Recorder"]
 
 
 class Tracking(Protocol):
@@ -107,3 +108,25 @@ def open_tracking(factory: Callable[[], Tracking] | None, listener: Listener) ->
     calls this before any tuning, since results that silently go untracked are lost to the UI and the
     report."""
     return Guarded(Untracked() if factory is None else factory(), listener)
+
+
+class Recorder(Protocol):
+    """What the tuning loop and the final evaluation tell tracking (the driver records it)."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether anything is recorded (the final evaluation fits the models to log only then)."""
+
+    def learner_started(self, spec) -> None:
+        """The loop is about to run a trial of the learner ``spec``."""
+
+    def trial_done(self, spec, trial: TrialRecord, study_name: str) -> None:
+        """A trial of the learner's study on all bags finished."""
+
+    def study_done(self, spec, study, result: LearnerResult | None = None, model=None, bags=None) -> str | None:
+        """The learner's final evaluation is done: every finished trial of its Optuna ``study`` (on all
+        bags) and its ``result`` with its ``model`` (``None``: a stored result reused, already logged); the
+        URI of the logged model, if any."""
+
+    def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
+        """The ensemble's result and model; the URI of the logged model, if any."""

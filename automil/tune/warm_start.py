@@ -7,7 +7,8 @@ from __future__ import annotations
 from automil.meta_features import MetaFeatures, nearest
 from automil.records import TrialAttr
 from automil.tune.studies import META_FEATURES_ATTR
-from automil.tune.trial_states import best_trial, counts_toward_budget, records, trial_record
+from automil.tune.optuna_records import records, trial_record
+from automil.tune.trial_rules import best_trial, counts_toward_budget
 
 __all__ = ["warm_start", "warm_start_note", "WARM_START_ATTR"]
 
@@ -28,7 +29,7 @@ def warm_start(study, learner: str, dataset: str, storage) -> bool:
     trials = study.get_trials(deepcopy=False)
     if any(TrialAttr.WARM_START_FROM in t.user_attrs for t in trials):
         return True
-    done = [t for t in trials if t.state.is_finished() and counts_toward_budget(trial_record(t))]
+    done = [t for t in trials if _counted(trial_record(t))]
     if not done:
         return False  # the defaults come first
     attrs = study.user_attrs
@@ -54,6 +55,10 @@ def warm_start(study, learner: str, dataset: str, storage) -> bool:
     study.enqueue_trial(point, user_attrs={TrialAttr.WARM_START_FROM: name}, skip_if_exists=True)
     study.set_user_attr(WARM_START_ATTR, {"source": name, "params": point})
     return True
+
+
+def _counted(trial) -> bool:
+    return trial.finished and counts_toward_budget(trial)
 
 
 def warm_start_note(learner: str, decision: dict | None) -> str | None:

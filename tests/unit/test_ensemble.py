@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from automil.ensemble import Ensemble, bag_scores, calibrate, calibrated, score, select
-from automil.tune.ensembling import loaded_scores, stored_scores
+from automil.tune.ensembling import NESTED_SCORES, ScoreKey, loaded_scores, stored_scores
+from automil.tune.leaderboard import Refit
 
 pytestmark = pytest.mark.unit
 
@@ -128,9 +129,12 @@ def test_ensemble_predicts_labels_probabilities_and_survives_pickling():
     assert (model.predict(bags) == y).mean() > 0.9
 
 
-def test_stored_scores_round_trip_with_missing_bags():
-    scores = {"nested": np.array([0.123456789, np.nan]), ("repeat", 2): np.array([[1.0, np.nan], [3.0, 4.0]])}
-    back = loaded_scores(stored_scores(scores))
-    assert set(back) == {"nested", ("repeat", 2)}
-    assert np.allclose(back["nested"], [0.123457, np.nan], equal_nan=True)
-    assert np.array_equal(back[("repeat", 2)], scores[("repeat", 2)], equal_nan=True)
+def test_stored_scores_round_trip_with_missing_bags_under_their_stored_names():
+    repeat = ScoreKey(Refit.REPEAT, 2)
+    scores = {NESTED_SCORES: np.array([0.123456789, np.nan]), repeat: np.array([[1.0, np.nan], [3.0, 4.0]])}
+    stored = stored_scores(scores)
+    assert set(stored) == {"nested", "repeat-2"}  # the names results stored in existing studies use
+    back = loaded_scores(stored)
+    assert set(back) == {NESTED_SCORES, repeat}
+    assert np.allclose(back[NESTED_SCORES], [0.123457, np.nan], equal_nan=True)
+    assert np.array_equal(back[repeat], scores[repeat], equal_nan=True)

@@ -3,15 +3,16 @@
 import numpy as np
 import pytest
 
-from automil.records import LearnerResult, Status, TrialRecord
-from automil.tune.leaderboard import Evaluation, rank, result_row
+from automil.records import LearnerResult, Status, TrialRecord, TrialState
+from automil.tune.leaderboard import Evaluation, Refit, rank, result_row
 from automil.tune.options import TuneOptions
 
 OPTIONS = TuneOptions(folds=3, repeats=2, protocol="nested", metric="balanced_accuracy", jobs=1)
 
 
 def _complete(number, value, params):
-    return TrialRecord(number, "COMPLETE", value, attrs={"estimator_params": params, "fit_seconds": [1.0, 3.0]})
+    return TrialRecord(number, TrialState.COMPLETE, value,
+                       attrs={"estimator_params": params, "fit_seconds": [1.0, 3.0]})
 
 
 def _scores(acc, bacc, one_class=False):
@@ -19,12 +20,12 @@ def _scores(acc, bacc, one_class=False):
 
 
 def test_a_nested_row_reports_the_outer_splits_and_the_repeats_of_its_best_parameters():
-    trials = [_complete(0, 0.7, {"C": 1.0}), _complete(1, 0.8, {"C": 10.0}), TrialRecord(2, "PRUNED")]
+    trials = [_complete(0, 0.7, {"C": 1.0}), _complete(1, 0.8, {"C": 10.0}), TrialRecord(2, TrialState.PRUNED)]
     job = Evaluation("sil", "svm", "fox/sil", trials, trials[1], outer_best=[trials[0]] * 3,
                      nested=[_scores(0.6, 0.5), _scores(0.8, 0.7), _scores(0.7, 0.6)],
                      repeated={0: [_scores(0.7, 0.7)] * 3, 1: [_scores(0.9, 0.9)] * 3, 2: [_scores(1, 1)] * 2},
-                     fit_seconds=[2.0, 4.0], predictions={"nested": [(np.array([0, 1]), np.array([0, 0])),
-                                                                    (np.array([1, 1]), np.array([1, 0]))]})
+                     fit_seconds=[2.0, 4.0], predictions={Refit.NESTED: [(np.array([0, 1]), np.array([0, 0])),
+                                                                         (np.array([1, 1]), np.array([1, 0]))]})
     row = result_row("fox", OPTIONS, job)
     assert row.status == Status.OK and row.headline == "nested"
     assert row.balanced_accuracy == pytest.approx(0.6) and row.balanced_accuracy_std == pytest.approx(0.1)
@@ -49,11 +50,11 @@ def test_an_outer_split_without_a_completed_trial_makes_the_row_partial_and_says
 
 
 def test_learners_without_a_figure_say_why():
-    timed_out = [TrialRecord(i, "FAIL", attrs={"timed_out": True, "error": "T/O"}) for i in range(2)]
-    failed = [TrialRecord(0, "FAIL", attrs={"error": "ValueError: bad C"})]
-    pruned = [TrialRecord(0, "PRUNED", attrs={"error": "pruned: C too small"})]
-    one_class = [TrialRecord(0, "PRUNED", attrs={"one_class": True, "error": "predicted one class"})]
-    stopped = [TrialRecord(0, "FAIL", attrs={"interrupted": True, "error": "stopped"})]
+    timed_out = [TrialRecord(i, TrialState.FAIL, attrs={"timed_out": True, "error": "T/O"}) for i in range(2)]
+    failed = [TrialRecord(0, TrialState.FAIL, attrs={"error": "ValueError: bad C"})]
+    pruned = [TrialRecord(0, TrialState.PRUNED, attrs={"error": "pruned: C too small"})]
+    one_class = [TrialRecord(0, TrialState.PRUNED, attrs={"one_class": True, "error": "predicted one class"})]
+    stopped = [TrialRecord(0, TrialState.FAIL, attrs={"interrupted": True, "error": "stopped"})]
     rows = {name: result_row("fox", OPTIONS, Evaluation("x", "p", "fox/x", trials, None))
             for name, trials in (("timed_out", timed_out), ("failed", failed), ("pruned", pruned),
                                  ("one_class", one_class), ("stopped", stopped), ("none", []))}

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from automil.pareto import cheapest_near_best, non_dominated
-from automil.records import TrialRecord
+from automil.records import TrialRecord, TrialState
 from automil.tune.leaderboard import pareto_front
 from automil.tune.options import OBJECTIVES, TuneOptions
-from automil.tune.trial_states import best_trial
+from automil.tune.trial_rules import best_trial
 
 MAX_MIN = [True, False]  # (accuracy: larger is better, seconds: smaller is better)
 
@@ -64,13 +64,13 @@ def test_cheapest_near_best_gives_up_at_most_the_tolerance():
     assert cheapest_near_best([], []) is None
 
 
-def _trial(number, bacc, seconds, state="COMPLETE"):
+def _trial(number, bacc, seconds, state=TrialState.COMPLETE):
     return TrialRecord(number, state, value=bacc, values=(bacc, seconds),
                        attrs={"estimator_params": {"C": float(number)}})
 
 
 def test_the_best_trial_of_two_objectives_is_the_most_accurate_and_on_ties_the_faster():
-    trials = [_trial(0, 0.80, 1.0), _trial(1, 0.90, 5.0), _trial(2, 0.90, 2.0), _trial(3, 0.95, 9.0, "PRUNED")]
+    trials = [_trial(0, 0.80, 1.0), _trial(1, 0.90, 5.0), _trial(2, 0.90, 2.0), _trial(3, 0.95, 9.0, TrialState.PRUNED)]
     assert best_trial(trials, ("maximize", "minimize")).number == 2
     # one objective: as before, the earliest among equal values
     single = [TrialRecord(t.number, t.state, value=t.value) for t in trials]
@@ -90,7 +90,7 @@ def test_the_best_trial_is_a_point_of_the_front():
 def test_a_row_front_holds_the_non_dominated_completed_trials_best_first():
     options = TuneOptions(objectives=("balanced_accuracy", "fit_seconds"))
     trials = [_trial(0, 0.80, 1.0), _trial(1, 0.90, 5.0), _trial(2, 0.85, 6.0), _trial(3, 0.70, 0.2),
-              _trial(4, 0.99, 0.1, "PRUNED"), TrialRecord(5, "FAIL")]
+              _trial(4, 0.99, 0.1, TrialState.PRUNED), TrialRecord(5, TrialState.FAIL)]
     front = pareto_front(trials, options)
     assert [p["trial"] for p in front] == [1, 0, 3]
     assert front[0] == {"trial": 1, "params": {"C": 1.0}, "balanced_accuracy": 0.90, "fit_seconds": 5.0}
@@ -127,7 +127,7 @@ def test_bad_objectives_are_refused_naming_the_problem(kwargs, message):
 
 
 def test_a_study_file_asks_for_several_objectives_like_the_command_line(tmp_path):
-    from automil.tune.study_file import read_study_file
+    from automil.tune.options import read_study_file
 
     path = tmp_path / "cost.toml"
     path.write_text('[options]\nobjectives = ["accuracy", "predict_seconds"]\n\n[[study]]\ndataset = "fox"\n')

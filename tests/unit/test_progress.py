@@ -4,7 +4,7 @@ lines per learner."""
 import io
 
 from automil.cli.progress import Progress
-from automil.records import LearnerResult, TrialRecord
+from automil.records import LearnerResult, TrialRecord, TrialState
 from automil.tune.listener import LearnerStanding, Standing, StudyProgress
 
 
@@ -13,8 +13,8 @@ class Terminal(io.StringIO):
         return True
 
 
-TRIALS = [TrialRecord(0, "COMPLETE", 0.75), TrialRecord(1, "FAIL", attrs={"timed_out": True}),
-          TrialRecord(2, "PRUNED"), TrialRecord(3, "COMPLETE", 0.8125)]
+TRIALS = [TrialRecord(0, TrialState.COMPLETE, 0.75), TrialRecord(1, TrialState.FAIL, attrs={"timed_out": True}),
+          TrialRecord(2, TrialState.PRUNED), TrialRecord(3, TrialState.COMPLETE, 0.8125)]
 STANDING = Standing("sil", [LearnerStanding("sil", 4, 140, 0.8125, "contender"),
                             LearnerStanding("nsk", 1, 140, 0.6, "behind"),
                             LearnerStanding("midf", 0, 140, None, "defaults")],

@@ -2,7 +2,7 @@
 
 import json
 
-from automil.records import LearnerResult, Status, TrialRecord
+from automil.records import LearnerResult, Status, TrialRecord, TrialState
 
 # The keys of a full leaderboard row, in the order ``automil tune --json`` has always written them.
 ROW_KEYS = ["dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
@@ -53,7 +53,16 @@ def test_status_values_are_the_strings_json_and_reports_have_always_shown():
     assert [s for s in Status if s.has_figure] == [Status.OK, Status.PARTIAL]
 
 
+def test_trial_states_are_named_as_optuna_names_them():
+    from optuna.trial import TrialState as OptunaState
+
+    assert {s.value for s in TrialState} <= {s.name for s in OptunaState}
+    assert [s for s in TrialState if s.finished] == [TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL]
+    assert TrialRecord(0, "COMPLETE").state is TrialState.COMPLETE  # read back from a stored string
+
+
 def test_a_trial_killed_at_its_time_out_shows_T_O_and_counts_as_finished():
-    trial = TrialRecord(3, "FAIL", attrs={"timed_out": True})
+    trial = TrialRecord(3, TrialState.FAIL, attrs={"timed_out": True})
     assert trial.outcome == "T/O" and trial.finished
-    assert TrialRecord(4, "RUNNING").outcome == "RUNNING" and not TrialRecord(4, "RUNNING").finished
+    running = TrialRecord(4, TrialState.RUNNING)
+    assert running.outcome is TrialState.RUNNING and not running.finished

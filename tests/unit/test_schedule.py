@@ -6,12 +6,11 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
-from automil.records import TrialRecord
-from automil.tune.budget import learner_state
-from automil.tune.options import FINAL_SHARE, TuneOptions
-from automil.tune.plan import Plan
-from automil.tune.schedule import (EDGE_WEIGHT, FIRST_TRIES, MIN_MARGIN, RESERVE_MARGIN, LearnerState, StudyState,
-                                   contenders, final_reserve, next_step)
+from automil.records import TrialRecord, TrialState
+from automil.tune.budget import (EDGE_WEIGHT, FINAL_SHARE, FIRST_TRIES, MIN_MARGIN, RESERVE_MARGIN, LearnerState,
+                                 StudyState, contenders, final_reserve, learner_state, next_step, tuning_deadline)
+from automil.tune.options import TuneOptions
+from automil.tune.studies import Plan
 
 
 def learner(name, best=None, trials=1, seconds=0.0, stderr=0.0, splits=0, expected=None, too_slow=False):
@@ -138,13 +137,13 @@ def test_learner_state_reads_counts_best_spread_seconds_and_too_slow_from_trial_
 
     def trial(number, state, value=None, seconds=2.0, **attrs):
         return TrialRecord(number, state, value, attrs=attrs, start=t0 + timedelta(seconds=10 * number),
-                           end=None if state == "RUNNING" else t0 + timedelta(seconds=10 * number + seconds))
+                           end=None if state is TrialState.RUNNING else t0 + timedelta(seconds=10 * number + seconds))
 
     folds = [0.8, 0.9, 1.0]
-    main = [trial(0, "COMPLETE", 0.9, fold_balanced_accuracy=folds),
-            trial(1, "COMPLETE", 0.7, fold_balanced_accuracy=[0.7] * 3),
-            trial(2, "FAIL", seconds=4.0, interrupted=True, too_slow=True, error="too slow")]
-    split = [trial(0, "COMPLETE", 0.8, seconds=1.0)]
+    main = [trial(0, TrialState.COMPLETE, 0.9, fold_balanced_accuracy=folds),
+            trial(1, TrialState.COMPLETE, 0.7, fold_balanced_accuracy=[0.7] * 3),
+            trial(2, TrialState.FAIL, seconds=4.0, interrupted=True, too_slow=True, error="too slow")]
+    split = [trial(0, TrialState.COMPLETE, 0.8, seconds=1.0)]
     state = learner_state("a", [main, split], "balanced_accuracy", run_start=t0.timestamp(),
                           now=(t0 + timedelta(minutes=1)).timestamp())
     assert [s.trials for s in state.studies] == [2, 1]  # the interrupted trial does not count
@@ -175,7 +174,7 @@ def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and
     assert final_reserve(states, folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * (6.0 + 12.0) * (7 / 6) / 2)
     plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0), np.zeros(6, dtype=int), start=1000.0)
     low, high = FINAL_SHARE
-    assert plan.tuning_deadline(0.0) == pytest.approx(1000.0 + 400.0 * (1 - low))  # room for repeats
-    assert plan.tuning_deadline(130.0) == pytest.approx(1000.0 + 400.0 - 130.0)
-    assert plan.tuning_deadline(1e6) == pytest.approx(1000.0 + 400.0 * (1 - high))  # tuning keeps its part
-    assert Plan("d", [], TuneOptions(timeout=None), np.zeros(6, dtype=int), 0.0).tuning_deadline(50.0) is None
+    assert tuning_deadline(plan, 0.0) == pytest.approx(1000.0 + 400.0 * (1 - low))  # room for repeats
+    assert tuning_deadline(plan, 130.0) == pytest.approx(1000.0 + 400.0 - 130.0)
+    assert tuning_deadline(plan, 1e6) == pytest.approx(1000.0 + 400.0 * (1 - high))  # tuning keeps its part
+    assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None), np.zeros(6, dtype=int), 0.0), 50.0) is None

@@ -1,0 +1,260 @@
+"""The final evaluation: nested refits, models and repeated cross-validation of every learner's best parameters.
+
+It runs in the order the run needs its parts: the headline figure first (the nested refits, or the first
+repeat under the tuned protocol), then the models, the one about to be chosen first, then more repeats
+while the budget lasts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from automil.evaluation import fold_scores
+from automil.folds import bag_folds, fold_splits, repeat_seeds
+from automil.records import LearnerResult, TrialAttr
+from automil.tune.budget import extras_deadline, final_deadline
+from automil.tune.ensembling import (ENSEMBLE, NESTED_SCORES, Candidate, Members, ScoreKey, ensemble_nested,
+                                     ensemble_row, loaded_scores, main_members, stored_scores)
+from automil.tune.fits import fit_predict, fit_worker
+from automil.tune.isolation import OutOfTime, run_tasks
+from automil.tune.leaderboard import Evaluation, Refit, choose, rank, result_row
+from automil.tune.listener import Listener
+from automil.tune.optuna_records import records
+from automil.tune.studies import Plan, study_name
+from automil.tune.tracking import Recorder
+from automil.tune.trial_rules import best_trial, defaults_trial
+
+__all__ = ["final_evaluation", "FitTask"]
+
+# The study user attribute holding the learner's result, valid while its studies match the key in it.
+RESULT_ATTR = "result"
+
+
+@dataclass(frozen=True)
+class FitTask:
+    """One fit of the final evaluation: ``learner``'s ``params`` fitted on the ``train`` bags and scored
+    on the ``test`` bags (none for a model); ``index`` is the outer split (nested) or the repeat."""
+
+    learner: str
+    refit: Refit
+    params: dict
+    train: np.ndarray
+    test: np.ndarray | None = None
+    index: int | None = None
+
+    def call(self, seed: int) -> tuple:
+        """The task as a fit worker runs it: :func:`~automil.tune.fits.fit_predict` and its arguments."""
+        model = (True,) if self.refit is Refit.MODEL else ()
+        return (fit_predict, self.learner, self.params, self.train, self.test, seed, *model)
+
+
+@dataclass
+class _Pending:
+    """A learner whose final evaluation runs: its spec, its Optuna study on all bags, the key its stored
+    result will be valid for, and its evaluation so far."""
+
+    spec: object
+    study: object
+    key: dict
+    evaluation: Evaluation
+
+
+def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, listener: Listener) -> list[LearnerResult]:
+    """Nested refits, models and repeated CV of every learner's best parameters, run on ``--jobs`` workers.
+
+    A learner whose stored result matches its studies (same best trials, trial count, repeats and
+    protocol) is not evaluated again. The model the run is about to choose is fitted even when the budget
+    has run out (a run may pass ``--timeout`` by that one fit): a run must end with a model.
+    """
+    options = plan.options
+    rows, pending, candidates = _evaluations(plan, storage, recorder, listener)
+    members = main_members(plan, bags, candidates) if options.ensemble else None
+    nested = options.protocol == "nested"
+    seeds = repeat_seeds(options.seed, options.repeats)
+    workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
+    for w in workers:
+        w.set_data(bags)
+
+    end = final_deadline(plan)
+
+    def run(tasks: list[FitTask], deadline=end):
+        budget = None if deadline is None else max(deadline - time.time(), 0.0)
+        calls = [task.call(options.seed) for task in tasks]
+        for index, out in run_tasks(workers, calls, timeout=options.fit_timeout, budget=budget):
+            task = tasks[index]
+            _collect(pending.get(task.learner), candidates[task.learner], task, out, bags, nested)
+
+    # what the headline does not need leaves the time to log every result before the budget ends
+    extras = extras_deadline(plan, len(pending) + 1, recorder.enabled)
+    try:
+        run(_nested_tasks(plan, pending) if nested else _repeat_tasks(plan, bags, pending, 0, seeds[0]))
+        ensemble = ensemble_nested(plan, bags, candidates) if members is not None else None
+        now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
+        pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
+        if recorder.enabled:
+            first, rest = _model_order(now, pending, members)
+            run(_model_tasks(plan, bags, candidates, first), deadline=None)
+            run(_model_tasks(plan, bags, candidates, rest), deadline=extras)
+        for r in range(0 if nested else 1, len(seeds)):
+            if time.time() >= extras:
+                break
+            run(_repeat_tasks(plan, bags, pending, r, seeds[r]), deadline=extras)
+    finally:
+        for w in workers[1:]:
+            w.close()
+    for learner, job in pending.items():
+        row = result_row(plan.dataset, options, job.evaluation)
+        candidate = candidates[learner]
+        candidate.fit_seconds = row.fit_seconds
+        row.model_uri = recorder.study_done(job.spec, job.study, row, candidate.model, bags)
+        # one attribute, so that a worker never pairs one worker's row with another's key
+        job.study.set_user_attr(RESULT_ATTR, {"key": job.key, "row": row.to_dict(),
+                                              "scores": stored_scores(candidate.scores)})
+        rows[learner] = row
+        listener.learner_done(row)
+    ordered = [rows[learner] for learner in plan.learners]
+    if members is not None:
+        row, model = ensemble_row(plan, bags, candidates, members, ensemble)
+        row.model_uri = recorder.ensemble_done(row, model, bags)
+        listener.learner_done(row)
+        ordered.append(row)
+    return ordered
+
+
+def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
+    """Every learner's stored row when it is still valid (``rows``), else what its final evaluation starts
+    from (``pending``), and every learner as the ensemble sees it (``candidates``)."""
+    import optuna
+
+    from automil import plugins
+
+    options = plan.options
+    rows, pending, candidates = {}, {}, {}
+    for learner in plan.learners:
+        spec = plugins.get_learner(learner)
+        main = optuna.load_study(study_name=study_name(plan.dataset, learner), storage=storage)
+        subs = [optuna.load_study(study_name=study_name(plan.dataset, learner, i), storage=storage)
+                for i in options.splits[1:]]
+        trials = records(main)
+        sub_trials = [records(s) for s in subs]
+        best = best_trial(trials, options.directions)
+        # An outer split the budget left untuned takes the learner's defaults: chosen before any data
+        # was seen, they are as blind to its outer fold as a tuning on the other folds.
+        defaults = defaults_trial(trials)
+        tuned = [best_trial(t, options.directions) for t in sub_trials]
+        outer_best = [t or defaults for t in tuned]
+        key = {"trials": [len(t) for t in [trials, *sub_trials]],
+               "best": [None if t is None else t.number for t in [best, *outer_best]],
+               "repeats": options.repeats, "protocol": options.protocol}
+        candidates[learner] = Candidate(trials, sub_trials)
+        stored = main.user_attrs.get(RESULT_ATTR)
+        # a result stored before ensembles kept no scores: it is computed again for the ensemble
+        if stored is not None and stored.get("key") == key and ("scores" in stored or not options.ensemble):
+            rows[learner] = LearnerResult.from_dict(stored["row"])
+            candidates[learner].scores = loaded_scores(stored.get("scores", {}))
+            candidates[learner].fit_seconds = rows[learner].fit_seconds
+            recorder.study_done(spec, main)  # what this worker could not log as it went
+            listener.learner_done(rows[learner])
+            continue
+        pending[learner] = _Pending(spec, main, key, Evaluation(learner, spec.plugin, main.study_name, trials, best,
+                                                                outer_best, nested=[None] * len(subs),
+                                                                tuned_splits=sum(t is not None for t in tuned)))
+    return rows, pending, candidates
+
+
+def _nested_tasks(plan: Plan, pending: dict[str, _Pending]) -> list[FitTask]:
+    """The refits of every outer split's best parameters, scored on its outer fold."""
+    outer = fold_splits(plan.assignment)
+    return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i)
+            for learner, job in pending.items()
+            for i, trial in enumerate(job.evaluation.outer_best) if trial is not None]
+
+
+def _repeat_tasks(plan: Plan, bags, pending: dict[str, _Pending], r: int, seed: int) -> list[FitTask]:
+    """Repeat ``r`` of the repeated CV of every learner's best parameters, on folds drawn with ``seed``."""
+    splits = fold_splits(bag_folds(bags.y, plan.options.folds, seed))
+    tasks = []
+    for learner, job in pending.items():  # a learner's folds together: a repeat counts only when complete
+        if job.evaluation.best is not None:
+            params = job.evaluation.best.attrs[TrialAttr.ESTIMATOR_PARAMS]
+            tasks += [FitTask(learner, Refit.REPEAT, params, train, test, index=r) for train, test in splits]
+    return tasks
+
+
+def _model_tasks(plan: Plan, bags, candidates: dict[str, Candidate], learners: list[str]) -> list[FitTask]:
+    """The full-data refits of the ``learners``' best parameters (those with a best trial): the models
+    tracking logs."""
+    tasks = []
+    for learner in learners:
+        best = best_trial(candidates[learner].trials, plan.options.directions)
+        if best is not None:
+            tasks.append(FitTask(learner, Refit.MODEL, best.attrs[TrialAttr.ESTIMATOR_PARAMS], np.arange(bags.n_bags)))
+    return tasks
+
+
+def _rows_now(plan: Plan, rows: dict, pending: dict[str, _Pending], candidates: dict[str, Candidate],
+              members: Members | None, ensemble, bags) -> dict[str, LearnerResult]:
+    """Every learner's row (and the ensemble's) from the headline fits made so far."""
+    now = dict(rows)
+    for learner, job in pending.items():
+        now[learner] = result_row(plan.dataset, plan.options, job.evaluation)
+        candidates[learner].fit_seconds = now[learner].fit_seconds
+    if members is not None:
+        now[ENSEMBLE.name] = ensemble_row(plan, bags, candidates, members, ensemble)[0]
+    return now
+
+
+def _model_order(now: dict[str, LearnerResult], pending: dict[str, _Pending],
+                 members: Members | None) -> tuple[list[str], list[str]]:
+    """The learners whose model is fitted, split into those of the model the run is about to choose (the
+    ensemble's members when it leads) and the others, in the order of ``pending``.
+
+    The choice is :func:`automil.tune.leaderboard.choose` on the headline rows ``now``; the driver makes
+    it on the final rows, which differ only when a repeat fit fails or, under the tuned protocol, when
+    the repeats move a headline. A learner whose stored result is reused keeps its logged model, unless
+    it is a member of the ensemble (whose model is assembled from its members' refits).
+    """
+    names = [] if members is None else members.names
+    chosen = choose(list(now.values()))
+    if chosen is not None and chosen.learner == ENSEMBLE.name:
+        first = names
+    else:
+        first = [chosen.learner] if chosen is not None and chosen.learner in pending else []
+    return first, [n for n in dict.fromkeys([*pending, *names]) if n not in first]
+
+
+def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bags, nested: bool):
+    """File one finished task (or its exception) under its learner (``job`` is ``None`` for a learner
+    whose stored result is reused: only its model is made again).
+
+    What the budget left out is no error when the headline does not need it: a repeat is left out
+    (``repeats`` counts the complete ones), a model is noted as missing.
+    """
+    if isinstance(out, OutOfTime) and task.refit is Refit.REPEAT and (nested or task.index > 0):
+        return
+    if isinstance(out, OutOfTime) and task.refit is Refit.MODEL:
+        if job is not None:
+            job.evaluation.notes.append(f"no model: its full-data fit was {out}")
+        return
+    if isinstance(out, Exception):
+        if job is not None:
+            job.evaluation.errors.append(f"{task.refit} fit: {out}")
+    elif task.refit is Refit.MODEL:
+        candidate.model = out["model"]
+    else:
+        evaluation, test = job.evaluation, task.test
+        key = NESTED_SCORES if task.refit is Refit.NESTED else ScoreKey(Refit.REPEAT, task.index)
+        if key not in candidate.scores:  # every bag's out-of-fold scores, for the ensemble
+            candidate.scores[key] = np.full((bags.n_bags, *out["scores"].shape[1:]), np.nan)
+        candidate.scores[key][test] = out["scores"]
+        scores = fold_scores(bags.y[test], out["y_pred"])
+        if task.refit is Refit.NESTED or task.index == 0:  # out-of-fold predictions for the confusion matrix
+            evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out["y_pred"]))
+        if task.refit is Refit.NESTED:
+            evaluation.nested[task.index] = scores
+        else:
+            evaluation.repeated.setdefault(task.index, []).append(scores)
+            evaluation.fit_seconds.append(out["fit_seconds"])
