@@ -1,6 +1,7 @@
 """The house's guard rails, run as CI runs them: the import contracts (layers cli -> tune -> track -> core,
 no Optuna in tracking, no MLflow in the driver, plugins on the public API only), the linter, no import
-circle, no private name imported across modules, and modules of about 400 lines at most."""
+circle, no private name imported across modules, modules of about 400 lines at most, and no trial state
+spelled as a string outside the one module that reads Optuna's."""
 
 import ast
 import subprocess
@@ -78,3 +79,15 @@ def test_no_module_is_over_about_400_lines():
         if lines > LONGER.get(name, MAX_LINES):
             long[name] = lines
     assert not long, f"modules over {MAX_LINES} lines (split them by concept): {long}"
+
+
+def test_no_optuna_trial_state_is_spelled_as_a_string_outside_its_adapter():
+    """Trial states are :class:`automil.records.TrialState`; only ``automil/tune/optuna_records.py``
+    converts Optuna's states, so a bare ``"COMPLETE"`` anywhere else is a state compared by hand."""
+    states = {"COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING"}
+    adapter = PACKAGE / "tune" / "optuna_records.py"
+    offences = [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+                for path in sorted(PACKAGE.rglob("*.py")) if path != adapter
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Constant) and node.value in states]
+    assert not offences, "trial states spelled as strings (use automil.records.TrialState):\n" + "\n".join(offences)
