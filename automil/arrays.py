@@ -61,7 +61,7 @@ def _arrays(path: Path) -> dict[str, np.ndarray]:
             if missing:
                 raise FormatError(path, None, f"no array {' or '.join(missing)} in the archive (it holds "
                                               f"{', '.join(npz.files) or 'nothing'}): see docs/data.md")
-            return {name: _instances(path, npz) if name == "X" else npz[name] for name in _KNOWN if name in npz.files}
+            arrays = {name: _instances(path, npz) if name == "X" else npz[name] for name in _KNOWN if name in npz.files}
     except OSError as error:
         raise FormatError(path, None, f"cannot read the file: {error.strerror or error}") from None
     except ValueError as error:
@@ -73,13 +73,18 @@ def _arrays(path: Path) -> dict[str, np.ndarray]:
         raise _damaged(path, error) from None
     except (zipfile.BadZipFile, EOFError, zlib.error) as error:
         raise _damaged(path, error) from None
+    for name, value in arrays.items():
+        if not isinstance(value, np.ndarray):  # np.load hands members that are no .npy data over as bytes
+            raise FormatError(path, None, f"the archive's member {name} is not a .npy array: write the archive "
+                                          "with np.savez")
+    return arrays
 
 
 def _instances(path: Path, npz) -> np.ndarray:
     """``X``: from an uncompressed archive (``np.savez``) read straight from the file at its offset, sparing
     the zip module's chunked copy of the largest array; compressed, through ``np.load``."""
-    info = npz.zip.getinfo("X.npy")
-    if info.compress_type != zipfile.ZIP_STORED:
+    info = next((i for i in npz.zip.infolist() if i.filename == "X.npy"), None)
+    if info is None or info.compress_type != zipfile.ZIP_STORED:
         return npz["X"]
     with open(path, "rb") as f:  # the member's data follows its local header and that header's two names
         f.seek(info.header_offset + 26)

@@ -4,6 +4,8 @@ Each reads back what was written, is found by ``load_bags`` from its path alone,
 one FormatError naming the file and the bag.
 """
 
+import zipfile
+
 import numpy as np
 import pytest
 
@@ -139,6 +141,13 @@ def npz_case(change=None, **arrays):
     return make
 
 
+def zip_of_bytes(path):
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("X", b"1,2,3")
+        archive.writestr("y.npy", b"0")
+    return path
+
+
 def with_nan(i, where):
     bad = rows(i).copy()
     bad[where] = np.nan
@@ -186,6 +195,8 @@ BROKEN = [
     ("bag index out of range", npz_case(offsets=None, bag=np.array([0, 0, 0, 1, 2, 2, 3, 2])), "bags.npz",
      "instance 6 has bag index 3, but y labels bags 0 to 2"),
     ("npz without y", npz_case(y=None), "bags.npz", "no array y in the archive"),
+    ("zip that is no npz", lambda tmp_path: zip_of_bytes(tmp_path / "bags.npz"), "bags.npz",
+     "the archive's member X is not a .npy array"),
     ("truncated npz", npz_case(truncate), "bags.npz",
      "damaged .npz archive"),
 ]
