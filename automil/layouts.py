@@ -9,6 +9,7 @@ from pathlib import Path
 
 from automil.arrays import NPZ_MAGIC, read_npz
 from automil.bag_folder import read_bag_folder
+from automil.format_error import FormatError
 
 __all__ = ["LAYOUTS", "detect_layout", "read_layout"]
 
@@ -18,6 +19,8 @@ LAYOUTS = {
     "bag-folder": "a folder: labels.csv (columns bag,label) and one <bag>.npy or <bag>.h5 feature file per bag",
 }
 _READERS = {"npz": read_npz, "bag-folder": read_bag_folder}
+# One array file is one bag's features at most: said plainly instead of "garbled bytes" from the text reader.
+_ONE_BAG_MAGIC = {b"\x93NUMPY": ".npy", b"\x89HDF\r\n\x1a\n": "HDF5"}
 
 
 def detect_layout(path: Path) -> str | None:
@@ -26,10 +29,15 @@ def detect_layout(path: Path) -> str | None:
         return "bag-folder"
     try:
         with open(path, "rb") as f:
-            head = f.read(4)
+            head = f.read(8)
     except OSError:
         return None  # the text reader says why the file cannot be read
-    return "npz" if head in NPZ_MAGIC else None
+    for magic, kind in _ONE_BAG_MAGIC.items():
+        if head.startswith(magic):
+            raise FormatError(path, None, f"a single {kind} file holds one array, not a data set: put one such "
+                                          "file per bag in a folder with labels.csv, or write a .npz archive "
+                                          "(see docs/data.md)")
+    return "npz" if head[:4] in NPZ_MAGIC else None
 
 
 def read_layout(path: Path, layout: str):

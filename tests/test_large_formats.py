@@ -197,6 +197,8 @@ BROKEN = [
     ("npz without y", npz_case(y=None), "bags.npz", "no array y in the archive"),
     ("zip that is no npz", lambda tmp_path: zip_of_bytes(tmp_path / "bags.npz"), "bags.npz",
      "the archive's member X is not a .npy array"),
+    ("one .npy file", lambda tmp_path: np.save(tmp_path / "bag.npy", X) or tmp_path / "bag.npy", "bag.npy",
+     "a single .npy file holds one array, not a data set"),
     ("truncated npz", npz_case(truncate), "bags.npz",
      "damaged .npz archive"),
 ]
