@@ -232,7 +232,7 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
           f"{chosen.get('trials') if chosen else 0} trials, nested BACC "
           f"{_percent(chosen.get('nested_balanced_accuracy') if chosen else None)}")
     slow = [r for r in rows if r.get("status") == "too slow"]
-    key = "budget_seconds" if all("budget_seconds" in r for r in slow) else "fit_seconds"
+    key = "budget_seconds" if slow and all("budget_seconds" in r for r in slow) else "fit_seconds"
     spent = sum(r.get(key) or 0.0 for r in slow)
     print(f"too slow         {spent:8.1f} s   ({key}, {len(slow)} learners: "
           f"{', '.join(r['learner'] for r in slow) or 'none'}; target <= 10% of the budget)")
