@@ -84,15 +84,16 @@ def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndar
 
 
 def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
-                *, learning_rate, weight_decay, epochs, batch_size, patience, rng) -> list[float]:
+                *, learning_rate, weight_decay, epochs, batch_size, patience, rng) -> tuple[list[float], int]:
     """Adam on the ``train`` bags; after each epoch the loss on the ``validation`` bags. The weights of the
     best validation epoch are kept; training stops after ``patience`` epochs without a better one. Returns
-    the validation loss of every epoch run (empty without validation bags: then all epochs run)."""
+    the validation loss of every epoch run (empty without validation bags: then all epochs run) and the
+    number of epochs of the weights kept."""
     # foreach: one kernel per update over all parameters instead of one per tensor (the step's cost on small nets)
     optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate, weight_decay=weight_decay, foreach=True)
     labels = torch.from_numpy(y)
-    losses, best, best_state, waited = [], np.inf, None, 0
-    for _ in range(epochs):
+    losses, best, best_state, best_epochs, waited = [], np.inf, None, epochs, 0
+    for epoch in range(epochs):
         network.train()
         order = rng.permutation(train)
         for start in range(0, len(order), batch_size):
@@ -108,7 +109,7 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
         losses.append(loss)
         # a NaN loss never compares lower, so diverged weights are never the ones kept
         if loss < best * (1 - MIN_IMPROVEMENT):
-            best, waited = loss, 0
+            best, best_epochs, waited = loss, epoch + 1, 0
             best_state = {name: value.clone() for name, value in network.state_dict().items()}
         else:
             waited += 1
@@ -117,7 +118,7 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
     if best_state is not None:
         network.load_state_dict(best_state)
     network.eval()
-    return losses
+    return losses, best_epochs
 
 
 def thread_count() -> int:
