@@ -12,7 +12,7 @@ import automil
 
 @automil.hookimpl
 def register_learners(register):
-    """Register abmil, mi-net, MI-Net, transmil and dsmil, or say how to install PyTorch."""
+    """Register abmil, mi-net, MI-Net, transmil and dsmil when PyTorch is installed."""
     if importlib.util.find_spec("torch") is None:
         # the registry records this as the plugin's load failure, which `automil learners` prints in one line
         raise ModuleNotFoundError("PyTorch is not installed; pip install 'automil[deep]' adds the learners abmil, "
