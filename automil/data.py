@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DatasetSpec", "DataFile", "DataFileError", "data_dir", "cache_dir", "fetch", "load_bags"]
+__all__ = ["DatasetSpec", "DataFile", "DataFileError", "data_dir", "cache_dir", "fetch", "load_bags", "bags_digest",
+           "dataset_name", "same_stem"]
 
 DATA_DIR_ENV = "AUTOMIL_DATA_DIR"
 CACHE_DIR_ENV = "AUTOMIL_CACHE_DIR"
@@ -192,3 +194,50 @@ def load_bags(name_or_path, format: str | None = None):
     if path.suffix or len(path.parts) > 1:
         raise DataFileError(f"{name}: no such file (and no registered dataset has this name)")
     plugins.get_dataset(name)  # raises with the known names and close matches
+
+
+def bags_digest(bags) -> str:
+    """The sha256 (hex) of the bags' content: instances, bag boundaries and labels, with their dtypes and
+    shapes. Any change to the data changes it; where the file lies, its name and its format do not.
+
+    The arrays are hashed where they lie in memory (no copy): for a file of 10^6 instances this costs one
+    pass over data already loaded, where hashing the file's bytes would read the file again (a text file
+    is larger than its arrays, and on a cluster it is often on a network mount).
+    """
+    import numpy as np
+    import scipy.sparse as sp
+
+    digest = hashlib.sha256()
+    parts = [bags.X.data, bags.X.indices, bags.X.indptr] if sp.issparse(bags.X) else [bags.X]
+    parts += [bags.offsets, np.asarray([] if bags.y is None else [str(v) for v in bags.y])]
+    for part in parts:
+        array = np.ascontiguousarray(part)
+        digest.update(f"{array.dtype.str}{array.shape}".encode())
+        digest.update(array.reshape(-1).view(np.uint8) if array.size else b"")
+    return digest.hexdigest()
+
+
+# The digest in a file dataset's name: 8 hex digits tell apart the versions one stem will ever have.
+NAME_DIGEST_LENGTH = 8
+
+
+def dataset_name(name_or_path, bags) -> str:
+    """The name studies, experiments and models of a dataset carry: a registered dataset its name; a file
+    or bag folder ``STEM-DIGEST`` (``fox-3f2a9c1e``), never its path, so that the same bags anywhere (another
+    folder, another machine) continue the same studies and changed bags under the same name start new ones.
+    """
+    from automil import plugins
+
+    name = str(name_or_path)
+    if name in plugins.datasets():
+        return name
+    path = Path(name).expanduser()
+    stem = Path(path.name.removesuffix(".gz")).stem  # fox.csv.gz -> fox; a bag folder keeps its name
+    return f"{stem or path.name}-{bags_digest(bags)[:NAME_DIGEST_LENGTH]}"
+
+
+def same_stem(name: str, other: str) -> bool:
+    """Whether two dataset names are versions of one file: ``STEM-DIGEST`` with the same stem."""
+    pattern = re.compile(rf"(.+)-[0-9a-f]{{{NAME_DIGEST_LENGTH}}}")
+    found, other_found = pattern.fullmatch(name), pattern.fullmatch(other)
+    return bool(found and other_found and found[1] == other_found[1] and name != other)

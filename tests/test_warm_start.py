@@ -10,6 +10,7 @@ import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
+from automil.data import dataset_name, load_bags
 from automil.meta_features import MetaFeatures
 from automil.tune.driver import tune
 from automil.tune.listener import Silent
@@ -166,7 +167,8 @@ def test_a_study_on_a_second_dataset_tries_the_first_ones_best_point_after_its_d
     tune("wide.mill", ["onefeature"], TuneOptions(**budget, protocol="nested"), notes)
     assert [line for line in notes.lines if "warm start" in line] == \
            ["warm start for onefeature from test-bags/onefeature"], "once, naming the nearest source"
-    for name in ["wide.mill/onefeature", *(f"wide.mill/onefeature/outer-{i}" for i in range(3))]:
+    wide = dataset_name("wide.mill", load_bags("wide.mill"))  # a file's studies carry its stem and digest
+    for name in [f"{wide}/onefeature", *(f"{wide}/onefeature/outer-{i}" for i in range(3))]:
         trials = sorted(optuna.load_study(study_name=name, storage=storage).trials, key=lambda t: t.number)
         assert trials[0].params == {"feature": 4} and "warm_start_from" not in trials[0].user_attrs, name
         assert trials[1].user_attrs["warm_start_from"] == "test-bags/onefeature", name

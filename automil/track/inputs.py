@@ -3,7 +3,6 @@ dataset filter then work, and runs on two versions of a file are told apart by t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import warnings
 from pathlib import Path
@@ -34,17 +33,9 @@ class BagsDataset(Dataset):
         super().__init__(source=_source(bags.source), name=name)
 
     def _compute_digest(self) -> str:
-        import numpy as np
-        import scipy.sparse as sp
+        from automil.data import bags_digest
 
-        bags, digest = self._bags, hashlib.sha256()
-        parts = [bags.X.data, bags.X.indices, bags.X.indptr] if sp.issparse(bags.X) else [bags.X]
-        parts += [bags.offsets, np.asarray([] if bags.y is None else [str(v) for v in bags.y])]
-        for part in parts:
-            array = np.ascontiguousarray(part)
-            digest.update(f"{array.dtype.str}{array.shape}".encode())
-            digest.update(array.tobytes())
-        return digest.hexdigest()[:8]
+        return bags_digest(self._bags)[:8]  # the digest in a file dataset's name (automil.data.dataset_name)
 
     @property
     def profile(self) -> dict:

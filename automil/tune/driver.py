@@ -27,8 +27,9 @@ from automil.tune.loop import tune_studies
 from automil.tune.optuna_records import records, study_record
 from automil.tune.options import TuneOptions
 from automil.tune.processes import die_with_parent
+from automil.tune.shared_data import release_instances, share_instances
 from automil.tune.storage import open_storage
-from automil.tune.studies import Plan, prepare_studies, study_name
+from automil.tune.studies import Plan, changed_data_note, prepare_studies, study_name
 from automil.tune.tracking import Guarded, Tracking, open_tracking
 from automil.uris import shown_storage
 
@@ -47,7 +48,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     """
     import optuna
 
-    from automil.data import load_bags
+    from automil.data import dataset_name, load_bags
 
     options = options or TuneOptions()
     options.check()
@@ -56,12 +57,17 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     start = time.time()
     worker = fit_worker(options)
     worker.start()  # it imports the learners while the data loads and the studies are prepared
+    bags = None
     try:
-        bags = load_bags(dataset)
+        bags = share_instances(load_bags(dataset))  # every process of the run maps this one copy
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
         specs, skipped = _usable_learners(bags, learners)
         storage = open_storage(options.storage)
+        source, dataset = dataset, dataset_name(dataset, bags)  # a file by its content, not its path
+        note = changed_data_note(storage, dataset, source)
+        if note is not None:
+            listener.message(note)
         assignment = prepare_studies(storage, dataset, bags, specs, options)
         plan = Plan(dataset, [s.name for s in specs], options, assignment, start)
         tracker = open_tracking(tracking, listener)
@@ -81,6 +87,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
             raise
     finally:
         worker.close()
+        release_instances(bags)
     tracker.refresh_comparison(dataset, _select(rows, dataset, tracker, listener))
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
     return sorted(rows, key=rank)

@@ -15,7 +15,8 @@ from automil.tune.optuna_records import fail_stale_trials
 from automil.tune.options import TuneOptions
 from automil.uris import shown_storage
 
-__all__ = ["Plan", "study_name", "prepare_studies", "configure_study", "sampler", "META_FEATURES_ATTR"]
+__all__ = ["Plan", "study_name", "changed_data_note", "prepare_studies", "configure_study", "sampler",
+           "META_FEATURES_ATTR"]
 
 META_FEATURES_ATTR = "meta_features"  # the dataset's meta-features: what a warm start elsewhere compares
 
@@ -35,6 +36,18 @@ def study_name(dataset: str, learner: str, split: int | None = None) -> str:
     """``DATASET/LEARNER``, or ``DATASET/LEARNER/outer-i`` for the tuning of nested outer split ``i``."""
     return f"{dataset}/{learner}" if split is None else f"{dataset}/{learner}/outer-{split}"
 
+
+def changed_data_note(storage, dataset: str, source: str) -> str | None:
+    """What to tell when the file ``source`` (named ``dataset``, ``STEM-DIGEST``) has no studies yet while
+    other bags under its stem have: its content changed, so its studies start afresh."""
+    from automil.data import same_stem
+
+    tuned = {summary.study_name.split("/", 1)[0] for summary in storage.get_all_studies()}
+    earlier = sorted(name for name in tuned if same_stem(dataset, name))
+    if dataset in tuned or not earlier:
+        return None
+    return (f"{source}: these bags differ from those tuned before under the same name ({', '.join(earlier)}): "
+            f"new studies {dataset}/...; the earlier ones stay as they are")
 
 
 def _labels_digest(bags) -> str:
