@@ -153,8 +153,9 @@ def fold_scores(y_true, y_pred) -> dict:
 
 
 def mean_std(values) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation (``ddof=1``; 0 for one value; ``None`` for none)."""
+    """Mean and sample standard deviation (``ddof=1``). One value has no standard deviation (``None``, not 0:
+    a spread that was not measured must not read as no spread); no values have neither."""
     values = np.asarray([v for v in values if v is not None], dtype=np.float64)
     if values.size == 0:
         return None, None
-    return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else 0.0
+    return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else None

@@ -128,4 +128,4 @@ def test_fold_scores_flag_one_class_predictions():
                                                         "one_class": True}
     assert not fold_scores([0, 1, 2], [0, 1, 1])["one_class"]
     assert mean_std([0.5, 0.7]) == pytest.approx((0.6, np.std([0.5, 0.7], ddof=1)))
-    assert mean_std([]) == (None, None) and mean_std([0.3]) == (0.3, 0.0)
+    assert mean_std([]) == (None, None) and mean_std([0.3]) == (0.3, None)

@@ -469,6 +469,9 @@ def test_automil_tune_logs_every_trial_the_result_and_a_model_the_report_reads(t
     bags = automil.get_dataset("digits-bags").load()
     for learner, parent in parents.items():
         assert parent.info.status == "FINISHED" and parent.data.tags["automil.status"] == "ok", learner
+        # one repeat: its figure is logged, a spread it did not measure is not
+        assert parent.data.metrics["repeats"] == 1 and "balanced_accuracy_repeated_cv" in parent.data.metrics
+        assert not {"balanced_accuracy_repeated_cv_std", "balanced_accuracy_std"} & set(parent.data.metrics)
         children = _children(client, parent.info.run_id)
         assert sorted(int(run.data.tags["automil.trial"]) for run in children) == [0, 1, 2]
         assert all("fold_balanced_accuracy" in run.data.metrics for run in children

@@ -92,7 +92,7 @@ def _run_tune(args) -> int:
         print(f"automil: interrupted; every completed trial is kept in {shown_storage(options.storage)}: run the "
               "same command to continue", file=sys.stderr)
         return 130
-    return _print_leaderboard(results, args.json)
+    return print_leaderboard(results, args.json)
 
 
 def _tracking(options):
@@ -114,7 +114,7 @@ def open_tracker(tracking_uri: str | None):
                            ) from error
 
 
-def _print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
+def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     """The leaderboard as a table, and as JSON to ``json_path`` ('-': to stdout instead of the table)."""
     import json
 
@@ -133,7 +133,7 @@ def _print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     fronts = any(row.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
-    header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC",
+    header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC", "reps",
               f"tuning {metric}*", "fit s", "trials", "T/O") + (
         ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
         else ()) + ("best parameters",)
@@ -144,15 +144,15 @@ def _print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
             timed_out = "" if status == Status.SKIPPED else row.trials_timed_out  # a skipped row has no count
-            table.append((row.learner, what, what, "", "", "", "", row.trials, timed_out, *extra,
+            table.append((row.learner, what, what, "", "", "", "", "", row.trials, timed_out, *extra,
                           (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
             continue
         name = f"{row.learner} (chosen)" if row.selected else row.learner
-        table.append((name, _pm(row.accuracy, row.accuracy_std),
-                      _pm(row.balanced_accuracy, row.balanced_accuracy_std),
-                      _pm(row.repeated_accuracy, row.repeated_accuracy_std),
-                      _pm(row.repeated_balanced_accuracy, row.repeated_balanced_accuracy_std),
-                      _pm(row.tuning_score, None),
+        table.append((name, _measured(row.accuracy, row.accuracy_std),
+                      _measured(row.balanced_accuracy, row.balanced_accuracy_std),
+                      _measured(row.repeated_accuracy, row.repeated_accuracy_std),
+                      _measured(row.repeated_balanced_accuracy, row.repeated_balanced_accuracy_std),
+                      _blank(row.repeats), _percent(row.tuning_score),
                       "-" if row.fit_seconds is None else f"{row.fit_seconds:.2f}",
                       _blank(row.trials), _blank(row.trials_timed_out), *extra,
                       _members(row.members) if row.members else _params(row.best_params)))
@@ -163,7 +163,8 @@ def _print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     first = rows[0]
     repeats = max(r.repeats or 0 for r in rows)
     print(f"\n{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}; repeated CV = "
-          + (f"best parameters re-evaluated over {repeats} repeats (mean +- sd over repeats)." if repeats else
+          + (f"best parameters re-evaluated over up to {repeats} repeats (mean +- sd over the repeats in `reps`; "
+             "sd '-': one repeat, not measured)." if repeats else
              "none: the budget ended before a repeat (raise --timeout)."))
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
@@ -184,7 +185,7 @@ def _print_choice(rows: list[LearnerResult]):
              else " (not tracked: no model logged)" if not chosen.model_uri else "")
     print(f"\nChosen: {chosen.learner} ({chosen.headline} "
           f"{'BACC' if chosen.metric == 'balanced_accuracy' else 'ACC'} "
-          f"{_pm(chosen.metric_value(), chosen.metric_std())}){where}.")
+          f"{_measured(chosen.metric_value(), chosen.metric_std())}){where}.")
     if chosen.registered_model:
         name = chosen.registered_model.rsplit("/", 1)[0]
         print(f"Apply it: automil predict {name}/latest --dataset NAME_OR_FILE")
@@ -205,13 +206,18 @@ def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
         return ("-" if front is None else len(front), "-", "-")
     metric = row.metric
     fast = front[cheapest_near_best([p[metric] for p in front], [p[cost] for p in front])]
-    return (len(front), f"{fast[cost]:.3g}", _pm(fast[metric], None))
+    return (len(front), f"{fast[cost]:.3g}", _percent(fast[metric]))
 
 
-def _pm(mean, std) -> str:
+def _measured(mean, std) -> str:
+    """A figure over folds or repeats: mean +- sd, the sd ``-`` where it rests on one (not measured)."""
     if mean is None:
         return "-"
-    return f"{100 * mean:.1f}" + ("" if std is None else f" +- {100 * std:.1f}")
+    return f"{100 * mean:.1f} +- " + ("-" if std is None else f"{100 * std:.1f}")
+
+
+def _percent(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
 
 
 def _params(params) -> str:
@@ -257,6 +263,6 @@ def _run_run(args) -> int:
         found = tune(dataset, learners, options, Progress(), _tracking(options))
         rows += found
         if args.json != "-":
-            _print_leaderboard(found, None)
+            print_leaderboard(found, None)
             print()
-    return _print_leaderboard(rows, args.json, table=False) if args.json else 0
+    return print_leaderboard(rows, args.json, table=False) if args.json else 0

@@ -84,3 +84,29 @@ def test_rank_puts_the_best_headline_figure_first_and_rows_without_one_last_by_n
             LearnerResult(learner="c", metric="accuracy", accuracy=0.7, balanced_accuracy=0.1),
             LearnerResult(learner="d", metric="accuracy", accuracy=0.9)]
     assert [r.learner for r in sorted(rows, key=rank)] == ["d", "c", "a", "b"]
+
+
+def test_a_figure_over_one_repeat_has_no_sd_in_the_row_the_json_or_the_table(tmp_path, capsys):
+    """One repeat is not ``+- 0.0``: its sd is not measured, so the row and ``--json`` carry ``null`` and the
+    table ``-``; the row says how many repeats its repeated-CV figure rests on."""
+    import json
+
+    from automil.cli.tune import print_leaderboard
+
+    trials = [_complete(0, 0.7, {})]
+    one = result_row("fox", TuneOptions(folds=3, protocol="tuned", repeats=2, jobs=1),
+                     Evaluation("sil", "svm", "fox/sil", trials, trials[0], repeated={0: [_scores(0.5, 0.6)] * 3}))
+    two = result_row("fox", TuneOptions(folds=3, protocol="tuned", repeats=2, jobs=1),
+                     Evaluation("nsk", "svm", "fox/nsk", trials, trials[0],
+                                repeated={0: [_scores(0.5, 0.6)] * 3, 1: [_scores(0.7, 0.8)] * 3}))
+    assert one.repeats == 1 and one.repeated_balanced_accuracy == pytest.approx(0.6)
+    assert one.repeated_balanced_accuracy_std is None and one.balanced_accuracy_std is None
+    assert two.repeats == 2 and two.repeated_balanced_accuracy_std == pytest.approx(np.std([0.6, 0.8], ddof=1))
+    path = tmp_path / "rows.json"
+    print_leaderboard([two, one], str(path))
+    stored = {row["learner"]: row for row in json.loads(path.read_text())}
+    assert stored["sil"]["repeated_balanced_accuracy_std"] is None and stored["sil"]["repeats"] == 1
+    assert stored["nsk"]["repeated_balanced_accuracy_std"] == pytest.approx(0.1414, abs=1e-4)
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith(("sil", "nsk"))}
+    assert "60.0 +- -" in lines["sil"] and "+- 0.0" not in lines["sil"]
+    assert "70.0 +- 14.1" in lines["nsk"]
