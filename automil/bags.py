@@ -19,7 +19,9 @@ class Bags:
     Parameters
     ----------
     X : ndarray of shape (n_instances, n_features) or scipy sparse matrix
-        Instances, converted to C-contiguous float64 (CSR for sparse input).
+        Instances, converted to C-contiguous float64 (CSR for sparse input); a dense float32 matrix stays
+        float32 (half the memory for features from a network; a learner that needs float64 converts its own
+        working set).
     offsets : array-like of int of shape (n_bags + 1,)
         Start row of each bag, then ``n_instances``.
     y : array-like of shape (n_bags,), optional
@@ -47,7 +49,8 @@ class Bags:
             X = sp.csr_matrix(X, dtype=np.float64)
             X.sort_indices()
         else:
-            X = np.ascontiguousarray(X, dtype=np.float64)
+            X = np.asarray(X)
+            X = np.ascontiguousarray(X, dtype=instance_dtype(X.dtype))
         if X.ndim != 2:
             raise ValueError(f"{self._where()}instances must be a 2-D array, got {X.ndim} dimension(s)")
         self.X = X
@@ -55,6 +58,7 @@ class Bags:
         self.y = None if y is None else np.asarray(y)
         self.instance_y = None if instance_y is None else np.asarray(instance_y)
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        self.instances_file = None
         self._validate()
 
     @classmethod
@@ -70,7 +74,8 @@ class Bags:
             label = _bag_label(i, names)
             is_sparse = sp.issparse(bag)
             if not is_sparse:
-                bag = np.asarray(bag, dtype=np.float64)
+                bag = np.asarray(bag)
+                bag = bag.astype(instance_dtype(bag.dtype), copy=False)
                 if bag.ndim == 1:
                     raise ValueError(f"{label} is 1-D (shape {bag.shape}); a bag must be a 2-D array "
                                      "of shape (n_instances, n_features)")
@@ -177,8 +182,35 @@ class Bags:
                     source=self.source)
 
     def with_labels(self, y) -> Bags:
-        return Bags(self.X, self.offsets, y, instance_y=self.instance_y, names=self.names,
+        bags = Bags(self.X, self.offsets, y, instance_y=self.instance_y, names=self.names,
                     feature_names=self.feature_names, source=self.source)
+        bags.instances_file = self.instances_file
+        return bags
+
+    # ---- one matrix for many processes -------------------------------------------------------------
+    def mapped(self, path) -> Bags:
+        """These bags with their dense instances written to the ``.npy`` file ``path`` and mapped from it
+        read-only.
+
+        Pickled, the result carries the file's name instead of the matrix (``instances_file``): every
+        process it is sent to maps the same pages, so a run holds one copy of the data however many
+        processes use it. The file must outlive those processes; whoever made it removes it.
+        """
+        if self.is_sparse:
+            raise ValueError("only dense instances can be mapped from a file")
+        np.save(path, self.X)
+        bags = self.__new__(Bags)
+        bags.__dict__.update(self.__dict__, X=_map_instances(path), instances_file=str(path))
+        return bags
+
+    def __getstate__(self):
+        return self.__dict__ if self.instances_file is None else {**self.__dict__, "X": None}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.__dict__.setdefault("instances_file", None)  # bags pickled before the attribute existed
+        if self.instances_file is not None:
+            self.X = _map_instances(self.instances_file)
 
     # ---- validation --------------------------------------------------------------------------------
     def bag_name(self, i: int) -> str:
@@ -208,7 +240,8 @@ class Bags:
         if self.X.shape[1] == 0:
             raise ValueError(f"{self._where()}instances have no features")
         values = self.X.data if sp.issparse(self.X) else self.X
-        if not np.isfinite(values).all():
+        # min and max propagate NaN and show an infinity without allocating a mask of the whole matrix
+        if values.size and not (np.isfinite(values.min()) and np.isfinite(values.max())):
             if sp.issparse(self.X):
                 coo = self.X.tocoo()
                 bad = ~np.isfinite(coo.data)
@@ -230,6 +263,11 @@ class Bags:
                              f"{self.X.shape[1]} features")
 
 
+def instance_dtype(dtype) -> np.dtype:
+    """The dtype dense instances are stored in: float32 stays float32, everything else becomes float64."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+
+
 def as_bags(bags, y=None) -> Bags:
     """Accept ``Bags`` or a list of 2-D arrays (plus labels) and return ``Bags``.
 
@@ -242,6 +280,12 @@ def as_bags(bags, y=None) -> Bags:
     if not isinstance(bags, Sequence | np.ndarray) and not hasattr(bags, "__iter__"):
         raise TypeError(f"expected automil.Bags or a list of 2-D arrays, got {type(bags).__name__}")
     return Bags.from_list(bags, y)
+
+
+def _map_instances(path) -> np.ndarray:
+    """The matrix of an ``.npy`` file, mapped read-only (a plain ndarray view, so no result of arithmetic
+    on it is a memory map)."""
+    return np.asarray(np.load(path, mmap_mode="r"))
 
 
 def _bag_label(i: int, names) -> str:

@@ -16,20 +16,31 @@ from automil.learner import BagClassifier
 __all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "fold_scores", "mean_std"]
 
 
+# Rows per block when the statistics of a float32 matrix are accumulated in float64.
+SCALING_BLOCK_ROWS = 1 << 16
+
+
 def instance_scaling(X):
-    """Instance-level mean and standard deviation of ``X`` (algorithms.md 1.5).
+    """Instance-level mean and standard deviation of ``X``, in float64.
 
     A zero standard deviation becomes 1 so constant features pass through unchanged. For sparse ``X``
-    the mean is ``None``: centring would fill in every zero, so sparse data is only scaled.
+    the mean is ``None``: centring would fill in every zero, so sparse data is only scaled. A float32
+    matrix is summed in float64 a block of rows at a time, never upcast whole.
     """
     if sp.issparse(X):
         mean = np.asarray(X.mean(axis=0)).ravel()
         var = np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2
         scale = np.sqrt(np.maximum(var, 0.0))
         mean = None
-    else:
+    elif X.dtype == np.float64:
         mean = X.mean(axis=0)
         scale = X.std(axis=0)
+    else:
+        mean = X.mean(axis=0, dtype=np.float64)
+        squares = np.zeros(X.shape[1])
+        for start in range(0, X.shape[0], SCALING_BLOCK_ROWS):
+            squares += np.square(X[start:start + SCALING_BLOCK_ROWS] - mean).sum(axis=0)
+        scale = np.sqrt(squares / X.shape[0])
     scale[scale <= np.finfo(np.float64).eps * (1.0 if mean is None else np.maximum(1.0, np.abs(mean)))] = 1.0
     return mean, scale
 
@@ -73,7 +84,9 @@ class Standardized(ClassifierMixin, BaseEstimator):
         bags = as_bags(bags, y)
         self.mean_, self.scale_ = instance_scaling(bags.X)
         self.n_features_in_ = bags.n_features
-        self.estimator_ = clone(self.estimator).fit(self._learner_input(bags), bags.y)
+        scaled, labels = self._learner_input(bags), bags.y
+        del bags  # a caller that keeps no reference of its own frees the unscaled instances while the learner fits
+        self.estimator_ = clone(self.estimator).fit(scaled, labels)
         self.classes_ = self.estimator_.classes_
         return self
 
@@ -89,8 +102,9 @@ class Standardized(ClassifierMixin, BaseEstimator):
                 X = (bags.X.toarray() - self.mean_) / self.scale_
             else:
                 X = bags.X @ sp.diags(1.0 / self.scale_)
-        else:
-            X = bags.X / self.scale_ if self.mean_ is None else (bags.X - self.mean_) / self.scale_
+        else:  # in the instances' own dtype: float32 bags stay float32
+            X = bags.X if self.mean_ is None else bags.X - self.mean_.astype(bags.X.dtype, copy=False)
+            X = np.divide(X, self.scale_.astype(bags.X.dtype, copy=False), out=None if X is bags.X else X)
         return bags.with_instances(X)
 
     def predict(self, bags) -> np.ndarray:

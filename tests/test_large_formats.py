@@ -109,9 +109,6 @@ def test_a_set_of_one_class_loads_like_every_format_a_test_set_may_be_all_negati
     assert list(bags.y) == [0, 0, 0]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="automil.Bags stores every dense matrix as float64 (issue 25, item 2); the readers "
-                          "hand it float32 unchanged")
 @pytest.mark.parametrize("layout", ["npz", "bag-folder"])
 def test_float32_features_stay_float32(tmp_path, layout):
     path = write_npz(tmp_path / "bags.npz") if layout == "npz" else write_folder(tmp_path / "slides")

@@ -27,6 +27,7 @@ from automil.tune.loop import tune_studies
 from automil.tune.optuna_records import records, study_record
 from automil.tune.options import TuneOptions
 from automil.tune.processes import die_with_parent
+from automil.tune.shared_data import release_instances, share_instances
 from automil.tune.storage import open_storage
 from automil.tune.studies import Plan, changed_data_note, prepare_studies, study_name
 from automil.tune.tracking import Guarded, Tracking, open_tracking
@@ -56,8 +57,9 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     start = time.time()
     worker = fit_worker(options)
     worker.start()  # it imports the learners while the data loads and the studies are prepared
+    bags = None
     try:
-        bags = load_bags(dataset)
+        bags = share_instances(load_bags(dataset))  # every process of the run maps this one copy
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
         specs, skipped = _usable_learners(bags, learners)
@@ -85,6 +87,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
             raise
     finally:
         worker.close()
+        release_instances(bags)
     tracker.refresh_comparison(dataset, _select(rows, dataset, tracker, listener))
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
     return sorted(rows, key=rank)

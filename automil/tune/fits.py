@@ -51,9 +51,8 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
     if seed is not None and "random_state" in estimator.get_params() and "random_state" not in params:
         estimator.set_params(random_state=seed)
     model = Standardized(estimator)
-    training = bags.subset(train)
     start = time.perf_counter()
-    model.fit(training)
+    model.fit(bags.subset(train))  # the fold's rows are gathered once and freed once standardized
     fit_seconds = time.perf_counter() - start
     y_pred, scores, predict_seconds = None, None, 0.0
     if test is not None:
@@ -67,7 +66,7 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         if y_pred.shape != (testing.n_bags,):
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted an array of shape "
                              f"{y_pred.shape} for {testing.n_bags} bags (expected ({testing.n_bags},))")
-        unknown = np.setdiff1d(y_pred, training.classes)
+        unknown = np.setdiff1d(y_pred, np.unique(bags.y[np.asarray(train)]))
         if unknown.size:
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
                              f"trained on: {unknown[:5].tolist()}")

@@ -1,0 +1,38 @@
+"""One copy of a run's instance matrix for all of its processes: the main process writes it once to a
+temporary ``.npy`` file, and every fit worker and ``--jobs`` helper maps that file read-only (the bags they
+receive carry the file's name, not the matrix; see :meth:`automil.Bags.mapped`)."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from automil.bags import Bags
+
+__all__ = ["share_instances", "release_instances", "RUN_DIRECTORY_PREFIX"]
+
+RUN_DIRECTORY_PREFIX = "automil-run-"
+
+
+def share_instances(bags: Bags) -> Bags:
+    """The bags with their dense instances in a new temporary file, mapped; sparse bags (small text data)
+    unchanged. The caller drops its unmapped bags, so the matrix it read is freed, and calls
+    :func:`release_instances` when the run ends."""
+    if bags.is_sparse:
+        return bags
+    directory = Path(tempfile.mkdtemp(prefix=RUN_DIRECTORY_PREFIX))
+    try:
+        return bags.mapped(directory / "instances.npy")
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+
+
+def release_instances(bags: Bags | None) -> None:
+    """Remove the file (and its directory) that :func:`share_instances` made for ``bags``, if any.
+
+    Processes that still map it keep their pages until they end (the file is only unlinked), but no new
+    process can open it: call this after the run's workers and helpers have been closed."""
+    if bags is not None and bags.instances_file is not None:
+        shutil.rmtree(Path(bags.instances_file).parent, ignore_errors=True)

@@ -1,0 +1,135 @@
+"""One copy of a run's instances: workers map the file the main process wrote, float32 stays float32."""
+
+import os
+import pickle
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from automil import Bags
+from automil.evaluation import Standardized, instance_scaling
+from automil.tune.fits import fit_predict, load_learners
+from automil.tune.isolation import FitTimeout, FitWorker
+from automil.tune.shared_data import RUN_DIRECTORY_PREFIX, release_instances, share_instances
+
+N_INSTANCES, N_FEATURES = 200_000, 64  # 51 MB of float32: well above a worker's memory noise
+
+
+def anonymous_bytes(_data=None) -> int:
+    """The calling process's private resident memory (not pages mapped from files)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no RssAnon in /proc/self/status")
+
+
+def read_all(bags: Bags):
+    """Touch every instance; say how the worker holds them."""
+    total = float(bags.X.sum(dtype=np.float64))
+    return total, anonymous_bytes(), bags.X.flags.writeable, str(bags.X.dtype)
+
+
+def nap(_bags, seconds):
+    time.sleep(seconds)
+
+
+def float32_bags(n_instances=N_INSTANCES, bag_size=100, seed=0) -> Bags:
+    rng = np.random.default_rng(seed)
+    offsets = np.arange(0, n_instances + 1, bag_size)
+    y = np.arange(len(offsets) - 1) % 2
+    X = rng.standard_normal((n_instances, N_FEATURES), dtype=np.float32)
+    X[offsets[:-1][y == 1], 0] += 4.0  # a witness in every positive bag
+    return Bags(X, offsets, y)
+
+
+@pytest.fixture
+def run_directories(tmp_path, monkeypatch):
+    """The run directories made under a private temporary directory, listed on demand."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    return lambda: sorted(p.name for p in tmp_path.glob(f"{RUN_DIRECTORY_PREFIX}*"))
+
+
+def test_mapped_bags_pickle_as_the_file_name_and_map_it_again(run_directories):
+    bags = float32_bags(n_instances=10_000)
+    shared = share_instances(bags)
+    try:
+        assert len(pickle.dumps(shared)) < bags.X.nbytes / 100
+        received = pickle.loads(pickle.dumps(shared))
+        np.testing.assert_array_equal(received.X, bags.X)
+        assert received.X.dtype == np.float32 and not received.X.flags.writeable
+        assert received.subset([1, 0]).X.flags.writeable  # a fold is the fit's own copy
+    finally:
+        release_instances(shared)
+    assert run_directories() == []
+
+
+def test_a_worker_reads_shared_instances_without_a_private_copy(run_directories):
+    bags = float32_bags()
+    shared = share_instances(bags)
+    try:
+        with FitWorker(threads=1) as worker:
+            worker.set_data(None)
+            before = worker.call(anonymous_bytes, timeout=60)
+            worker.set_data(shared)
+            total, after, writeable, dtype = worker.call(read_all, timeout=60)
+        assert total == pytest.approx(float(bags.X.sum(dtype=np.float64)))
+        assert (writeable, dtype) == (False, "float32")
+        # a pickled copy would add the whole matrix (51 MB) of private memory
+        assert after - before < bags.X.nbytes / 4
+    finally:
+        release_instances(shared)
+
+
+def test_a_killed_worker_leaves_the_run_file_alone_and_release_removes_it(run_directories):
+    shared = share_instances(float32_bags(n_instances=10_000))
+    segments = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    try:
+        (directory,) = run_directories()
+        with FitWorker(threads=1) as worker:
+            worker.set_data(shared)
+            with pytest.raises(FitTimeout):
+                worker.call(nap, 60.0, timeout=1.0)
+            assert os.listdir(Path(shared.instances_file).parent) == ["instances.npy"]
+            total = worker.call(read_all, timeout=60)[0]  # a new process maps the same file
+        assert total == pytest.approx(float(shared.X.sum(dtype=np.float64)))
+        if segments:
+            assert set(os.listdir("/dev/shm")) <= segments
+    finally:
+        release_instances(shared)
+    assert run_directories() == []
+
+
+def test_float32_bags_stay_float32_through_a_fit_in_a_worker(run_directories):
+    shared = share_instances(float32_bags(n_instances=20_000))
+    try:
+        with FitWorker(threads=1, preload=load_learners) as worker:
+            worker.set_data(shared)
+            out = worker.call(fit_predict, "bag-stats", {}, np.arange(100), np.arange(100, 200), 0, True,
+                              timeout=120)
+    finally:
+        release_instances(shared)
+    assert out["model"].transform(float32_bags(n_instances=1_000)).X.dtype == np.float32
+    y = np.arange(200) % 2
+    assert np.mean(out["y_pred"] == y[100:]) > 0.6  # better than chance
+
+
+def test_float32_scaling_matches_float64_without_upcasting_the_matrix():
+    X = float32_bags(n_instances=3_000).X
+    mean32, scale32 = instance_scaling(X)
+    mean64, scale64 = instance_scaling(X.astype(np.float64))
+    np.testing.assert_allclose(mean32, mean64, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(scale32, scale64, rtol=1e-10)
+    assert mean32.dtype == scale32.dtype == np.float64
+
+
+def test_standardized_keeps_the_instances_dtype():
+    bags32 = float32_bags(n_instances=2_000)
+    bags64 = Bags(bags32.X.astype(np.float64), bags32.offsets, bags32.y)
+    from automil import get_learner
+
+    for bags in (bags32, bags64):
+        model = Standardized(get_learner("bag-stats").build()).fit(bags)
+        assert model.transform(bags).X.dtype == bags.X.dtype
