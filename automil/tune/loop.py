@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +22,7 @@ from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, Work
 from automil.tune.listener import Listener, StudyProgress
 from automil.tune.optuna_records import records, tell
 from automil.tune.processes import process_identity, signals_held
+from automil.tune.storage import trial_heartbeat
 from automil.tune.studies import Plan, configure_study, study_name
 from automil.tune.tracking import Recorder
 from automil.tune.trial_rules import best_trial, counts_toward_budget
@@ -117,34 +119,35 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     fair_share = share is not None and started + share < deadline
     hard_stop = started + share if fair_share else deadline
     trial, held = _ask(study)
-    state, value = TrialState.COMPLETE, None
-    try:
-        for signum in held:
-            signal.raise_signal(signum)
-        _describe(trial, spec, plan, bags)
-        params = _parameters(trial, spec)
-        value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
-        if best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
-            fits.attrs[TrialAttr.OOF_SCORES] = rounded(np.concatenate(fits.oof_scores))
-    except optuna.TrialPruned as pruned:
-        state = TrialState.PRUNED
-        if str(pruned) and TrialAttr.ERROR not in fits.attrs:  # the search space's reason (the pruner gives none)
-            fits.attrs[TrialAttr.ERROR] = f"pruned: {pruned}"
-    except FitTimeout as error:
-        state = TrialState.FAIL
-        fits.attrs.update(_timeout_attrs(error, fits, plan, share if fair_share else None))
-    except FitMemoryExceeded as error:
-        state = TrialState.FAIL
-        fits.attrs.update({TrialAttr.OUT_OF_MEMORY: True, TrialAttr.ERROR: str(error)})
-    except (FitError, WorkerDied) as error:
-        state = TrialState.FAIL
-        fits.attrs[TrialAttr.ERROR] = str(error)
-    except BaseException:  # Ctrl-C or SIGTERM: the trial is not finished, so it does not count
-        worker.kill()
-        stopped = {**fits.attrs, TrialAttr.INTERRUPTED: True, TrialAttr.ERROR: "interrupted"}
-        _tell(study, trial, stopped, TrialState.FAIL, None)
-        raise
-    return _tell(study, trial, fits.attrs, state, value)
+    with trial_heartbeat(study._storage, trial._trial_id):  # Optuna has no public handle on a trial's storage
+        state, value = TrialState.COMPLETE, None
+        try:
+            for signum in held:
+                signal.raise_signal(signum)
+            _describe(trial, spec, plan, bags)
+            params = _parameters(trial, spec)
+            value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
+            if best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
+                fits.attrs[TrialAttr.OOF_SCORES] = rounded(np.concatenate(fits.oof_scores))
+        except optuna.TrialPruned as pruned:
+            state = TrialState.PRUNED
+            if str(pruned) and TrialAttr.ERROR not in fits.attrs:  # the search space's reason (the pruner gives none)
+                fits.attrs[TrialAttr.ERROR] = f"pruned: {pruned}"
+        except FitTimeout as error:
+            state = TrialState.FAIL
+            fits.attrs.update(_timeout_attrs(error, fits, plan, share if fair_share else None))
+        except FitMemoryExceeded as error:
+            state = TrialState.FAIL
+            fits.attrs.update({TrialAttr.OUT_OF_MEMORY: True, TrialAttr.ERROR: str(error)})
+        except (FitError, WorkerDied) as error:
+            state = TrialState.FAIL
+            fits.attrs[TrialAttr.ERROR] = str(error)
+        except BaseException:  # Ctrl-C or SIGTERM: the trial is not finished, so it does not count
+            worker.kill()
+            stopped = {**fits.attrs, TrialAttr.INTERRUPTED: True, TrialAttr.ERROR: "interrupted"}
+            _tell(study, trial, stopped, TrialState.FAIL, None)
+            raise
+        return _tell(study, trial, fits.attrs, state, value)
 
 
 @dataclass
@@ -166,9 +169,17 @@ def _ask(study):
     Ctrl-C between ask() and the trial's owner would leave a RUNNING trial that a prompt rerun cannot tell
     from a live one (and counts): the signal waits until the trial is named, then closes it as interrupted.
     """
-    with signals_held() as held:
-        trial = study.ask()
-        trial.set_user_attr(TrialAttr.WORKER, process_identity())
+    import optuna
+
+    with warnings.catch_warnings():
+        # fail_stale_trials is experimental, and Optuna warns that heartbeats are meant for study.optimize
+        # (trial_heartbeat does that part here)
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+        optuna.storages.fail_stale_trials(study)  # an RDB storage's trials of dead processes: failed, retried
+        with signals_held() as held:
+            trial = study.ask()
+            trial.set_user_attr(TrialAttr.WORKER, process_identity())
     return trial, held
 
 

@@ -8,20 +8,29 @@ from automil.tune.trial_rules import abandoned
 
 __all__ = ["trial_record", "records", "study_record", "tell", "fail_stale_trials", "importances"]
 
+DIED = "its process died before it finished"
 
-def trial_record(frozen_trial) -> TrialRecord:
-    """An Optuna ``FrozenTrial`` as a :class:`TrialRecord`."""
+
+def trial_record(frozen_trial, retried: bool = False) -> TrialRecord:
+    """An Optuna ``FrozenTrial`` as a :class:`TrialRecord`; a ``retried`` one (its process died, a later
+    trial runs its parameters again) is stale: it does not count."""
     values = frozen_trial.values or []
+    attrs = frozen_trial.user_attrs
+    if retried:
+        attrs = {**attrs, TrialAttr.STALE: True, TrialAttr.ERROR: DIED}
     return TrialRecord(number=int(frozen_trial.number), state=TrialState[frozen_trial.state.name],
                        value=values[0] if values else None, params=dict(frozen_trial.params),
-                       attrs=frozen_trial.user_attrs, start=frozen_trial.datetime_start,
+                       attrs=attrs, start=frozen_trial.datetime_start,
                        end=frozen_trial.datetime_complete, queued="fixed_params" in frozen_trial.system_attrs,
                        values=tuple(values) if len(values) > 1 else ())
 
 
 def records(study) -> list[TrialRecord]:
     """Every trial of an Optuna study as a record."""
-    return [trial_record(t) for t in study.get_trials(deepcopy=False)]
+    trials = study.get_trials(deepcopy=False)
+    # The numbers of the trials Optuna's heartbeat failed and queued again (its retry callback's history)
+    retried = {number for t in trials for number in t.system_attrs.get("retry_history", ())}
+    return [trial_record(t, t.number in retried) for t in trials]
 
 
 def study_record(study) -> StudyRecord:
@@ -42,14 +51,15 @@ def tell(study, trial, state: TrialState, value) -> TrialRecord:
 
 
 def fail_stale_trials(study):
-    """Fail the RUNNING trials of processes that died (a journal storage has no heartbeat of its own)."""
+    """Fail the RUNNING trials of processes that died (a journal storage has no heartbeat of its own; an
+    RDB storage's are failed by Optuna, see :mod:`automil.tune.storage`)."""
     from optuna.trial import TrialState as OptunaState
 
     for trial in study.get_trials(deepcopy=False, states=(OptunaState.RUNNING,)):
         if abandoned(trial_record(trial)):
             storage = study._storage  # Optuna has no public way to annotate another process's trial
             storage.set_trial_user_attr(trial._trial_id, TrialAttr.STALE, True)
-            storage.set_trial_user_attr(trial._trial_id, TrialAttr.ERROR, "its process died before it finished")
+            storage.set_trial_user_attr(trial._trial_id, TrialAttr.ERROR, DIED)
             study.tell(trial.number, state=OptunaState.FAIL, skip_if_finished=True)
 
 

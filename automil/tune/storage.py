@@ -2,17 +2,32 @@
 
 A journal file (the default, safe for the processes of one machine) or any Optuna RDB URL (``sqlite:///``
 for one process, ``postgresql://`` across machines).
+
+A trial whose process dies is found in one way per storage kind. On an RDB storage each running trial
+records Optuna's heartbeat (:func:`trial_heartbeat`); once it is older than ``GRACE_SECONDS`` the next
+process to ask for a trial fails it and queues its parameters again (Optuna's retry callback).
+A journal has no heartbeat table: :func:`automil.tune.optuna_records.fail_stale_trials` fails trials whose
+process is gone (by pid on the same host, by an old ``heartbeat`` attribute on another).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
+import warnings
 
-__all__ = ["DEFAULT_STORAGE", "open_storage"]
+__all__ = ["DEFAULT_STORAGE", "open_storage", "has_heartbeat", "trial_heartbeat"]
 
 DEFAULT_STORAGE = "journal:studies/automil.journal"
+
+# A running trial records its heartbeat every HEARTBEAT_SECONDS; one silent for GRACE_SECONDS is failed and
+# retried (once: a trial whose parameters kill their process twice is not tried a third time).
+HEARTBEAT_SECONDS = 10
+GRACE_SECONDS = 40
+RETRIES = 1
 
 
 def open_storage(storage: str):
@@ -43,15 +58,56 @@ def _rdb_storage(url: str, attempts: int = 3):
     # sqlite makes a writer wait 5 s for another's lock and then fails the call, which ends the worker
     # (Optuna does not retry); processes sharing one study file on a slow disk can wait longer than that.
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
-    for attempt in range(attempts):
-        try:
-            return optuna.storages.RDBStorage(url, engine_kwargs=engine)
-        except sqlalchemy.exc.DBAPIError as error:
-            raced = isinstance(error, sqlalchemy.exc.IntegrityError | sqlalchemy.exc.ProgrammingError) or (
-                "already exists" in str(error))
-            if not raced or attempt == attempts - 1:
-                raise
-            time.sleep(0.5 * (attempt + 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # the heartbeat and its retry
+        if hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback"):
+            retry = {"heartbeat_stale_trial_callback": optuna.storages.RetryHeartbeatStaleTrialCallback(RETRIES)}
+        else:  # Optuna < 4.9
+            retry = {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(RETRIES)}
+        for attempt in range(attempts):
+            try:
+                return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_SECONDS,
+                                                  grace_period=GRACE_SECONDS, **retry)
+            except sqlalchemy.exc.DBAPIError as error:
+                raced = isinstance(error, sqlalchemy.exc.IntegrityError | sqlalchemy.exc.ProgrammingError) or (
+                    "already exists" in str(error))
+                if not raced or attempt == attempts - 1:
+                    raise
+                time.sleep(0.5 * (attempt + 1))
+
+
+def has_heartbeat(storage) -> bool:
+    """Whether ``storage`` keeps Optuna's trial heartbeats (the RDB storages automil opens)."""
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+
+    return is_heartbeat_enabled(storage)
+
+
+@contextlib.contextmanager
+def trial_heartbeat(storage, trial_id: int):
+    """Within the block a thread records the trial's heartbeat every ``HEARTBEAT_SECONDS``, as Optuna's
+    ``study.optimize`` does (automil asks and tells instead); nothing without a heartbeat storage."""
+    if not has_heartbeat(storage):
+        yield
+        return
+    stop = threading.Event()
+
+    def beat():
+        while True:
+            try:
+                storage.record_heartbeat(trial_id)
+            except Exception:  # noqa: BLE001 - the database away for a moment: the next beat tries again
+                pass
+            if stop.wait(HEARTBEAT_SECONDS):
+                return
+
+    thread = threading.Thread(target=beat, name=f"automil-heartbeat-{trial_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 # Journal operations after which the file is synced to disk (Optuna's JournalOperation codes): a trial

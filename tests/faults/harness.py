@@ -153,9 +153,15 @@ def study_trials(storage: str, study: str) -> list:
 
 
 def counted(trials) -> list:
-    """The finished trials that count toward ``--n-trials`` (an interrupted or orphaned one does not)."""
-    return [t for t in trials if t.state.is_finished()
+    """The finished trials that count toward ``--n-trials`` (an interrupted or orphaned one does not, nor
+    one whose process died and that Optuna's heartbeat retried)."""
+    return [t for t in trials if t.state.is_finished() and t.number not in retried(trials)
             and not (t.user_attrs.get("stale") or t.user_attrs.get("interrupted"))]
+
+
+def retried(trials) -> set[int]:
+    """The numbers of the trials an RDB storage failed by their heartbeat and queued again."""
+    return {number for t in trials for number in t.system_attrs.get("retry_history", ())}
 
 
 def snapshot(trials) -> dict:
