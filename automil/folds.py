@@ -32,7 +32,7 @@ def bag_folds(y, n_splits: int, seed: int) -> np.ndarray:
 
 
 def repeat_seeds(seed: int, n_repeats: int) -> list[int]:
-    """Independent fold seeds for repeated cross-validation, derived from ``seed`` (algorithms.md 1.6)."""
+    """Independent fold seeds for repeated cross-validation, derived from ``seed`` (docs/algorithms.md 1.6)."""
     return [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(seed).spawn(n_repeats)]
 
 

@@ -1,4 +1,4 @@
-"""The kernels every kernel learner shares (algorithms.md 1.7): instance kernels and the set kernel.
+"""The kernels every kernel learner shares (docs/algorithms.md 1.7): instance kernels and the set kernel.
 
 Instance kernels take two instance matrices (dense float64, or scipy CSR) and return the dense
 ``(n_x, n_y)`` kernel matrix. The set kernel scores bags: it sums an instance kernel over all pairs of
@@ -73,7 +73,7 @@ def polynomial_kernel(X, Y, degree: int = 3, coef0: float = 1.0) -> np.ndarray:
 
 
 def gamma_exponential_kernel(X, Y, gamma: float = 2.0, length_scale: float = 1.0) -> np.ndarray:
-    """``k(x, x') = exp(-(||x - x'|| / length_scale)^gamma)`` with ``0 < gamma <= 2`` (algorithms.md 3.1).
+    """``k(x, x') = exp(-(||x - x'|| / length_scale)^gamma)`` with ``0 < gamma <= 2`` (docs/algorithms.md 3.1).
 
     ``gamma`` is an exponent, not a bandwidth: ``gamma = 2`` with ``length_scale = 1`` is the Gaussian
     ``exp(-||x - x'||^2)`` of the pdMISVM kernel code.
@@ -91,7 +91,7 @@ def gamma_exponential_kernel(X, Y, gamma: float = 2.0, length_scale: float = 1.0
 
 
 def resolve_gamma(gamma, n_features: int) -> float:
-    """The RBF width: ``"auto"`` is ``1 / n_features`` (automil's default, algorithms.md 1.7)."""
+    """The RBF width: ``"auto"`` is ``1 / n_features`` (automil's default, docs/algorithms.md 1.7)."""
     if isinstance(gamma, str):
         if gamma != "auto":
             raise ValueError(f"gamma must be a positive number or 'auto', got {gamma!r}")
@@ -174,11 +174,11 @@ def _bag_self_sums(X, offsets, kernel, gamma, degree) -> np.ndarray:
 
 def set_normalizer(X, offsets, normalization: str = "averaging", *, kernel="linear", gamma="auto",
                    degree=3) -> np.ndarray:
-    """The normalizer ``nu(A)`` of every bag (algorithms.md 1.7): ``none`` 1, ``averaging`` |A|,
+    """The normalizer ``nu(A)`` of every bag (docs/algorithms.md 1.7): ``none`` 1, ``averaging`` |A|,
     ``featurespace`` ``sqrt(sum_{a, a' in A} k(a, a'))``.
 
     A bag whose featurespace self-sum is 0 gets ``nu = inf`` (its normalized kernel row is then 0) and a
-    ``RuntimeWarning`` naming it (algorithms.md 7, pitfalls).
+    ``RuntimeWarning`` naming it (docs/algorithms.md 7, pitfalls).
     """
     sizes = np.diff(np.asarray(offsets, dtype=np.int64)).astype(np.float64)
     if normalization == "none":

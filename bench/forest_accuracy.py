@@ -1,5 +1,5 @@
 """Accuracy of the forest learners with default parameters: one stratified 10-fold CV over bags (seed 0),
-instances standardized on the training folds (algorithms.md 1.5), on the five classic MIL sets.
+instances standardized on the training folds (docs/algorithms.md 1.5), on the five classic MIL sets.
 
     python bench/forest_accuracy.py [--learners mirf blrt midf] [--datasets musk1 ...]
 

@@ -5,7 +5,7 @@ Run: python bench/pdmisvm_accuracy.py [--settings learner|code|readme] [--learne
 
 - ``learner`` (default): the registered learners' defaults (what ``automil`` uses untuned);
 - ``code``: the reference code's defaults (C=1, mu0=1e-3, rho=1.2 for both variants);
-- ``readme``: the (C, mu0) the authors' README lists per data set (algorithms.md 2.6), for context only:
+- ``readme``: the (C, mu0) the authors' README lists per data set (docs/algorithms.md 2.6), for context only:
   they were chosen on the published folds, so they are not a fair score.
 
 ``--learners`` compares other registered learners on the same folds (``learner`` settings only), e.g.
@@ -23,7 +23,7 @@ from automil.evaluation import cross_validated_predictions
 
 DATASETS = ("musk1", "musk2", "elephant", "fox", "tiger", "digits-bags")
 LEARNERS = ("pdmisvm", "pdmisvm-inexact")
-# algorithms.md 2.6: the authors' tuned (C, mu0) with rho = 1.2; digits-bags stands in for MNIST-bags.
+# docs/algorithms.md 2.6: the authors' tuned (C, mu0) with rho = 1.2; digits-bags stands in for MNIST-bags.
 README_SETTINGS = {
     "pdmisvm": {"musk2": (1e3, 1e-5), "elephant": (1e-3, 1e-3), "fox": (100, 1e-3), "tiger": (1e-3, 1e-3),
                 "digits-bags": (1, 1e-3)},

@@ -45,7 +45,7 @@ def fit_seconds(name: str, bags, repeats: int) -> float:
 
 
 def first_dual(name: str, bags):
-    """``(Z, t, rho, C)`` of the learner's first SVM dual (algorithms.md 4-9) with C = 1."""
+    """``(Z, t, rho, C)`` of the learner's first SVM dual (docs/algorithms.md 4-9) with C = 1."""
     t_bag = np.where(bags.y == 1, 1.0, -1.0)
     negative_rows = bags.instance_rows(np.flatnonzero(t_bag < 0))
     positive_bags = np.flatnonzero(t_bag > 0)

@@ -1,4 +1,4 @@
-"""automil built-in plugin: the tree learners ID3-MI, MIRF, BLRT and MIDF (algorithms.md 10-13).
+"""automil built-in plugin: the tree learners ID3-MI, MIRF, BLRT and MIDF (docs/algorithms.md 10-13).
 
 Only the hook lives here; the numba tree builders and estimators load when the learners are asked for.
 """

@@ -121,7 +121,7 @@ def predict_in_chunks(function, X: np.ndarray, offsets: np.ndarray, n_jobs: int)
 
 class TreeEnsemble(BagClassifier):
     """Base of the tree learners: probabilities are the forest's class vectors, and the decision
-    function is the same probabilities (algorithms.md 1.3). Subclasses set ``forest_`` in ``_fit`` and
+    function is the same probabilities (docs/algorithms.md 1.3). Subclasses set ``forest_`` in ``_fit`` and
     implement ``_forest_proba(X, offsets)``."""
 
     def _predict_proba(self, bags):

@@ -1,4 +1,4 @@
-"""Optuna search spaces of the forest learners (algorithms.md 14): small, since the defaults work."""
+"""Optuna search spaces of the forest learners (docs/algorithms.md 14): small, since the defaults work."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def blrt_space(trial) -> dict:
 
 
 def midf_space(trial) -> dict:
-    # algorithms.md 14 searches 25-200 trees per forest of a level; a level here predicts through its 3 fold
+    # docs/algorithms.md 14 searches 25-200 trees per forest of a level; a level here predicts through its 3 fold
     # models, so each fold model's forests get a third of that (the same trees per level)
     return {"n_estimators": trial.suggest_int("n_estimators", 8, 67),
             "max_layers": trial.suggest_int("max_layers", 1, 10),

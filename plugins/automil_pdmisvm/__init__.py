@@ -23,7 +23,7 @@ def register_learners(register):
     register(LearnerSpec("pdmisvm", PdMISVMClassifier, spaces.linear_space,
                          "primal-dual multi-class MI-SVM (ADMM), exact W-step; linear in bags", **fields("pdmisvm")))
     # One gradient step per iteration needs a small initial penalty, or the constraints freeze W before
-    # it has moved: every inexact setting the authors tuned has mu0 <= 1e-5 (algorithms.md 2.6), and
+    # it has moved: every inexact setting the authors tuned has mu0 <= 1e-5 (docs/algorithms.md 2.6), and
     # untuned accuracy rises by 2 to 13 points over mu0 = 1e-3 (docs/accuracy-pdmisvm.md).
     register(LearnerSpec("pdmisvm-inexact", InexactPdMISVMClassifier, spaces.linear_space,
                          "primal-dual multi-class MI-SVM (ADMM), line-search W-step; linear in bags "

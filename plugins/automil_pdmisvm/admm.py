@@ -1,4 +1,4 @@
-"""The pdMISVM multi-block ADMM loop shared by the exact, inexact and kernel variants (algorithms.md 2.3-2.5).
+"""The pdMISVM multi-block ADMM loop shared by the exact, inexact and kernel variants (docs/algorithms.md 2.3-2.5).
 
 The variants differ only in how the W-step turns the state into the instance scores ``G = W^T X`` and in
 how they score new bags; everything else (b, E, Q, R, T, U, residuals, duals, stopping, the mu schedule)
@@ -20,7 +20,7 @@ from automil_pdmisvm.updates import admm_sweep, prepare
 class ADMMState:
     """Every array of one fit: data layout, primal blocks, duals and the scratch of the W-step.
 
-    Shapes follow algorithms.md 2.3 transposed to row-major: instance blocks ``(n, K)``, bag blocks
+    Shapes follow docs/algorithms.md 2.3 transposed to row-major: instance blocks ``(n, K)``, bag blocks
     ``(N, K)``. ``M`` and ``uvec`` hold the W-step right-hand side, ``tsum``/``usum`` the b-step sums,
     ``maxT``/``maxU`` bagmax(T)/bagmax(U); all are refreshed by :func:`updates.admm_sweep`.
     """

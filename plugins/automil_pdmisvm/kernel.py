@@ -1,5 +1,5 @@
 """Kernel pdMISVM: the ADMM of section 2 with w_m in a kernel feature space, W-step by the push-through
-identity (algorithms.md section 3)."""
+identity (docs/algorithms.md section 3)."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ class KernelPdMISVMClassifier(PdMISVMBase):
     References
     ----------
     "A Linear Primal-Dual Multi-Instance SVM for Big Data Classifications", ICDM 2021, kernel section;
-    reference code minds-mines/pdMISVM.jl (KernelpdMISVMClassifier.jl). algorithms.md section 3.
+    reference code minds-mines/pdMISVM.jl (KernelpdMISVMClassifier.jl). docs/algorithms.md section 3.
     """
 
     add_onehot = False

@@ -1,5 +1,5 @@
 """Linear pdMISVM: the exact variant (W by the eigen-shifted normal equations) and the inexact variant
-(W by one steepest-descent step with exact line search), algorithms.md section 2."""
+(W by one steepest-descent step with exact line search), docs/algorithms.md section 2."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _PARAMETERS_DOC = """
         Initial penalty parameter mu of the augmented Lagrangian.
     rho : float, default=1.2
         Growth factor of mu per iteration (> 1). Smaller values take more iterations and end closer to the
-        optimum of the objective (algorithms.md 15.2.7).
+        optimum of the objective (docs/algorithms.md 15.2.7).
     maxiter : int, default=1000
         Maximum number of iterations.
     tol : float, default=1e-6
@@ -37,7 +37,7 @@ _ATTRIBUTES_DOC = """
     n_iter_ : int
         Iterations run.
     residual_history_, objective_history_, lagrangian_history_ : ndarray of shape (n_iter_,)
-        Per iteration: the stopping quantity (sum of residual norms), the objective of algorithms.md 2.2
+        Per iteration: the stopping quantity (sum of residual norms), the objective of docs/algorithms.md 2.2
         at the iteration's (W, b), and the augmented Lagrangian L_mu after the dual update.
 """
 
@@ -96,7 +96,7 @@ class PdMISVMClassifier(_LinearPdMISVM):
     References
     ----------
     "A Linear Primal-Dual Multi-Instance SVM for Big Data Classifications", ICDM 2021; reference code
-    minds-mines/pdMISVM.jl. algorithms.md section 2.
+    minds-mines/pdMISVM.jl. docs/algorithms.md section 2.
     """
 
     def _start(self, st):
@@ -119,7 +119,7 @@ class InexactPdMISVMClassifier(_LinearPdMISVM):
     {_PARAMETERS_DOC}{_ATTRIBUTES_DOC}
     References
     ----------
-    "A Linear Primal-Dual Multi-Instance SVM for Big Data Classifications", ICDM 2021. algorithms.md 2.5.
+    "A Linear Primal-Dual Multi-Instance SVM for Big Data Classifications", ICDM 2021. docs/algorithms.md 2.5.
     """
 
     alpha = 1.0

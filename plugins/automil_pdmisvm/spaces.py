@@ -1,4 +1,4 @@
-"""Optuna search spaces of the pdMISVM learners (algorithms.md 2.6, 3.6 and 14)."""
+"""Optuna search spaces of the pdMISVM learners (docs/algorithms.md 2.6, 3.6 and 14)."""
 
 from __future__ import annotations
 

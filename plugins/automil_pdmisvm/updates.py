@@ -1,4 +1,4 @@
-"""The per-bag, per-instance steps of the pdMISVM ADMM iteration (algorithms.md 2.5), compiled with numba.
+"""The per-bag, per-instance steps of the pdMISVM ADMM iteration (docs/algorithms.md 2.5), compiled with numba.
 
 Arrays are row-major with one row per instance (``n x K``) or per bag (``N x K``), so a bag is a block of
 consecutive rows and each instance's K class values are contiguous. One call of :func:`admm_sweep` does

@@ -1,5 +1,5 @@
 """mi-SVM and MI-SVM, the two heuristics of Andrews, Tsochantaridis & Hofmann (NIPS 2002;
-algorithms.md 5 and 6): mi-SVM relabels instances (maximum pattern margin), MI-SVM picks one witness per
+docs/algorithms.md 5 and 6): mi-SVM relabels instances (maximum pattern margin), MI-SVM picks one witness per
 positive bag (maximum bag margin). Every step is a plain SVM solved by liblinear or libsvm."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
 
 
 def relabel_positive_bags(scores, positive, offsets):
-    """mi-SVM's label update (algorithms.md 5, step 3) for the instances of the positive bags.
+    """mi-SVM's label update (docs/algorithms.md 5, step 3) for the instances of the positive bags.
 
     ``scores`` are the instances' training decision values, ``positive`` flags the positive bags and
     ``offsets`` delimit all bags. Returns +1 where ``f(x) >= 0`` (``sign(0) = +1``), then forces each
@@ -100,7 +100,7 @@ class MiSVM(_AndrewsSVM):
 
     Alternates between an SVM on all instances and relabelling the instances of positive bags by the sign
     of their score (each positive bag keeps at least its best instance positive), until no label changes
-    or ``max_iters`` solves (algorithms.md 5). Bag score ``max_{x in B} f(x)``; witness the arg-max.
+    or ``max_iters`` solves (docs/algorithms.md 5). Bag score ``max_{x in B} f(x)``; witness the arg-max.
     The instance kernel is computed once and reused by every solve.""",
         parameters=(COMMON_PARAMETERS, SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER, _ITERATION_PARAMETERS),
         attributes=(_ITERATION_ATTRIBUTES,), references=_REFERENCE)
@@ -128,9 +128,9 @@ class MISVM(_AndrewsSVM):
 
     Each positive bag is represented by one instance, its witness (first the mean of its instances, see
     ``init``, then the arg-max instance of the current SVM); every negative instance is an example.
-    Solves until the witnesses stop changing (at least two solves) or ``max_iters`` solves (algorithms.md 6). Bag score
-    ``max_{x in B} f(x)``; witness the arg-max. With ``scale_C`` the number of examples is
-    ``L_n + X_p`` (negative instances plus positive bags).
+    Solves until the witnesses stop changing (at least two solves) or ``max_iters`` solves
+    (docs/algorithms.md 6). Bag score ``max_{x in B} f(x)``; witness the arg-max. With ``scale_C`` the
+    number of examples is ``L_n + X_p`` (negative instances plus positive bags).
 
     Andrews et al. give the instances of a negative bag one shared slack (a group constraint
     ``sum_{j in I} alpha_j <= C``); libsvm cannot express it, so here every negative instance has its own

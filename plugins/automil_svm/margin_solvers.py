@@ -1,4 +1,4 @@
-"""Numba solvers of the SVM dual with per-example margins ``rho_i`` (algorithms.md 1.8), which libsvm and
+"""Numba solvers of the SVM dual with per-example margins ``rho_i`` (docs/algorithms.md 1.8), which libsvm and
 liblinear cannot express; sMIL needs them for its positive-bag margins ``2/|X| - 1`` (section 8).
 
     min_alpha  1/2 alpha^T Q alpha - rho^T alpha,   Q_ij = t_i t_j k(z_i, z_j),   0 <= alpha_i <= C_i
@@ -102,7 +102,7 @@ def _smo(G, t, rho, C, tol, max_iter):
         d_j = (alpha[j] - old_j) * t[j]
         for s in range(m):
             grad[s] += t[s] * (G[s, i] * d_i + G[s, j] * d_j)
-    # Bias (algorithms.md 1.8, libsvm's rule): f(z_i) = t_i rho_i on free support vectors.
+    # Bias (docs/algorithms.md 1.8, libsvm's rule): f(z_i) = t_i rho_i on free support vectors.
     n_free = 0
     free_sum = 0.0
     upper = np.inf

@@ -1,4 +1,4 @@
-"""NSK: an SVM on bags with the normalized set kernel (Gärtner et al. 2002; algorithms.md 7)."""
+"""NSK: an SVM on bags with the normalized set kernel (Gärtner et al. 2002; docs/algorithms.md 7)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ class NSK(OneVsRestBagSVM):
     __doc__ = learner_doc(
         """Normalized set kernel SVM: bags are the examples; bag-level, so no witness.
 
-    ``k_set(A, B) = sum_{a in A, b in B} k(a, b) / (nu(A) nu(B))`` (algorithms.md 1.7) and
+    ``k_set(A, B) = sum_{a in A, b in B} k(a, b) / (nu(A) nu(B))`` (docs/algorithms.md 1.7) and
     ``f(B) = sum_i alpha_i t_i k_set(B_i, B) + b``. Because ``k_set`` is linear in each bag's instances,
     the fitted function is kept as an instance expansion ``g`` and scored as
     ``f(B) = sum_{x in B} g(x) / nu(B) + b``. With the linear kernel and the ``cd`` solver the examples

@@ -1,4 +1,4 @@
-"""The base of the SVM family: shared parameters, one-vs-rest over classes (algorithms.md 1.4) and the
+"""The base of the SVM family: shared parameters, one-vs-rest over classes (docs/algorithms.md 1.4) and the
 maximum-instance bag score with its witness.
 
 For K = 2 one model is trained with ``classes_[1]`` positive and ``decision_function`` is ``[-f, f]``;
@@ -120,7 +120,7 @@ class OneVsRestBagSVM(BagClassifier):
 
     def _example_C(self, weights, n_examples: int) -> np.ndarray:
         """Per-example bounds ``C_i = C * weight_i``, divided by the number of examples with scale_C
-        (algorithms.md 1.8)."""
+        (docs/algorithms.md 1.8)."""
         C = self.C / n_examples if self.scale_C else self.C
         return C * np.asarray(weights, dtype=np.float64)
 
@@ -139,9 +139,9 @@ class MaxInstanceMixin:
 # numpydoc text of the parameters every learner of the family shares (composed into each class docstring).
 COMMON_PARAMETERS = """\
     kernel : {"linear", "rbf", "poly"}, default="linear"
-        Instance kernel (algorithms.md 1.7, :mod:`automil.kernels`).
+        Instance kernel (docs/algorithms.md 1.7, :mod:`automil.kernels`).
     C : float, default=1.0
-        Per-example bound of the SVM dual, libsvm's convention (algorithms.md 1.8).
+        Per-example bound of the SVM dual, libsvm's convention (docs/algorithms.md 1.8).
     gamma : float or "auto", default="auto"
         RBF width; "auto" is ``1 / n_features``.
     degree : int, default=3

@@ -1,4 +1,4 @@
-"""SIL: single-instance learning (Ray & Craven 2005; algorithms.md 4)."""
+"""SIL: single-instance learning (Ray & Craven 2005; docs/algorithms.md 4)."""
 
 from __future__ import annotations
 

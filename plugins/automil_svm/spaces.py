@@ -1,11 +1,11 @@
-"""Optuna search spaces of the SVM family (algorithms.md 14): define-by-run, one function per learner."""
+"""Optuna search spaces of the SVM family (docs/algorithms.md 14): define-by-run, one function per learner."""
 
 from __future__ import annotations
 
 
 def kernel_space(trial) -> dict:
     """C log-uniform in [1e-3, 1e3]; the kernel; ``gamma = g / d`` with g log-uniform in [1e-3, 1e2]
-    (RBF only, algorithms.md 1.7); the degree in {2, 3} (polynomial only). Shared by all six learners."""
+    (RBF only, docs/algorithms.md 1.7); the degree in {2, 3} (polynomial only). Shared by all six learners."""
     params = {"C": trial.suggest_float("C", 1e-3, 1e3, log=True),
               "kernel": trial.suggest_categorical("kernel", ["linear", "rbf", "poly"])}
     if params["kernel"] == "rbf":

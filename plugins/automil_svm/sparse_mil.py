@@ -1,4 +1,4 @@
-"""sMIL and sbMIL, SVMs for sparse positive bags (Bunescu & Mooney, ICML 2007; algorithms.md 8 and 9)."""
+"""sMIL and sbMIL, SVMs for sparse positive bags (Bunescu & Mooney, ICML 2007; docs/algorithms.md 8 and 9)."""
 
 from __future__ import annotations
 
@@ -30,13 +30,13 @@ _REFERENCE = """\
 
 
 def positive_bag_margins(sizes) -> np.ndarray:
-    """sMIL's margin ``rho = 2/|X| - 1`` of a positive bag mean (algorithms.md 8): 1 for a single
+    """sMIL's margin ``rho = 2/|X| - 1`` of a positive bag mean (docs/algorithms.md 8): 1 for a single
     instance, 0 for two, negative beyond."""
     return 2.0 / np.asarray(sizes, dtype=np.float64) - 1.0
 
 
 def fit_smil(bags, t, space, C: float):
-    """Solve sMIL's problem (algorithms.md 8) for bag targets ``t`` in {-1, +1}.
+    """Solve sMIL's problem (docs/algorithms.md 8) for bag targets ``t`` in {-1, +1}.
 
     Examples: every negative instance (margin 1, bound ``C / L_n``) and every positive bag's mean (margin
     ``2/|X| - 1``, bound ``C / X_p``): a mean can reach that margin when one instance scores +1 and the
@@ -63,7 +63,7 @@ class SMIL(MaxInstanceMixin, OneVsRestBagSVM):
     class counts, ``C / L_n`` and ``C / X_p``, as in the original objective (so there is no ``scale_C``
     and no ``class_weight``). The trained function scores instances; ``bag_score="max"`` (default) takes
     the best instance (witness: the arg-max), ``"mean"`` the mean instance score (misvm's set-kernel rule,
-    algorithms.md 16.8).""",
+    docs/algorithms.md 16.8).""",
         parameters=(_SMIL_PARAMETERS, SOLVER_PARAMETER, _SOLVER_NOTE, """\
     bag_score : {"max", "mean"}, default="max"
         How the instance scores of a bag become its score.""", THRESHOLD_PARAMETER),

@@ -1,4 +1,4 @@
-"""The soft-margin SVM sub-problem every learner of the family solves (algorithms.md 1.8), over examples
+"""The soft-margin SVM sub-problem every learner of the family solves (docs/algorithms.md 1.8), over examples
 that are linear combinations of the training instances, and the instance scorer it produces.
 
 An example (an instance, a bag mean, a normalized bag sum, a selected witness) is one row of a sparse

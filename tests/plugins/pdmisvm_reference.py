@@ -1,4 +1,4 @@
-"""A plain numpy transcription of algorithms.md 2.5 (K x n column convention, one array op per formula),
+"""A plain numpy transcription of docs/algorithms.md 2.5 (K x n column convention, one array op per formula),
 used by the tests as an independent reference for the fused, in-place implementation."""
 
 import numpy as np

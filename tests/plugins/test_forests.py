@@ -1,4 +1,4 @@
-"""The forest plugin: ID3-MI trees, MIRF, BLRT and MIDF against hand-computed cases (algorithms.md 15.3-15.5)."""
+"""The forest plugin: ID3-MI trees, MIRF, BLRT and MIDF against hand-computed cases (docs/algorithms.md 15.3-15.5)."""
 
 import numpy as np
 import optuna

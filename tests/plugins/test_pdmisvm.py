@@ -1,4 +1,4 @@
-"""pdMISVM (exact, inexact, kernel): the reference checks of algorithms.md 15.2 and the learner's own rules."""
+"""pdMISVM (exact, inexact, kernel): the reference checks of docs/algorithms.md 15.2 and the learner's own rules."""
 
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The SVM family plugin: the reference checks of algorithms.md 15.1 and the behaviour each learner promises."""
+"""The SVM family plugin: the reference checks of docs/algorithms.md 15.1 and the behaviour each learner promises."""
 
 import subprocess
 import sys
@@ -42,7 +42,7 @@ def published_rule(learner) -> dict:
     return {"threshold": 0.0} if "threshold" in learner().get_params() else {}
 
 
-# ---- algorithms.md 15.1 ----------------------------------------------------------------------------
+# ---- docs/algorithms.md 15.1 ----------------------------------------------------------------------------
 @pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
 @pytest.mark.parametrize("learner", [SIL, MiSVM, MISVM])
 def test_singleton_bags_reduce_sil_mi_svm_and_MI_svm_to_scikit_learns_svc(singletons, learner, kernel):

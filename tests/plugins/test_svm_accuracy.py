@@ -34,7 +34,7 @@ PEER = {
 # (docs/accuracy-svm.md explains each in full); the floor then guards against regressions.
 CHANCE = 47.0  # a 50/50 task, minus the 3-point tolerance
 EXCEPTIONS = {
-    # sMIL divides C by the class counts (algorithms.md 8, 16.5); the peer ran misvm with scale_C=False,
+    # sMIL divides C by the class counts (docs/algorithms.md 8, 16.5); the peer ran misvm with scale_C=False,
     # which drops that division, so at C = 1 or 10 our sMIL is regularized several hundred times harder
     # and mostly predicts the negative class. sbMIL inherits the difference through its stage 1.
     ("smil", "linear", "elephant"): CHANCE,

@@ -1,4 +1,4 @@
-"""The shared kernel module (algorithms.md 1.7): instance kernels, the set kernel and its normalizers."""
+"""The shared kernel module (docs/algorithms.md 1.7): instance kernels, the set kernel and its normalizers."""
 
 import numpy as np
 import pytest
