@@ -35,7 +35,7 @@ class DeepMILClassifier(BagClassifier):
     batch_size : int, default=8
         Bags per step (padded to the longest with a mask); the papers take one bag a step, which is about
         8 times slower an epoch on CPU, and no more accurate for abmil on musk1.
-    patience : int, default=10
+    patience : int, default=20
         Epochs without a lower validation loss before training stops.
     validation_fraction : float, default=0.2
         Share of the training bags held out (stratified) for early stopping; 0 trains on all bags for
@@ -56,7 +56,7 @@ class DeepMILClassifier(BagClassifier):
     """
 
     def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=256, dropout=0.25, epochs=100,
-                 batch_size=8, patience=10, validation_fraction=0.2, random_state=None):
+                 batch_size=8, patience=20, validation_fraction=0.2, random_state=None):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.hidden = hidden
@@ -174,7 +174,7 @@ class ABMILClassifier(DeepMILClassifier):
     """
 
     def __init__(self, gated=False, learning_rate=2e-3, weight_decay=1e-4, hidden=256, dropout=0.25, epochs=100,
-                 batch_size=8, patience=10, validation_fraction=0.2, random_state=None):
+                 batch_size=8, patience=20, validation_fraction=0.2, random_state=None):
         super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
                          validation_fraction, random_state)
         self.gated = gated
@@ -196,7 +196,7 @@ class PoolingClassifier(DeepMILClassifier):
     """
 
     def __init__(self, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=256, dropout=0.25,
-                 epochs=100, batch_size=8, patience=10, validation_fraction=0.2, random_state=None):
+                 epochs=100, batch_size=8, patience=20, validation_fraction=0.2, random_state=None):
         super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
                          validation_fraction, random_state)
         self.pooling = pooling
@@ -224,7 +224,7 @@ class MINetClassifier(PoolingClassifier):
     """
 
     def __init__(self, deep_supervision=True, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=256,
-                 dropout=0.25, epochs=100, batch_size=8, patience=10, validation_fraction=0.2, random_state=None):
+                 dropout=0.25, epochs=100, batch_size=8, patience=20, validation_fraction=0.2, random_state=None):
         super().__init__(pooling, learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
                          validation_fraction, random_state)
         self.deep_supervision = deep_supervision
