@@ -66,11 +66,13 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
     """Nested refits, models and repeated CV of every learner's best parameters, run on ``--jobs`` workers.
 
     A learner whose stored result matches its studies (same best trials, trial count, repeats and
-    protocol) is not evaluated again. The model the run is about to choose is fitted even when the budget
+    protocol) is not evaluated again; if the budget left that result without a model, the model is fitted
+    and logged now (as the budget allows). The model the run is about to choose is fitted even when the budget
     has run out (a run may pass ``--timeout`` by that one fit): a run must end with a model.
     """
     options = plan.options
     rows, pending, candidates = _evaluations(plan, storage, recorder, listener)
+    modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model_uri is None]
     members = main_members(plan, bags, candidates) if options.ensemble else None
     nested = options.protocol == "nested"
     seeds = repeat_seeds(options.seed, options.repeats)
@@ -95,7 +97,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
         if recorder.enabled:
-            first, rest = _model_order(now, pending, members)
+            first, rest = _model_order(now, [*pending, *modelless], members)
             run(_model_tasks(plan, bags, candidates, first), deadline=None)
             run(_model_tasks(plan, bags, candidates, rest), deadline=extras)
         for r in range(0 if nested else 1, len(seeds)):
@@ -115,6 +117,9 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
                                               "scores": stored_scores(candidate.scores)})
         rows[learner] = row
         listener.learner_done(row)
+    for learner in modelless:
+        if candidates[learner].model is not None:
+            _log_model(plan, storage, recorder, rows[learner], candidates[learner].model, bags)
     ordered = [rows[learner] for learner in plan.learners]
     if members is not None:
         row, model = ensemble_row(plan, bags, candidates, members, ensemble)
@@ -207,23 +212,38 @@ def _rows_now(plan: Plan, rows: dict, pending: dict[str, _Pending], candidates: 
     return now
 
 
-def _model_order(now: dict[str, LearnerResult], pending: dict[str, _Pending],
+def _model_order(now: dict[str, LearnerResult], fitted: list[str],
                  members: Members | None) -> tuple[list[str], list[str]]:
     """The learners whose model is fitted, split into those of the model the run is about to choose (the
-    ensemble's members when it leads) and the others, in the order of ``pending``.
+    ensemble's members when it leads) and the others, in the order of ``fitted`` (the learners evaluated
+    now, then those whose stored result has no model).
 
     The choice is :func:`automil.tune.leaderboard.choose` on the headline rows ``now``; the driver makes
     it on the final rows, which differ only when a repeat fit fails or, under the tuned protocol, when
-    the repeats move a headline. A learner whose stored result is reused keeps its logged model, unless
-    it is a member of the ensemble (whose model is assembled from its members' refits).
+    the repeats move a headline. A learner whose stored result is reused keeps its logged model (one
+    stored without a model is in ``fitted``), unless it is a member of the ensemble (whose model is
+    assembled from its members' refits).
     """
     names = [] if members is None else members.names
     chosen = choose(list(now.values()))
     if chosen is not None and chosen.learner == ENSEMBLE.name:
         first = names
     else:
-        first = [chosen.learner] if chosen is not None and chosen.learner in pending else []
-    return first, [n for n in dict.fromkeys([*pending, *names]) if n not in first]
+        first = [chosen.learner] if chosen is not None and chosen.learner in fitted else []
+    return first, [n for n in dict.fromkeys([*fitted, *names]) if n not in first]
+
+
+def _log_model(plan: Plan, storage, recorder: Recorder, row: LearnerResult, model, bags):
+    """Log the model of a stored result that had none, with the result, and store its URI in the result."""
+    import optuna
+
+    from automil import plugins
+
+    study = optuna.load_study(study_name=study_name(plan.dataset, row.learner), storage=storage)
+    row.model_uri = recorder.study_done(plugins.get_learner(row.learner), study, row, model, bags)
+    stored = study.user_attrs[RESULT_ATTR]
+    if row.model_uri is not None and stored["row"].get("model_uri") is None:
+        study.set_user_attr(RESULT_ATTR, {**stored, "row": {**stored["row"], "model_uri": row.model_uri}})
 
 
 def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bags, nested: bool):
