@@ -22,7 +22,7 @@ FAST = ["--no-track", "--repeats", "1", "--timeout", "none", "--jobs", "1"]
 def automil(tmp_path, *args, wait=True, records=None, fit_delay=0.0):
     """Run the real CLI in ``tmp_path`` with only the test plugin loaded."""
     env = {**plugin_env(plugin_site(), records or tmp_path / "records"),
-           "AUTOMIL_TEST_FIT_DELAY": str(fit_delay)}
+           "AUTOMIL_TEST_FIT_DELAY": str(fit_delay), "TMPDIR": str(tmp_path)}  # where the run's data file goes
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
                "--storage", f"journal:{tmp_path / 'studies.journal'}", *args]
     if not wait:
@@ -72,6 +72,7 @@ def test_fit_past_the_fit_timeout_is_killed_and_reported_TO_while_the_others_fin
     assert all(t.user_attrs["timed_out"] for t in trials)
     assert rows["centroid"]["status"] == "ok" and rows["centroid"]["trials_complete"] == 2
     assert any(line.split()[:2] == ["sleepy", "T/O"] for line in done.stdout.splitlines())
+    assert not list(tmp_path.glob("automil-run-*"))  # killed workers leave the run's data file to the run
 
 
 def test_crashing_learner_is_recorded_as_failed_with_its_error_and_the_study_goes_on(mixed_run):
@@ -129,9 +130,11 @@ def test_ctrl_c_mid_run_keeps_completed_trials_and_a_rerun_finishes_the_study(tm
     args = ["--learner", "recorder", "--n-trials", "8", "--protocol", "tuned", *FAST]
     process = automil(tmp_path, *args, wait=False)
     _wait_for_complete_trials(tmp_path, 3)
+    assert len(list(tmp_path.glob("automil-run-*/instances.npy"))) == 1  # the data every process maps
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130 and "every completed trial is kept" in err
+    assert not list(tmp_path.glob("automil-run-*"))  # the run's shared data file is gone with it
     before = load(tmp_path, "test-bags/recorder").trials
     complete = {t.number: t.value for t in before if t.state == TrialState.COMPLETE}
     assert len(complete) >= 3
@@ -240,6 +243,12 @@ def test_nested_tuning_never_fits_on_or_scores_bags_of_its_outer_test_fold(tmp_p
     assert row["headline"] == "nested" and row["nested_balanced_accuracy"] is not None
     assert row["balanced_accuracy"] == row["nested_balanced_accuracy"]
     _assert_the_ensemble_is_scored_on_outer_folds_it_never_selected_on(tmp_path, rows["ensemble"], fold_of)
+    # automil's own figure: in each outer split the row best on the inner folds, scored on the outer fold
+    procedure = rows["automil"]
+    assert procedure["status"] == "ok" and set(procedure["choices"]) <= {"recorder", "plain", "ensemble"}
+    chosen = [rows[c]["outer_splits"][i] for i, c in enumerate(procedure["choices"])]
+    assert len(chosen) == 4 and procedure["outer_splits"] == chosen
+    assert procedure["balanced_accuracy"] == pytest.approx(sum(s["balanced_accuracy"] for s in chosen) / 4)
 
 
 def _assert_the_ensemble_is_scored_on_outer_folds_it_never_selected_on(tmp_path, row, fold_of):
