@@ -2,6 +2,8 @@
 
 import os
 import pickle
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -13,7 +15,7 @@ from automil import Bags
 from automil.evaluation import Standardized, instance_scaling
 from automil.tune.fits import fit_predict, load_learners
 from automil.tune.isolation import FitTimeout, FitWorker
-from automil.tune.shared_data import RUN_DIRECTORY_PREFIX, release_instances, share_instances
+from automil.tune.shared_data import RUN_DIRECTORY_PREFIX, release_instances, remove_orphans, share_instances
 
 N_INSTANCES, N_FEATURES = 200_000, 64  # 51 MB of float32: well above a worker's memory noise
 
@@ -92,7 +94,7 @@ def test_a_killed_worker_leaves_the_run_file_alone_and_release_removes_it(run_di
             worker.set_data(shared)
             with pytest.raises(FitTimeout):
                 worker.call(nap, 60.0, timeout=1.0)
-            assert os.listdir(Path(shared.instances_file).parent) == ["instances.npy"]
+            assert sorted(os.listdir(Path(shared.instances_file).parent)) == ["instances.npy", "owner"]
             total = worker.call(read_all, timeout=60)[0]  # a new process maps the same file
         assert total == pytest.approx(float(shared.X.sum(dtype=np.float64)))
         if segments:
@@ -133,3 +135,22 @@ def test_standardized_keeps_the_instances_dtype():
     for bags in (bags32, bags64):
         model = Standardized(get_learner("bag-stats").build()).fit(bags)
         assert model.transform(bags).X.dtype == bags.X.dtype
+
+
+def test_a_run_removes_the_files_of_runs_whose_main_process_was_killed(run_directories, tmp_path):
+    script = ("import sys, numpy as np; from automil import Bags; from automil.tune.shared_data import share_instances;"
+              "bags = share_instances(Bags(np.ones((4, 2), np.float32), [0, 2, 4], [0, 1])); print(flush=True);"
+              "sys.stdin.read()")
+    killed = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    killed.stdout.readline()
+    (orphan,) = run_directories()
+    remove_orphans()
+    assert run_directories() == [orphan]  # its main process still runs
+    killed.kill()
+    killed.wait()
+    shared = share_instances(float32_bags(n_instances=1_000))
+    try:
+        assert orphan not in run_directories() and len(run_directories()) == 1  # only this run's own
+    finally:
+        release_instances(shared)

@@ -1,6 +1,9 @@
 """One copy of a run's instance matrix for all of its processes: the main process writes it once to a
 temporary ``.npy`` file, and every fit worker and ``--jobs`` helper maps that file read-only (the bags they
-receive carry the file's name, not the matrix; see :meth:`automil.Bags.mapped`)."""
+receive carry the file's name, not the matrix; see :meth:`automil.Bags.mapped`).
+
+The file goes when the run ends, fails or is stopped; a main process killed with SIGKILL cannot remove it,
+so each run first removes the files of runs whose main process no longer exists."""
 
 from __future__ import annotations
 
@@ -9,10 +12,12 @@ import tempfile
 from pathlib import Path
 
 from automil.bags import Bags
+from automil.tune.processes import process_alive, process_identity
 
-__all__ = ["share_instances", "release_instances", "RUN_DIRECTORY_PREFIX"]
+__all__ = ["share_instances", "release_instances", "remove_orphans", "RUN_DIRECTORY_PREFIX"]
 
 RUN_DIRECTORY_PREFIX = "automil-run-"
+OWNER_FILE = "owner"  # the process identity of the run's main process
 
 
 def share_instances(bags: Bags) -> Bags:
@@ -21,8 +26,10 @@ def share_instances(bags: Bags) -> Bags:
     :func:`release_instances` when the run ends."""
     if bags.is_sparse:
         return bags
+    remove_orphans()
     directory = Path(tempfile.mkdtemp(prefix=RUN_DIRECTORY_PREFIX))
     try:
+        (directory / OWNER_FILE).write_text(process_identity())
         return bags.mapped(directory / "instances.npy")
     except BaseException:
         shutil.rmtree(directory, ignore_errors=True)
@@ -36,3 +43,14 @@ def release_instances(bags: Bags | None) -> None:
     process can open it: call this after the run's workers and helpers have been closed."""
     if bags is not None and bags.instances_file is not None:
         shutil.rmtree(Path(bags.instances_file).parent, ignore_errors=True)
+
+
+def remove_orphans() -> None:
+    """Remove the run directories (in the temporary directory) whose main process has ended."""
+    for directory in Path(tempfile.gettempdir()).glob(f"{RUN_DIRECTORY_PREFIX}*"):
+        try:
+            owner = (directory / OWNER_FILE).read_text()
+        except OSError:
+            continue  # not a run directory, or one still being made
+        if owner and process_alive(owner) is False:
+            shutil.rmtree(directory, ignore_errors=True)
