@@ -95,3 +95,20 @@ def test_offsets_must_cover_every_instance():
 def test_source_is_named_in_errors():
     with pytest.raises(ValueError, match=r"^fox\.data: bag 0"):
         Bags(np.full((1, 2), np.nan), [0, 1], source="fox.data")
+
+
+@pytest.mark.parametrize(("dtype", "stored"), [(np.float32, np.float32), (np.float64, np.float64),
+                                                (np.int64, np.float64), (np.float16, np.float64)])
+def test_float32_instances_stay_float32_and_the_rest_become_float64(dtype, stored):
+    X = np.arange(8).reshape(4, 2).astype(dtype)
+    assert Bags(X, [0, 2, 4]).X.dtype == stored
+    assert Bags.from_list([X[:2], X[2:]]).X.dtype == stored
+    assert Bags.from_list([X[:2], X[2:].astype(np.float64)]).X.dtype == np.float64  # mixed: the wider
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_non_finite_float32_value_is_named_with_its_bag(bad):
+    X = np.zeros((5, 3), dtype=np.float32)
+    X[3, 2] = bad
+    with pytest.raises(ValueError, match=r"bag 1 has a non-finite value .* in instance 1, feature 2"):
+        Bags(X, [0, 2, 5])
