@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from automil import Bags
+from automil import Bags, checks, learners
+from automil.checks import learner_checks
 from automil.evaluation import Standardized, instance_scaling
 from automil.tune.fits import fit_predict, load_learners
 from automil.tune.isolation import FitTimeout, FitWorker
@@ -154,3 +155,19 @@ def test_a_run_removes_the_files_of_runs_whose_main_process_was_killed(run_direc
         assert orphan not in run_directories() and len(run_directories()) == 1  # only this run's own
     finally:
         release_instances(shared)
+
+
+CONTRACT = [(spec.name, check) for spec in learners().values() for check in learner_checks(spec)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("learner", "check"), CONTRACT, ids=[f"{n}-{c.__name__}" for n, c in CONTRACT])
+def test_every_learner_honours_its_contract_on_float32_bags(learner, check, monkeypatch):
+    float64_bags = checks.witness_bags
+
+    def float32_witness_bags(*args, **kwargs):
+        bags = float64_bags(*args, **kwargs)
+        return Bags(bags.X.astype(np.float32), bags.offsets, bags.y, instance_y=bags.instance_y)
+
+    monkeypatch.setattr(checks, "witness_bags", float32_witness_bags)
+    check()
