@@ -3,8 +3,9 @@
 Solvers and BLAS calls do not return to Python, so neither signals nor threads can stop a fit: the only
 reliable limit is a separate process that is killed. Starting an interpreter per fit would cost about a
 second, so a :class:`FitWorker` keeps one process alive across fits and replaces it only after it was
-killed (or died). The data is sent to the process once and cached there; each task then carries only
-a function, its small arguments (fold indices, parameters) and the reply (predictions).
+killed (or died). The data is sent to the process once and cached there (bags mapped from a file,
+:meth:`automil.Bags.mapped`, travel as the file's name: the child maps the same pages); each task then
+carries only a function, its small arguments (fold indices, parameters) and the reply (predictions).
 
 The child is ``python -m automil.tune.isolation`` talking over two pipes with ``multiprocessing`` framing. It
 dies with its parent (``PR_SET_PDEATHSIG`` on Linux, and an EOF check elsewhere), ignores Ctrl-C (the
@@ -169,7 +170,8 @@ class FitWorker:
             raise WorkerDied(f"the worker process did not start: {error}") from None
 
     def set_data(self, data):
-        """The object passed as first argument to every task (sent once per child process)."""
+        """The object passed as first argument to every task (pickled once per child process; a run's
+        bags pickle as the name of the file they are mapped from, so no child copies the matrix)."""
         self._data = data
         self._data_sent = False
 
