@@ -51,8 +51,8 @@ def tell(study, trial, state: TrialState, value) -> TrialRecord:
 
 
 def fail_stale_trials(study):
-    """Fail the RUNNING trials of processes that died (a journal storage has no heartbeat of its own; an
-    RDB storage's are failed by Optuna, see :mod:`automil.tune.storage`)."""
+    """Fail the RUNNING trials of processes that died (on this machine by pid; on others by an old
+    heartbeat attribute, which an RDB storage's own heartbeat precedes, see :mod:`automil.tune.storage`)."""
     from optuna.trial import TrialState as OptunaState
 
     for trial in study.get_trials(deepcopy=False, states=(OptunaState.RUNNING,)):

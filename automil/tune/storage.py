@@ -3,11 +3,12 @@
 A journal file (the default, safe for the processes of one machine) or any Optuna RDB URL (``sqlite:///``
 for one process, ``postgresql://`` across machines).
 
-A trial whose process dies is found in one way per storage kind. On an RDB storage each running trial
-records Optuna's heartbeat (:func:`trial_heartbeat`); once it is older than ``GRACE_SECONDS`` the next
-process to ask for a trial fails it and queues its parameters again (Optuna's retry callback).
-A journal has no heartbeat table: :func:`automil.tune.optuna_records.fail_stale_trials` fails trials whose
-process is gone (by pid on the same host, by an old ``heartbeat`` attribute on another).
+A trial whose process died is closed as failed when a run starts on its machine (the pid is gone,
+:func:`automil.tune.optuna_records.fail_stale_trials`). Across machines, an RDB storage keeps Optuna's
+heartbeat of each running trial (:func:`trial_heartbeat`): once it is older than ``GRACE_SECONDS`` the next
+process to ask for a trial, anywhere, fails it and queues its parameters again (Optuna's retry callback).
+A journal has no heartbeat table: there a trial of another machine is closed once its ``heartbeat``
+attribute is old.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import threading
 import time
 import warnings
 
-__all__ = ["DEFAULT_STORAGE", "open_storage", "has_heartbeat", "trial_heartbeat"]
+__all__ = ["DEFAULT_STORAGE", "open_storage", "trial_heartbeat", "StorageUnavailable"]
 
 DEFAULT_STORAGE = "journal:studies/automil.journal"
 
@@ -28,6 +29,18 @@ DEFAULT_STORAGE = "journal:studies/automil.journal"
 HEARTBEAT_SECONDS = 10
 GRACE_SECONDS = 40
 RETRIES = 1
+
+# How long a call waits for a database server that does not answer (a restart, a failover) before the run
+# stops; AUTOMIL_STORAGE_WAIT overrides it (seconds).
+STORAGE_WAIT_ENV = "AUTOMIL_STORAGE_WAIT"
+STORAGE_WAIT_SECONDS = 90.0
+# A trial's mark, so that a creation retried after a lost answer finds the trial it made instead of
+# making a second one.
+CREATION_ATTR = "automil:creation"
+
+
+class StorageUnavailable(RuntimeError):
+    """The study database did not answer within the wait; the message says what is kept and what to do."""
 
 
 def open_storage(storage: str):
@@ -57,7 +70,9 @@ def _rdb_storage(url: str, attempts: int = 3):
 
     # sqlite makes a writer wait 5 s for another's lock and then fails the call, which ends the worker
     # (Optuna does not retry); processes sharing one study file on a slow disk can wait longer than that.
-    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else None
+    sqlite = url.startswith("sqlite")
+    # a server's pooled connections die when it restarts: each is checked before use and replaced
+    engine = {"connect_args": {"timeout": 60}} if sqlite else {"pool_pre_ping": True}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # the heartbeat and its retry
         if hasattr(optuna.storages, "RetryHeartbeatStaleTrialCallback"):
@@ -66,8 +81,9 @@ def _rdb_storage(url: str, attempts: int = 3):
             retry = {"failed_trial_callback": optuna.storages.RetryFailedTrialCallback(RETRIES)}
         for attempt in range(attempts):
             try:
-                return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_SECONDS,
-                                                  grace_period=GRACE_SECONDS, **retry)
+                storage = optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=HEARTBEAT_SECONDS,
+                                                     grace_period=GRACE_SECONDS, **retry)
+                return storage if sqlite else _patient(storage, url)
             except sqlalchemy.exc.DBAPIError as error:
                 raced = isinstance(error, sqlalchemy.exc.IntegrityError | sqlalchemy.exc.ProgrammingError) or (
                     "already exists" in str(error))
@@ -76,18 +92,137 @@ def _rdb_storage(url: str, attempts: int = 3):
                 time.sleep(0.5 * (attempt + 1))
 
 
-def has_heartbeat(storage) -> bool:
-    """Whether ``storage`` keeps Optuna's trial heartbeats (the RDB storages automil opens)."""
-    from optuna.storages._heartbeat import is_heartbeat_enabled
+# The calls Optuna makes on an RDB storage (directly, or through its cache) that are retried as they are:
+# reads, and writes that set a value (doing one twice leaves the same row). The heartbeat is not among
+# them: its thread must stop when the trial ends, and it tries again on its own.
+_RETRIED_AS_THEY_ARE = (
+    "create_new_study", "delete_study", "set_study_user_attr", "set_study_system_attr", "get_study_id_from_name",
+    "get_study_name_from_id", "get_study_directions", "get_study_user_attrs", "get_study_system_attrs",
+    "get_all_studies", "set_trial_param", "_set_trial_param", "get_trial_id_from_study_id_trial_number",
+    "get_trial_number_from_id", "get_trial_param", "set_trial_intermediate_value", "set_trial_user_attr",
+    "set_trial_system_attr", "get_trial", "get_all_trials", "_get_trials", "get_n_trials", "get_best_trial",
+    "_get_best_trial_id", "_get_stale_trial_ids")
 
-    return is_heartbeat_enabled(storage)
+
+def _patient(storage, url: str):
+    """``storage`` with every call retried with back-off while the database server does not answer, for
+    up to ``AUTOMIL_STORAGE_WAIT`` seconds; then :class:`StorageUnavailable`.
+
+    Two calls are not plain repeats: a trial creation whose answer was lost is looked up by its mark
+    before it is made again, and a trial's final state that a lost answer had already stored is success.
+    """
+    import optuna
+
+    wait = float(os.environ.get(STORAGE_WAIT_ENV, STORAGE_WAIT_SECONDS))
+    for name in _RETRIED_AS_THEY_ARE:
+        setattr(storage, name, _retrying(getattr(storage, name), url, wait))
+    create, set_state = storage._create_new_trial, storage.set_trial_state_values
+
+    def create_once(study_id: int, template_trial=None):
+        template = _marked(template_trial)
+        mark = template.system_attrs[CREATION_ATTR]
+        tried = []
+
+        def attempt():
+            if tried:  # the last attempt may have made the trial before its answer was lost
+                made = [t for t in storage.get_all_trials(study_id, deepcopy=False)
+                        if t.system_attrs.get(CREATION_ATTR) == mark]
+                if made:
+                    return made[0]
+            tried.append(True)
+            return create(study_id, template)
+        return _retrying(attempt, url, wait)()
+
+    def set_state_once(trial_id: int, state, values=None):
+        tried = []
+
+        def attempt():
+            try:
+                return set_state(trial_id, state, values)
+            except optuna.exceptions.UpdateFinishedTrialError:
+                if tried and storage.get_trial(trial_id).state == state:
+                    return True  # the last attempt stored it before its answer was lost
+                raise
+            finally:
+                tried.append(True)
+        return _retrying(attempt, url, wait)()
+
+    storage._create_new_trial = create_once
+    storage.create_new_trial = lambda study_id, template_trial=None: create_once(study_id, template_trial)._trial_id
+    storage.set_trial_state_values = set_state_once
+    return storage
+
+
+def _marked(template):
+    """A trial template (Optuna's default for a new trial when ``template`` is ``None``) with a fresh mark."""
+    import datetime
+    import uuid
+
+    from optuna.trial import FrozenTrial, TrialState
+
+    mark = {CREATION_ATTR: uuid.uuid4().hex}
+    if template is None:
+        return FrozenTrial(number=-1, state=TrialState.RUNNING, value=None, values=None,
+                           datetime_start=datetime.datetime.now(), datetime_complete=None, params={},
+                           distributions={}, user_attrs={}, system_attrs=mark, intermediate_values={}, trial_id=-1)
+    return FrozenTrial(number=template.number, state=template.state, value=None, values=template.values,
+                       datetime_start=template.datetime_start, datetime_complete=template.datetime_complete,
+                       params=template.params, distributions=template.distributions,
+                       user_attrs=template.user_attrs, system_attrs={**template.system_attrs, **mark},
+                       intermediate_values=template.intermediate_values, trial_id=template._trial_id)
+
+
+def _retrying(call, url: str, wait: float):
+    """``call`` tried again after 0.5, 1, 2, 4, 8, then every 10 s while the database does not answer."""
+    import functools
+
+    @functools.wraps(call)
+    def patient(*args, **kwargs):
+        give_up = time.monotonic() + wait
+        pause = 0.5
+        while True:
+            try:
+                return call(*args, **kwargs)
+            except Exception as error:
+                if not _unreachable(error):
+                    raise
+                if time.monotonic() + pause > give_up:
+                    from automil.uris import shown_storage
+
+                    raise StorageUnavailable(
+                        f"the study database {shown_storage(url)} did not answer for {wait:.0f} s "
+                        f"({_root(error)}); every finished trial is kept: rerun the same command once it "
+                        f"is back (or set {STORAGE_WAIT_ENV} to wait longer)") from None
+                time.sleep(pause)
+                pause = min(2 * pause, 10.0)
+    return patient
+
+
+def _unreachable(error: BaseException) -> bool:
+    """Whether ``error`` (or what Optuna wrapped in it) is a lost or refused connection to the server."""
+    import sqlalchemy.exc
+
+    while error is not None:
+        if isinstance(error, sqlalchemy.exc.OperationalError | sqlalchemy.exc.InterfaceError) or getattr(
+                error, "connection_invalidated", False):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _root(error: BaseException) -> str:
+    while error.__cause__ is not None or error.__context__ is not None:
+        error = error.__cause__ or error.__context__
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 @contextlib.contextmanager
 def trial_heartbeat(storage, trial_id: int):
     """Within the block a thread records the trial's heartbeat every ``HEARTBEAT_SECONDS``, as Optuna's
     ``study.optimize`` does (automil asks and tells instead); nothing without a heartbeat storage."""
-    if not has_heartbeat(storage):
+    from optuna.storages._heartbeat import is_heartbeat_enabled
+
+    if not is_heartbeat_enabled(storage):  # a journal file
         yield
         return
     stop = threading.Event()

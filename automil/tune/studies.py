@@ -13,7 +13,6 @@ from automil.folds import bag_folds, fold_digest
 from automil.meta_features import meta_features
 from automil.tune.optuna_records import fail_stale_trials
 from automil.tune.options import TuneOptions
-from automil.tune.storage import has_heartbeat
 from automil.uris import shown_storage
 
 __all__ = ["Plan", "study_name", "changed_data_note", "prepare_studies", "configure_study", "sampler",
@@ -131,7 +130,8 @@ def _check_objectives(study, attrs: dict, options) -> None:
 
 def configure_study(study, plan: Plan, index: int):
     """A study as this process tunes it: its own sampler stream, the fold-wise pruner (single objective
-    only), no stale trials (on a journal: an RDB storage fails them by their heartbeat before every ask)."""
+    only), no trials left open by dead processes of this machine (an RDB storage also fails those of any
+    machine by their heartbeat, before every ask)."""
     import optuna
 
     study.sampler = sampler(plan, study.study_name, index, len(study.get_trials(deepcopy=False)))
@@ -141,8 +141,7 @@ def configure_study(study, plan: Plan, index: int):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
-    if not has_heartbeat(study._storage):  # Optuna keeps no public handle on a study's storage
-        fail_stale_trials(study)
+    fail_stale_trials(study)
 
 
 def sampler(plan: Plan, name: str, index: int, n_existing: int):

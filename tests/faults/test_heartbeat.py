@@ -19,6 +19,7 @@ def test_a_worker_killed_with_sigkill_has_its_trial_failed_and_retried_by_anothe
     os.killpg(killed.process.pid, signal.SIGKILL)  # the driver and its fit worker, with no word to the store
     assert killed.wait().returncode == -signal.SIGKILL
     (orphan,) = [t for t in killed.trials("napper") if t.state.name == "RUNNING"]
+    _move_to_another_machine(postgres, orphan)
 
     # Another machine's worker goes on with the study; the grace period later, its next ask fails the
     # orphan and runs its parameters again.
@@ -38,6 +39,15 @@ def test_a_worker_killed_with_sigkill_has_its_trial_failed_and_retried_by_anothe
     assert orphan.number not in {t.number for t in harness.counted(trials)}, "the orphan does not count"
     assert all(t.state.is_finished() for t in trials if t.number <= retry.number), "nothing left open before"
     harness.report("SIGKILL of a worker on PostgreSQL (heartbeat)", harness.figures(trials))
+
+
+def _move_to_another_machine(storage: str, trial):
+    """Name the trial's process as one of another host: both workers run here, and a run on the trial's
+    own machine would see at once, by its pid, that the process is gone."""
+    from automil.tune.storage import open_storage
+
+    _, pid, start = trial.user_attrs["worker"].split(":")
+    open_storage(storage).set_trial_user_attr(trial._trial_id, "worker", f"another-machine:{pid}:{start}")
 
 
 def _finished_retry(trials, number: int):
