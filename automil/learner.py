@@ -121,7 +121,8 @@ class LearnerSpec:
         The estimator class; ``estimator(**params)`` builds it.
     search_space : callable
         ``search_space(trial) -> dict`` of estimator parameters, define-by-run with an Optuna trial;
-        ``n_features`` and ``n_classes`` of the data are in ``trial.user_attrs`` when it is called.
+        ``n_features``, ``n_classes`` and ``n_instances`` of the data are in ``trial.user_attrs`` when it
+        is called.
     description : str
         One line shown by ``automil learners``.
     multiclass : bool
@@ -138,6 +139,11 @@ class LearnerSpec:
         Optuna parameters (the names ``search_space`` suggests) of the first trial of every new study:
         the learner's defaults, so that even a budget of one trial tries the setting known to work.
         Empty: the sampler chooses from the start.
+    fit_growth : float or None
+        How the time of a fit at ``first_trial`` grows with the training instances (bags of the same
+        sizes): ``a`` in ``seconds ~ n_instances ** a`` (1 linear, 2 quadratic). On large data the driver
+        fits the defaults on two samples of bags before fitting them on all, to stop a learner that
+        cannot finish within its share of the budget; ``None``: the exponent is measured from the samples.
     plugin : str
         Filled in by the registry: the plugin that registered the learner.
     """
@@ -151,6 +157,7 @@ class LearnerSpec:
     standard_mil: bool = False
     defaults: dict = field(default_factory=dict)
     first_trial: dict = field(default_factory=dict)
+    fit_growth: float | None = None
     plugin: str = ""
 
     @property

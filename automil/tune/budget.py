@@ -25,7 +25,8 @@ from automil.tune.studies import Plan
 from automil.tune.trial_rules import best_trial, counts_toward_budget
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
-           "learner_state", "standing", "tuning_deadline", "final_deadline", "extras_deadline", "FINAL_SHARE"]
+           "learner_state", "standing", "tuning_deadline", "final_deadline", "extras_deadline", "FINAL_SHARE",
+           "worth_probing", "probe_limits", "estimated_trial_seconds", "run_seconds", "PROBE_FRACTIONS"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -42,6 +43,17 @@ RESERVE_MARGIN = 1.5
 # Shares of --timeout the final evaluation keeps from tuning: its estimated cost (the headline refits and
 # the models), but at least the first (room for repeats) and at most the second (tuning keeps the rest).
 FINAL_SHARE = (0.25, 0.5)
+# Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
+# it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
+# of 10^5 instances of 64 features is above).
+PROBE_CELLS = 4_000_000
+# The probe's two samples, as fractions of a fold's training bags (whole bags, so bag sizes stay the same).
+PROBE_FRACTIONS = (1 / 16, 1 / 8)
+# The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
+PROBE_SHARE = 0.1
+# A measured growth exponent is kept within these bounds: no fit is cheaper than reading its data once,
+# and a fixed start-up cost on the small sample must not pass for a cubic solver.
+GROWTH_RANGE = (1.0, 3.0)
 # Seconds MLflow takes to log one learner's result (its trials, model and figures; sqlite store, 2 cores).
 LOG_SECONDS = 1.5
 
@@ -166,6 +178,38 @@ def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1) -> fl
     seconds = sum(s.expected_seconds * (1.0 + 1.0 / folds) for s in learners
                   if s.main.best is not None and s.expected_seconds is not None)
     return RESERVE_MARGIN * seconds / jobs
+
+
+def worth_probing(values: int, share: float | None) -> bool:
+    """Whether a learner's defaults are first fitted on samples to estimate their cost: only on data of at
+    least ``PROBE_CELLS`` instance ``values``, and only under a fair ``share`` (a budget to spend or save)."""
+    return share is not None and values >= PROBE_CELLS
+
+
+def probe_limits(share: float) -> list[float]:
+    """The time limit of each probe fit: ``PROBE_SHARE`` of the ``share``, in proportion to the sample sizes."""
+    total = sum(PROBE_FRACTIONS)
+    return [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
+
+
+def estimated_trial_seconds(sizes: list[int], seconds: list[float], full: int, fits: int,
+                            growth: float | None = None) -> float:
+    """The seconds of ``fits`` fits on ``full`` training instances, from fits on ``sizes`` instances that
+    took ``seconds``: ``t(full) = t(n) * (full / n) ** a`` from the largest sample ``n``, with ``a`` the
+    learner's declared ``growth``, else measured between the two samples (``log(t2 / t1) / log(n2 / n1)``,
+    within ``GROWTH_RANGE``; linear from a single sample)."""
+    if growth is None:
+        growth = GROWTH_RANGE[0]
+        if len(sizes) > 1 and sizes[-1] > sizes[0] and seconds[0] > 0 and seconds[-1] > 0:
+            growth = math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
+        growth = min(max(growth, GROWTH_RANGE[0]), GROWTH_RANGE[1])
+    return fits * seconds[-1] * (full / sizes[-1]) ** growth
+
+
+def run_seconds(studies: list[list[TrialRecord]], run_start: float, now: float) -> float:
+    """The wall-clock seconds of a learner's trials (all its studies) that started in this run."""
+    return sum(_duration(t, now) for trials in studies for t in trials
+               if t.start is not None and t.start.timestamp() >= run_start)
 
 
 def tuning_deadline(plan: Plan, reserve: float = 0.0) -> float | None:

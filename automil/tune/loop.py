@@ -16,7 +16,8 @@ from automil.ensemble import rounded
 from automil.evaluation import fold_scores, mean_std
 from automil.folds import fold_splits
 from automil.records import TrialAttr, TrialRecord, TrialState
-from automil.tune.budget import final_reserve, learner_state, next_step, standing, tuning_deadline
+from automil.tune.budget import (PROBE_FRACTIONS, estimated_trial_seconds, final_reserve, learner_state, next_step,
+                                 probe_limits, standing, tuning_deadline, worth_probing)
 from automil.tune.fits import fit_predict
 from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 from automil.tune.listener import Listener, StudyProgress
@@ -118,6 +119,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     # One that the deadline cuts is the run's budget running out, as for any other trial.
     fair_share = share is not None and started + share < deadline
     hard_stop = started + share if fair_share else deadline
+    probe = worth_probing(_values(bags), share)  # a share the deadline cuts is all the learner has left
     trial, held = _ask(study)
     with trial_heartbeat(study._storage, trial._trial_id):  # Optuna has no public handle on a trial's storage
         state, value = TrialState.COMPLETE, None
@@ -126,6 +128,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
                 signal.raise_signal(signum)
             _describe(trial, spec, plan, bags)
             params = _parameters(trial, spec)
+            if probe:
+                _check_estimate(spec, params, plan, bags, worker, share, fits)
             value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
             if best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
                 fits.attrs[TrialAttr.OOF_SCORES] = rounded(np.concatenate(fits.oof_scores))
@@ -133,6 +137,11 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             state = TrialState.PRUNED
             if str(pruned) and TrialAttr.ERROR not in fits.attrs:  # the search space's reason (the pruner gives none)
                 fits.attrs[TrialAttr.ERROR] = f"pruned: {pruned}"
+        except _TooSlow as estimate:
+            state = TrialState.FAIL
+            fits.attrs.update({TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
+                               TrialAttr.ESTIMATED_SECONDS: round(estimate.seconds, 1),
+                               TrialAttr.ERROR: str(estimate)})
         except FitTimeout as error:
             state = TrialState.FAIL
             fits.attrs.update(_timeout_attrs(error, fits, plan, share if fair_share else None))
@@ -186,6 +195,7 @@ def _ask(study):
 def _describe(trial, spec, plan: Plan, bags):
     """Store what the trial runs on: the learner, the data's shape, the seed; a first heartbeat."""
     attrs = {TrialAttr.HEARTBEAT: time.time(), TrialAttr.N_FEATURES: bags.n_features,
+             TrialAttr.N_INSTANCES: bags.n_instances,
              TrialAttr.N_CLASSES: len(bags.classes), TrialAttr.LEARNER: spec.name, TrialAttr.PLUGIN: spec.plugin,
              TrialAttr.DATASET: plan.dataset, TrialAttr.SEED: plan.options.seed}
     for key, item in attrs.items():
@@ -236,6 +246,58 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
         if not multi and fold < len(fits.splits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
     return objective_values(attrs, plan.options)
+
+
+class _TooSlow(Exception):
+    """The learner's defaults, estimated from fits on samples of bags, would not finish within its share."""
+
+    def __init__(self, seconds: float, share: float, measured: str):
+        super().__init__(f"too slow (estimated {seconds:.0f} s): its defaults would need about {seconds:.0f} s "
+                         f"on all folds, more than their fair share of {share:.0f} s ({measured}); raise --timeout")
+        self.seconds = seconds
+
+
+def _values(bags) -> int:
+    """The instance values a fit reads: the matrix's cells, or its stored values when sparse."""
+    return int(bags.X.nnz) if bags.is_sparse else bags.n_instances * bags.n_features
+
+
+def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, fits: _Fits):
+    """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
+    extrapolate to the trial's fits (:func:`~automil.tune.budget.estimated_trial_seconds`); raises
+    ``_TooSlow`` when the estimate passes ``share``. A sample fit that passes its small time limit
+    (:func:`~automil.tune.budget.probe_limits`) gives a lower bound, a linear extrapolation of that limit.
+    A sample fit that fails says nothing about the cost: the trial goes on and meets the failure itself."""
+    train = np.asarray(fits.splits[0][0])
+    full = int(bags.sizes[train].sum())
+    sizes, seconds = [], []
+    for sample, limit in zip(_samples(bags, train, plan.options.seed), probe_limits(share), strict=True):
+        size = int(bags.sizes[sample].sum())
+        try:
+            out = worker.call(fit_predict, spec.name, params, sample, None, plan.options.seed, timeout=limit)
+        except FitTimeout:
+            estimate = estimated_trial_seconds([size], [limit], full, len(fits.splits), growth=1.0)
+            measured = f"a fit on {len(sample)} bags ran {limit:.1f} s without finishing"
+            break
+        except FitError:
+            return
+        sizes.append(size)
+        seconds.append(out["fit_seconds"])
+    else:
+        estimate = estimated_trial_seconds(sizes, seconds, full, len(fits.splits), spec.fit_growth)
+        measured = ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True))
+    if estimate > share:
+        raise _TooSlow(estimate, share, measured)
+
+
+def _samples(bags, train: np.ndarray, seed: int) -> list[np.ndarray]:
+    """Nested samples of the ``train`` bags, one per ``PROBE_FRACTIONS`` entry: the same fraction of every
+    class (at least two bags of each), so that every sample fits a classifier."""
+    rng = np.random.default_rng(seed)
+    labels = bags.y[train]
+    shuffled = [rng.permutation(train[labels == c]) for c in np.unique(labels)]
+    return [np.sort(np.concatenate([bags_of_class[:max(2, int(np.ceil(f * len(bags_of_class))))]
+                                    for bags_of_class in shuffled])) for f in PROBE_FRACTIONS]
 
 
 def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float | None) -> dict:

@@ -12,6 +12,16 @@ from automil_pdmisvm.admm import PdMISVMBase
 from automil_pdmisvm.updates import prepare
 
 
+# The default bound on the Gram matrices of a fit, in MB (``max_gram_mb``).
+MAX_GRAM_MB = 4096
+
+
+def gram_megabytes(n: int, class_rows: list[int]) -> float:
+    """The MB of the per-class Gram matrices a fit on ``n`` training instances holds, ``class_rows[m]`` of
+    them in the bags of class m (3.4: one ``(n + |P_m|)``-square matrix per class, one more while solving)."""
+    return (sum((n + r) ** 2 for r in class_rows) + (n + max(class_rows)) ** 2) * 8 / 2**20
+
+
 class KernelPdMISVMClassifier(PdMISVMBase):
     """Multi-class multi-instance SVM with the gamma-exponential kernel, trained by primal-dual ADMM.
 
@@ -60,7 +70,7 @@ class KernelPdMISVMClassifier(PdMISVMBase):
     add_onehot = False
 
     def __init__(self, C=1.0, gamma=2.0, ell=1.0, mu0=1e-3, rho=1.2, maxiter=1000, tol=1e-6,
-                 random_state=0, max_gram_mb=4096):
+                 random_state=0, max_gram_mb=MAX_GRAM_MB):
         self.C = C
         self.gamma = gamma
         self.ell = ell
@@ -89,7 +99,7 @@ class KernelPdMISVMClassifier(PdMISVMBase):
     def _start(self, st):
         n, K = st.X.shape[0], st.K
         rows = [st.instance_rows(m) for m in range(K)]
-        needed = sum((n + len(r)) ** 2 for r in rows) * 8 / 2**20 + (n + max(map(len, rows))) ** 2 * 8 / 2**20
+        needed = gram_megabytes(n, [len(r) for r in rows])
         if needed > self.max_gram_mb:
             raise ValueError(f"KernelPdMISVMClassifier: {n} training instances need about {needed:.0f} MB of "
                              f"Gram matrices (more than max_gram_mb={self.max_gram_mb}); use pdmisvm or "

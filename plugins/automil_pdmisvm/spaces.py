@@ -44,7 +44,19 @@ def linear_space(trial) -> dict:
 
 
 def kernel_space(trial) -> dict:
-    """The linear space plus the kernel exponent gamma and the length scale ell = scale * sqrt(d)."""
+    """The linear space plus the kernel exponent gamma and the length scale ell = scale * sqrt(d). On data
+    whose Gram matrices would not fit (``MAX_GRAM_MB``), every trial is refused at once with the estimate."""
+    n = trial.user_attrs.get("n_instances")
+    if n is not None:
+        from automil_pdmisvm.kernel import MAX_GRAM_MB, gram_megabytes
+
+        classes = trial.user_attrs["n_classes"]
+        needed = gram_megabytes(n, [n // classes] * classes)  # classes of equal size: an estimate
+        if needed > MAX_GRAM_MB:
+            import optuna
+
+            raise optuna.TrialPruned(f"{n} instances need about {needed / 1024:.0f} GiB of Gram matrices (more "
+                                     f"than {MAX_GRAM_MB / 1024:.0f} GiB): use pdmisvm or pdmisvm-inexact")
     params = linear_space(trial)
     params["gamma"] = trial.suggest_float("gamma", 0.5, 2.0)
     scale = trial.suggest_float("ell_scale", 0.1, 10.0, log=True)

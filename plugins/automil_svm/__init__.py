@@ -20,10 +20,10 @@ def register_learners(register):
     learners = (
         ("sil", SIL, spaces.sil_space, True,
          "SIL: SVM on instances labelled by their bag; bag score = best instance (Ray & Craven 2005)"),
-        ("mi-svm", MiSVM, spaces.kernel_space, True,
+        ("mi-svm", MiSVM, spaces.instance_kernel_space, True,
          "mi-SVM (lower-case mi): instance-level, maximum pattern margin; relabels instances of positive "
          "bags until stable (Andrews et al. 2002)"),
-        ("MI-SVM", MISVM, spaces.kernel_space, True,
+        ("MI-SVM", MISVM, spaces.instance_kernel_space, True,
          "MI-SVM (upper-case MI): bag-level, maximum bag margin; one witness instance per positive bag "
          "(Andrews et al. 2002)"),
         ("nsk", NSK, spaces.nsk_space, False,

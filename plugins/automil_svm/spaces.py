@@ -15,10 +15,28 @@ def kernel_space(trial) -> dict:
     return params
 
 
+def instance_kernel_space(trial) -> dict:
+    """The kernel space of the learners that hold the dense kernel over all training instances (SIL, mi-SVM,
+    MI-SVM, sbMIL): a non-linear kernel on more instances than that matrix allows is refused at once, with
+    its size, before any fit (NSK and sMIL combine instances and need no such matrix)."""
+    params = kernel_space(trial)
+    n = trial.user_attrs.get("n_instances")
+    if params["kernel"] != "linear" and n is not None:
+        from automil_svm.svm_problem import dense_gram_refusal
+
+        refusal = dense_gram_refusal(n, params["kernel"], "smo")
+        if refusal is not None:
+            import optuna
+
+            raise optuna.TrialPruned(refusal)
+    return params
+
+
 def sil_space(trial) -> dict:
     """The kernel space plus class weighting by bag counts (SIL labels every instance by its bag, so the
     side with the larger bags outweighs the other; one-vs-rest on K classes makes every side unequal)."""
-    return {**kernel_space(trial), "class_weight": trial.suggest_categorical("class_weight", [None, "balanced"])}
+    return {**instance_kernel_space(trial),
+            "class_weight": trial.suggest_categorical("class_weight", [None, "balanced"])}
 
 
 def nsk_space(trial) -> dict:
@@ -31,7 +49,7 @@ def smil_space(trial) -> dict:
 
 
 def sbmil_space(trial) -> dict:
-    return {**kernel_space(trial), "eta": trial.suggest_float("eta", 0.0, 1.0)}
+    return {**instance_kernel_space(trial), "eta": trial.suggest_float("eta", 0.0, 1.0)}
 
 
 # The estimators' defaults as points of the spaces above: the first trial of every new study.

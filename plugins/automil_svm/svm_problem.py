@@ -29,6 +29,16 @@ LIBLINEAR_TOL = 1e-4
 LIBLINEAR_MAX_ITER = 1000
 
 
+def dense_gram_refusal(n: int, kernel: str, solver: str) -> str | None:
+    """Why a kernel SVM on ``n`` training instances cannot hold its dense instance kernel, or ``None``."""
+    need = 8 * n * n
+    if need <= MAX_GRAM_BYTES:
+        return None
+    return (f"kernel={kernel!r} with solver={solver!r} needs a dense {n} x {n} kernel matrix "
+            f"({need / 1024**3:.1f} GiB, more than {MAX_GRAM_BYTES / 1024**3:.0f} GiB): use the linear kernel "
+            "with solver='cd' on this many instances")
+
+
 @dataclass
 class InstanceScorer:
     """A fitted instance function ``f(x) = w.x + b`` (linear) or ``sum_j beta_j k(u_j, x) + b``.
@@ -94,12 +104,9 @@ class TrainingKernel:
     def gram(self) -> np.ndarray:
         """The ``n x n`` instance kernel, cached."""
         if self._gram is None:
-            need = 8 * self.n * self.n
-            if need > MAX_GRAM_BYTES:
-                raise ValueError(f"kernel={self.kernel!r} with solver={self.solver!r} needs a dense "
-                                 f"{self.n} x {self.n} kernel matrix ({need / 1024**3:.1f} GiB, more than "
-                                 f"{MAX_GRAM_BYTES / 1024**3:.0f} GiB): use the linear kernel with "
-                                 "solver='cd' on this many instances")
+            refusal = dense_gram_refusal(self.n, self.kernel, self.solver)
+            if refusal is not None:
+                raise ValueError(refusal)
             self._gram = kernels.pairwise_kernel(self.X, self.X, self.kernel, gamma=self.gamma,
                                                  degree=self.degree)
         return self._gram

@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 from automil.records import TrialRecord, TrialState
-from automil.tune.budget import (EDGE_WEIGHT, FINAL_SHARE, FIRST_TRIES, MIN_MARGIN, RESERVE_MARGIN, LearnerState,
-                                 StudyState, contenders, final_reserve, learner_state, next_step, tuning_deadline)
+from automil.tune.budget import (EDGE_WEIGHT, FINAL_SHARE, FIRST_TRIES, GROWTH_RANGE, MIN_MARGIN, PROBE_CELLS,
+                                 PROBE_SHARE, RESERVE_MARGIN, LearnerState, StudyState, contenders,
+                                 estimated_trial_seconds, final_reserve, learner_state, next_step, probe_limits,
+                                 run_seconds, tuning_deadline, worth_probing)
 from automil.tune.options import TuneOptions
 from automil.tune.studies import Plan
 
@@ -178,3 +180,44 @@ def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and
     assert tuning_deadline(plan, 130.0) == pytest.approx(1000.0 + 400.0 - 130.0)
     assert tuning_deadline(plan, 1e6) == pytest.approx(1000.0 + 400.0 * (1 - high))  # tuning keeps its part
     assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None), np.zeros(6, dtype=int), 0.0), 50.0) is None
+
+
+def test_the_cost_estimate_extrapolates_the_measured_growth_to_every_fit_of_the_trial():
+    # 1 s on 1000 instances, 4 s on 2000: quadratic; 5 fits on 8000 instances each take 4 * 4^2 s
+    assert estimated_trial_seconds([1000, 2000], [1.0, 4.0], 8000, fits=5) == pytest.approx(5 * 64.0)
+    # a declared growth is used as it is, whatever the samples measured
+    assert estimated_trial_seconds([1000, 2000], [1.0, 4.0], 8000, fits=5, growth=1.0) == pytest.approx(5 * 16.0)
+
+
+def test_a_measured_growth_stays_within_its_range():
+    # the same time on both samples (start-up cost only): never less than linear
+    low = estimated_trial_seconds([1000, 2000], [1.0, 1.0], 8000, fits=1)
+    assert low == pytest.approx(4.0 ** GROWTH_RANGE[0])
+    # noise that looks like a power of 5: never more than the range's top
+    high = estimated_trial_seconds([1000, 2000], [1.0, 32.0], 8000, fits=1)
+    assert high == pytest.approx(32.0 * 4.0 ** GROWTH_RANGE[1])
+    # a single sample (the other stopped) extrapolates linearly
+    assert estimated_trial_seconds([1000], [3.0], 8000, fits=2) == pytest.approx(2 * 24.0)
+
+
+def test_only_large_data_under_a_fair_share_is_probed_and_the_probe_keeps_to_its_part_of_the_share():
+    assert worth_probing(PROBE_CELLS, share=50.0)
+    assert not worth_probing(PROBE_CELLS - 1, share=50.0)  # small data: a fit costs seconds anyway
+    assert not worth_probing(10 * PROBE_CELLS, share=None)  # no fair share: nothing to save
+    limits = probe_limits(60.0)
+    assert sum(limits) == pytest.approx(PROBE_SHARE * 60.0)
+    assert limits[0] < limits[1]  # the larger sample may take longer
+
+
+def test_run_seconds_add_up_the_trials_of_every_study_that_started_in_this_run():
+    t0 = datetime(2026, 12, 1, 12, 0, 0)
+
+    def trial(number, start, seconds):
+        return TrialRecord(number, TrialState.COMPLETE, 0.5, start=t0 + timedelta(seconds=start),
+                           end=t0 + timedelta(seconds=start + seconds))
+
+    earlier_run = trial(0, -100, 30.0)
+    main = [earlier_run, trial(1, 10, 2.0), trial(2, 20, 3.5)]
+    split = [trial(0, 15, 1.0), TrialRecord(1, TrialState.RUNNING, start=t0 + timedelta(seconds=40))]
+    assert run_seconds([main, split], run_start=t0.timestamp(), now=t0.timestamp() + 45) == pytest.approx(
+        2.0 + 3.5 + 1.0 + 5.0)

@@ -34,6 +34,9 @@ def register_learners(register):
                                  search_space=learners.recorder_space,
                                  description="a centroid that records the bags it is fit on and scores",
                                  first_trial={"shrink": 0.25}))
+    register(automil.LearnerSpec(name="quadratic", estimator=learners.Quadratic,
+                                 search_space=learners.quadratic_space, first_trial={"seconds_at_1000": 1.2},
+                                 description="sleeps in fit for a time quadratic in its instances"))
     register(automil.LearnerSpec(name="plain", estimator=plain.MeanMaxLogistic, search_space=plain.search_space,
                                  first_trial={"C": 1.0}, multiclass=True,
                                  description="a plain scikit-learn estimator on a list of 2-D arrays"))
@@ -45,3 +48,5 @@ def register_datasets(register):
 
     register(automil.DatasetSpec(name="test-bags", load=learners.make_test_bags, n_bags=48, n_classes=2,
                                  description="48 named bags, class = sign of the bag's mean shift"))
+    register(automil.DatasetSpec(name="wide-bags", load=learners.make_wide_bags, n_bags=320, n_classes=2,
+                                 description="320 bags of 25 instances in 500 features"))

@@ -116,3 +116,29 @@ class Recorder(Centroid):
     def _decision_function(self, bags):
         _record("score", {"tag": self.tag, "bags": bags.names.tolist(), "pid": os.getpid()})
         return super()._decision_function(bags)
+
+
+def make_wide_bags():
+    """320 bags of 25 instances in 500 features (4 million values: large enough for the driver to estimate a
+    learner's cost on samples first); class-1 bags hold one instance shifted by +4 in feature 0."""
+    rng = np.random.default_rng(11)
+    y = np.arange(320) % 2
+    X = rng.standard_normal((320 * 25, 500)).astype(np.float32)
+    X[np.arange(320)[y == 1] * 25, 0] += 4.0
+    return automil.Bags(X, np.arange(0, 320 * 25 + 1, 25), y, source="wide-bags")
+
+
+def quadratic_space(trial):
+    return {"seconds_at_1000": trial.suggest_float("seconds_at_1000", 1.0, 2.0)}
+
+
+class Quadratic(Centroid):
+    """A centroid whose fit first sleeps ``seconds_at_1000 * (n_instances / 1000) ** 2``: a quadratic solver."""
+
+    def __init__(self, seconds_at_1000=1.0, shrink=0.0):
+        self.seconds_at_1000 = seconds_at_1000
+        self.shrink = shrink
+
+    def _fit(self, bags, y):
+        time.sleep(self.seconds_at_1000 * (bags.n_instances / 1000) ** 2)
+        super()._fit(bags, y)

@@ -1,0 +1,65 @@
+"""Knowing a learner's cost before spending its share: on large data the defaults are fitted on samples of
+bags first, and a learner whose estimate passes its fair share is reported too slow at once."""
+
+import json
+import re
+import subprocess
+import sys
+
+import optuna
+import pytest
+
+from automil.tune.storage import open_storage
+from driver_support import plugin_env, plugin_site
+
+
+def test_a_learner_estimated_too_slow_is_reported_after_a_small_part_of_its_share(tmp_path):
+    # wide-bags holds 4 million values; quadratic's defaults need about 6 x 8 s on the 6,667 training
+    # instances of a fold, far past a share of 2 x 60 s divided between two learners
+    journal = f"journal:{tmp_path / 'studies.journal'}"
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "wide-bags",
+                           "--learner", "quadratic", "--learner", "centroid", "--storage", journal,
+                           "--timeout", "60", "--n-trials", "1", "--protocol", "tuned", "--repeats", "1",
+                           "--no-track", "--jobs", "1", "--json", "out.json"],
+                          cwd=tmp_path, env=plugin_env(plugin_site(), tmp_path / "records"),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
+    slow = rows["quadratic"]
+    assert slow["status"] == "too slow"
+    estimate = float(re.search(r"too slow \(estimated (\d+) s\)", slow["error"]).group(1))
+    share = float(re.search(r"fair share of (\d+) s", slow["error"]).group(1))
+    assert estimate > share
+    # the budget the learner used: its probe, a small part of its share
+    assert 0 < slow["budget_seconds"] < share
+    trial = optuna.load_study(study_name="wide-bags/quadratic", storage=open_storage(journal)).trials[0]
+    assert trial.user_attrs["too_slow"] and trial.user_attrs["estimated_seconds"] > share
+    # a learner whose estimate fits its share runs its defaults as usual
+    assert rows["centroid"]["status"] == "ok" and rows["centroid"]["budget_seconds"] > 0
+    assert re.search(r"^quadratic\s+too slow", done.stdout, re.MULTILINE)
+
+
+def fixed_trial(params: dict, n_instances: int, n_classes: int = 2, n_features: int = 64):
+    trial = optuna.trial.FixedTrial(params)
+    for key, value in (("n_instances", n_instances), ("n_classes", n_classes), ("n_features", n_features)):
+        trial.set_user_attr(key, value)
+    return trial
+
+
+def test_a_kernel_svm_trial_on_more_instances_than_a_dense_kernel_allows_is_refused_at_once_with_its_size():
+    from automil_svm.spaces import sil_space
+
+    poly = {"C": 1.0, "kernel": "poly", "degree": 2, "class_weight": None}
+    with pytest.raises(optuna.TrialPruned, match=r"dense 200000 x 200000 kernel matrix \(298\.0 GiB"):
+        sil_space(fixed_trial(poly, 200_000))
+    assert sil_space(fixed_trial(poly, 2_000))["kernel"] == "poly"
+    linear = {"C": 1.0, "kernel": "linear", "class_weight": None}  # SIL's first trial: valid at any size
+    assert sil_space(fixed_trial(linear, 200_000))["kernel"] == "linear"
+
+
+def test_the_kernel_pdmisvm_on_large_data_is_refused_at_once_with_its_memory_estimate():
+    from automil_pdmisvm.spaces import FIRST_TRIALS, kernel_space
+
+    with pytest.raises(optuna.TrialPruned, match=r"170707 instances need about \d+ GiB of Gram matrices"):
+        kernel_space(fixed_trial(FIRST_TRIALS["pdmisvm-kernel"], 170_707))
+    assert kernel_space(fixed_trial(FIRST_TRIALS["pdmisvm-kernel"], 2_000))["gamma"] == 1.0
