@@ -171,3 +171,9 @@ def test_every_learner_honours_its_contract_on_float32_bags(learner, check, monk
 
     monkeypatch.setattr(checks, "witness_bags", float32_witness_bags)
     check()
+
+
+def test_without_a_writable_temporary_directory_the_bags_stay_in_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    bags = float32_bags(n_instances=1_000)
+    assert share_instances(bags) is bags and bags.instances_file is None

@@ -21,19 +21,25 @@ OWNER_FILE = "owner"  # the process identity of the run's main process
 
 
 def share_instances(bags: Bags) -> Bags:
-    """The bags with their dense instances in a new temporary file, mapped; sparse bags (small text data)
-    unchanged. The caller drops its unmapped bags, so the matrix it read is freed, and calls
+    """The bags with their dense instances in a new temporary file, mapped; sparse bags (small text data),
+    and dense ones where no file can be written, unchanged (every process then gets its own copy).
+
+    The caller drops its unmapped bags, so the matrix it read is freed, and calls
     :func:`release_instances` when the run ends."""
     if bags.is_sparse:
         return bags
     remove_orphans()
-    directory = Path(tempfile.mkdtemp(prefix=RUN_DIRECTORY_PREFIX))
+    directory = shared = None
     try:
+        directory = Path(tempfile.mkdtemp(prefix=RUN_DIRECTORY_PREFIX))
         (directory / OWNER_FILE).write_text(process_identity())
-        return bags.mapped(directory / "instances.npy")
-    except BaseException:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
+        shared = bags.mapped(directory / "instances.npy")
+    except OSError:  # no temporary directory, or no room for the file
+        pass
+    finally:
+        if shared is None and directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+    return bags if shared is None else shared
 
 
 def release_instances(bags: Bags | None) -> None:
