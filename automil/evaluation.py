@@ -21,7 +21,7 @@ SCALING_BLOCK_ROWS = 1 << 16
 
 
 def instance_scaling(X):
-    """Instance-level mean and standard deviation of ``X``, in float64.
+    """Instance-level mean and standard deviation of ``X``, in float64 (docs/algorithms.md 1.5).
 
     A zero standard deviation becomes 1 so constant features pass through unchanged. For sparse ``X``
     the mean is ``None``: centring would fill in every zero, so sparse data is only scaled. A float32
