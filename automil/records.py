@@ -11,9 +11,11 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum, auto
 
-__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TIMED_OUT"]
+__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TIMED_OUT",
+           "PROCEDURE"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
+PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
 
 
 class TrialState(StrEnum):
@@ -63,7 +65,6 @@ class TrialAttr:
     SEED = "seed"
     N_FEATURES = "n_features"
     N_CLASSES = "n_classes"
-    N_INSTANCES = "n_instances"
     ESTIMATOR_PARAMS = "estimator_params"  # the learner's parameters as JSON: what the final evaluation refits
     FOLD_ACCURACY = "fold_accuracy"
     FOLD_BALANCED_ACCURACY = "fold_balanced_accuracy"
@@ -72,7 +73,6 @@ class TrialAttr:
     TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
     INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or the run's budget stopped it: not counted
     TOO_SLOW = "too_slow"  # its defaults passed their fair share of the budget (also interrupted)
-    ESTIMATED_SECONDS = "estimated_seconds"  # its defaults' trial as estimated from fits on samples of bags
     STALE = "stale"  # its process died: not counted
     OUT_OF_MEMORY = "out_of_memory"
     ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
@@ -123,8 +123,9 @@ class StudyRecord:
 
 # The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
 _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
-# only when there are out-of-fold predictions, several objectives, or (members) on the ensemble's row
-_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members")
+# only when there are out-of-fold predictions, several objectives, (members) on the ensemble's row, or
+# (choices) on the procedure's
+_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices")
 
 
 @dataclass
@@ -163,15 +164,16 @@ class LearnerResult:
     repeats: int | None = None
     headline: str | None = None
     fit_seconds: float | None = None
-    budget_seconds: float | None = None  # wall seconds of the run's budget its trials and final fits took
     one_class: bool | None = None
     error: str | None = None
     trials_stopped: int | None = None
     classes: list | None = None
     confusion_matrix: list | None = None
     tuned_splits: int | None = None
+    outer_splits: list | None = None
     pareto_front: list | None = None
     members: list | None = None
+    choices: list | None = None
     model_uri: str | None = None
     selected: bool = False
     registered_model: str | None = None

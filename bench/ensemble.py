@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from automil.records import PROCEDURE
+
 
 def tune(dataset: str, storage: Path, args) -> list[dict]:
     command = [sys.executable, "-m", "automil.cli", "tune", "--dataset", dataset, "--timeout", args.budget,
@@ -38,7 +40,8 @@ def tune(dataset: str, storage: Path, args) -> list[dict]:
 
 def compare(dataset: str, rows: list[dict], wall: float) -> dict:
     ensemble = next((r for r in rows if r["learner"] == "ensemble"), None)
-    singles = [r for r in rows if r["learner"] != "ensemble" and r.get("nested_balanced_accuracy") is not None]
+    singles = [r for r in rows if r["learner"] not in ("ensemble", PROCEDURE)
+               and r.get("nested_balanced_accuracy") is not None]
     best = max(singles, key=lambda r: r["nested_balanced_accuracy"], default=None)
     chosen = next((r["learner"] for r in rows if r.get("selected")), None)
     return {"dataset": dataset, "wall": wall, "chosen": chosen, "learners_with_figure": len(singles),

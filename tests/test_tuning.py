@@ -243,6 +243,12 @@ def test_nested_tuning_never_fits_on_or_scores_bags_of_its_outer_test_fold(tmp_p
     assert row["headline"] == "nested" and row["nested_balanced_accuracy"] is not None
     assert row["balanced_accuracy"] == row["nested_balanced_accuracy"]
     _assert_the_ensemble_is_scored_on_outer_folds_it_never_selected_on(tmp_path, rows["ensemble"], fold_of)
+    # automil's own figure: in each outer split the row best on the inner folds, scored on the outer fold
+    procedure = rows["automil"]
+    assert procedure["status"] == "ok" and set(procedure["choices"]) <= {"recorder", "plain", "ensemble"}
+    chosen = [rows[c]["outer_splits"][i] for i, c in enumerate(procedure["choices"])]
+    assert len(chosen) == 4 and procedure["outer_splits"] == chosen
+    assert procedure["balanced_accuracy"] == pytest.approx(sum(s["balanced_accuracy"] for s in chosen) / 4)
 
 
 def _assert_the_ensemble_is_scored_on_outer_folds_it_never_selected_on(tmp_path, row, fold_of):

@@ -6,7 +6,7 @@ import functools
 import sys
 
 from automil.cli.common import add_tracking_uri, print_table, subcommand
-from automil.records import LearnerResult, Status
+from automil.records import PROCEDURE, LearnerResult, Status
 from automil.uris import shown_storage
 
 __all__ = ["add_tune", "add_run"]
@@ -134,7 +134,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
     header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC", "reps",
-              f"tuning {metric}*", "fit s", "budget s", "trials", "T/O") + (
+              f"tuning {metric}*", "fit s", "trials", "T/O") + (
         ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
         else ()) + ("best parameters",)
     table = []
@@ -144,8 +144,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
             timed_out = "" if status == Status.SKIPPED else row.trials_timed_out  # a skipped row has no count
-            table.append((row.learner, what, what, "", "", "", "", "", _budget(row.budget_seconds), row.trials,
-                          timed_out, *extra,
+            table.append((row.learner, what, what, "", "", "", "", "", row.trials, timed_out, *extra,
                           (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
             continue
         name = f"{row.learner} (chosen)" if row.selected else row.learner
@@ -154,9 +153,10 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
                       _measured(row.repeated_accuracy, row.repeated_accuracy_std),
                       _measured(row.repeated_balanced_accuracy, row.repeated_balanced_accuracy_std),
                       _blank(row.repeats), _percent(row.tuning_score),
-                      "-" if row.fit_seconds is None else f"{row.fit_seconds:.2f}", _budget(row.budget_seconds),
+                      "-" if row.fit_seconds is None else f"{row.fit_seconds:.2f}",
                       _blank(row.trials), _blank(row.trials_timed_out), *extra,
-                      _members(row.members) if row.members else _params(row.best_params)))
+                      _members(row.members) if row.members else _choices(row.choices) if row.choices
+                      else _params(row.best_params)))
     print_table(header, table)
     if fronts:
         print(f"front: trials on the Pareto front of {' against '.join(objectives)} (tuning folds); fast: its "
@@ -169,6 +169,9 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
              "none: the budget ended before a repeat (raise --timeout)."))
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
+    if any(row.learner == PROCEDURE for row in rows):
+        print(f"{PROCEDURE}: the procedure itself; each outer split takes the row best on its inner folds "
+              "(as the final choice does on all bags) and is scored on its outer fold.")
     for row in rows:
         if row.status in (Status.OK, Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.error:
             print(f"{row.learner}: {row.status}: {row.error}")
@@ -184,9 +187,13 @@ def _print_choice(rows: list[LearnerResult]):
         return
     where = (f", registered as {chosen.registered_model}" if chosen.registered_model
              else " (not tracked: no model logged)" if not chosen.model_uri else "")
-    print(f"\nChosen: {chosen.learner} ({chosen.headline} "
-          f"{'BACC' if chosen.metric == 'balanced_accuracy' else 'ACC'} "
-          f"{_measured(chosen.metric_value(), chosen.metric_std())}){where}.")
+    metric = 'BACC' if chosen.metric == 'balanced_accuracy' else 'ACC'
+    procedure = next((row for row in rows if row.learner == PROCEDURE and row.metric_value() is not None), None)
+    own = "" if procedure is None else (f"; {PROCEDURE}'s own nested {metric} "
+                                        f"{_measured(procedure.metric_value(), procedure.metric_std())}, "
+                                        "choosing blind to each outer fold")
+    print(f"\nChosen: {chosen.learner} ({chosen.headline} {metric} "
+          f"{_measured(chosen.metric_value(), chosen.metric_std())}{own}){where}.")
     if chosen.registered_model:
         name = chosen.registered_model.rsplit("/", 1)[0]
         print(f"Apply it: automil predict {name}/latest --dataset NAME_OR_FILE")
@@ -231,9 +238,8 @@ def _members(members) -> str:
     return "members: " + " ".join(f"{m['learner']}={m['weight']:.2f}" for m in members)
 
 
-def _budget(seconds) -> str:
-    """The seconds of the run's budget a row's learner used, whole ('' for a row that ran nothing here)."""
-    return "" if seconds is None else f"{seconds:.0f}"
+def _choices(choices) -> str:
+    return "per outer split: " + " ".join(choice or "-" for choice in choices)
 
 
 def _blank(value):

@@ -4,8 +4,8 @@ After every tune, the dataset's experiment gets
 
 - a ``rank`` metric on each learner's run (1 = best headline balanced accuracy);
 - its description (``mlflow.note.content``, shown above the runs table) rewritten as the leaderboard: a
-  first line naming the winner (the UI folds the description to it) and a markdown table with each
-  learner linked to its run;
+  first line naming the winner and the procedure's own nested figure (the UI folds the description to
+  it) and a markdown table with each learner linked to its run, the procedure's run ``automil`` first;
 - ``figures/comparison.png`` on every learner's run: balanced accuracy with its spread and the mean fit
   time of each learner, drawn into the description too;
 - ``figures/pareto.png`` beside it when a study was tuned for several objectives (``--objective``): every
@@ -25,7 +25,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from automil.records import LearnerResult, TrialState
+from automil.records import PROCEDURE, LearnerResult, TrialState
 from automil.track.figures import pareto_figure
 from automil.track.names import CHART, NOTE_TAG, SCATTER
 from automil.track.store import retry
@@ -36,11 +36,11 @@ __all__ = ["refresh", "ranked_studies", "leaderboard_markdown", "comparison_figu
 
 def ranked_studies(studies: list[StoredStudy]) -> list[StoredStudy]:
     """The latest study of each learner, ranked by headline balanced accuracy, best first; studies
-    without a figure last, by name."""
+    without a figure last, by name. The procedure's study (``automil``) comes first and has no rank."""
 
     def key(study):
         value = study.metrics.get("balanced_accuracy")
-        return value is None, -(value or 0.0), study.learner.lower()
+        return study.learner != PROCEDURE, value is None, -(value or 0.0), study.learner.lower()
 
     return sorted(latest_per_learner(studies), key=key)
 
@@ -57,14 +57,15 @@ def leaderboard_markdown(dataset: str, experiment_id: str, ranked: list[StoredSt
                          chosen: LearnerResult | None = None, scatter: bool = False) -> str:
     """The experiment description: the winner (and the chosen model, when the last tune chose one) on the
     first line, then the table and the chart (and the scatter of accuracy against cost, with ``scatter``)."""
-    scored = [s for s in ranked if s.metrics.get("balanced_accuracy") is not None]
+    procedure = next((s for s in ranked if s.learner == PROCEDURE), None)
+    scored = [s for s in ranked if s.metrics.get("balanced_accuracy") is not None and s is not procedure]
     protocol = {s.protocol for s in scored}
     headline = "nested CV" if protocol == {"nested"} else "tuned protocol: optimistic" if protocol == {
         "tuned"} else "nested CV, or tuned († optimistic)"
     if scored:
         best = scored[0]
         first = (f"**{dataset}**: best **{best.learner}**, balanced accuracy "
-                 f"{_pm(best.metrics, 'balanced_accuracy')} % ({headline}){_chosen(chosen)}; "
+                 f"{_pm(best.metrics, 'balanced_accuracy')} % ({headline}){_chosen(chosen)}{_own(procedure)}; "
                  f"{len(ranked)} learner(s), leaderboard below (unfold).")
     else:
         first = f"**{dataset}**: no learner has a result yet; {len(ranked)} learner(s) tuned."
@@ -101,6 +102,14 @@ def _chosen(chosen: LearnerResult | None) -> str:
     return f"; chosen model **{chosen.learner}**{registered}"
 
 
+def _own(procedure: StoredStudy | None) -> str:
+    """The procedure's clause of the first line: its nested figure, when it has one."""
+    if procedure is None or procedure.metrics.get("balanced_accuracy") is None:
+        return ""
+    return (f"; **{PROCEDURE}** itself (a learner chosen in each outer split on its inner folds) "
+            f"{_pm(procedure.metrics, 'balanced_accuracy')} %")
+
+
 def comparison_figure(dataset: str, ranked: list[StoredStudy]) -> Figure:
     """Balanced accuracy (mean ± sd) and mean fit time per learner, best at the top."""
     scored = [s for s in ranked if s.metrics.get("balanced_accuracy") is not None]
@@ -134,7 +143,7 @@ def refresh(store, dataset: str, chosen: LearnerResult | None = None) -> None:
     now = int(time.time() * 1000)
     position = 0
     for index, study in enumerate(ranked):
-        if study.metrics.get("balanced_accuracy") is None:
+        if study.metrics.get("balanced_accuracy") is None or study.learner == PROCEDURE:
             continue
         position += 1
         ranked[index] = dataclasses.replace(study, metrics={**study.metrics, "rank": position})

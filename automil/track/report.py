@@ -1,9 +1,10 @@
 """The paper-style results table (the pdMISVM paper's Table I) from the studies in a tracking store.
 
-Datasets are columns, learners rows; each cell holds the headline ACC or BACC of a learner-dataset study
-as mean +- sd in percent, ``T/O`` when every trial timed out, and the best of each column in bold; with
-the cost column, also the mean seconds of one fit (always there when a study was tuned for accuracy
-against cost, ``--objective ... --objective fit_seconds``). The numbers are the parent-run metrics
+Datasets are columns, learners rows (first the row ``automil``, the procedure's own nested figure: a
+learner chosen in each outer split on its inner folds); each cell holds the headline ACC or BACC of a
+learner-dataset study as mean +- sd in percent, ``T/O`` when every trial timed out, and the best of each
+column in bold; with the cost column, also the mean seconds of one fit (always there when a study was tuned
+for accuracy against cost, ``--objective ... --objective fit_seconds``). The numbers are the parent-run metrics
 :mod:`automil.track` logged; nothing is recomputed.
 """
 
@@ -15,6 +16,7 @@ import io
 import math
 from dataclasses import dataclass, field
 
+from automil.records import PROCEDURE
 from automil.track.stored import StoredStudy, latest_per_learner
 
 __all__ = ["Table", "build_table", "render", "FORMATS"]
@@ -80,7 +82,9 @@ def build_table(studies: list[StoredStudy], datasets=None, cost: bool = False) -
     columns = list(datasets) if datasets else sorted({study.dataset for study in latest})
     kept = [study for study in latest if study.dataset in columns]
     cost = cost or any("pareto_front_size" in study.metrics for study in kept)
-    table = Table(datasets=columns, learners=sorted({study.learner for study in kept}, key=str.lower),
+    # the procedure's row (a learner chosen per outer split, automil's own nested figure) first
+    learners = sorted({study.learner for study in kept}, key=lambda name: (name != PROCEDURE, name.lower()))
+    table = Table(datasets=columns, learners=learners,
                   metrics=METRICS + ((COST,) if cost else ()))
     for study in kept:
         learner, dataset = study.learner, study.dataset

@@ -21,7 +21,7 @@ from automil.records import LearnerResult, TrialRecord
 from automil.tune.ensembling import ENSEMBLE
 from automil.tune.final_evaluation import final_evaluation
 from automil.tune.fits import fit_worker
-from automil.tune.leaderboard import choose, rank, skipped_row
+from automil.tune.leaderboard import PROCEDURE_SPEC, choose, procedure_row, rank, skipped_row
 from automil.tune.listener import Listener, Silent
 from automil.tune.loop import tune_studies
 from automil.tune.optuna_records import records, study_record
@@ -88,9 +88,12 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     finally:
         worker.close()
         release_instances(bags)
+    procedure = procedure_row(rows)  # absent under the tuned protocol: no outer split to choose in
+    if procedure is not None:
+        recorder.procedure_done(procedure)
     tracker.refresh_comparison(dataset, _select(rows, dataset, tracker, listener))
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
-    return sorted(rows, key=rank)
+    return [procedure] * (procedure is not None) + sorted(rows, key=rank)
 
 
 def _select(rows: list[LearnerResult], dataset: str, tracking, listener: Listener) -> LearnerResult | None:
@@ -144,7 +147,14 @@ class TrackingRecorder:
         return self.tracking.log_result(parent, result, model, bags, found)
 
     def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
-        parent = self._parent(result.study, ENSEMBLE)
+        return self._row_done(result, ENSEMBLE, model, bags)
+
+    def procedure_done(self, result: LearnerResult) -> None:
+        """The procedure's row on a run of its own, beside the learners' (it has no model)."""
+        self._row_done(result, PROCEDURE_SPEC)
+
+    def _row_done(self, result: LearnerResult, spec, model=None, bags=None) -> str | None:
+        parent = self._parent(result.study, spec)
         return None if parent is None else self.tracking.log_result(parent, result, model, bags)
 
     def _parent(self, name: str, spec) -> str | None:

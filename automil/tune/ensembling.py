@@ -1,6 +1,7 @@
 """The ensemble's leaderboard row: ensemble selection (:mod:`automil.ensemble`) over the learners' best
 trials, scored as honestly as a learner (members and weights of outer split ``i`` chosen on its inner folds
-only), and its model assembled from the members' full-data refits."""
+only), and its model assembled from the members' full-data refits. Also what outer split ``i``'s inner
+folds saw of a learner (:meth:`Candidate.inner`), which the ensemble and the procedure's choice share."""
 
 from __future__ import annotations
 
@@ -12,24 +13,15 @@ from automil.ensemble import Ensemble, calibrate, calibrated, rounded, score, se
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
 from automil.records import LearnerResult, Status, TrialAttr, TrialRecord
-from automil.tune.leaderboard import Evaluation, Refit, result_row
+from automil.tune.leaderboard import Evaluation, Refit, RowSpec, result_row
 from automil.tune.studies import Plan
-from automil.tune.trial_rules import best_trial
+from automil.tune.trial_rules import best_trial, defaults_trial
 
 __all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Candidate", "Members", "choose_members", "main_members",
            "ensemble_nested", "ensemble_row", "stored_scores", "loaded_scores"]
 
 
-@dataclass(frozen=True)
-class _EnsembleSpec:
-    """What tracking shows of the ensemble's run, in the place of a learner's spec."""
-
-    name: str = "ensemble"
-    plugin: str = "automil"
-    description: str = "ensemble selection over the learners' best trials (Caruana et al., 2004)"
-
-
-ENSEMBLE = _EnsembleSpec()
+ENSEMBLE = RowSpec("ensemble", "ensemble selection over the learners' best trials (Caruana et al., 2004)")
 
 
 @dataclass(frozen=True)
@@ -65,6 +57,32 @@ class Candidate:
     fit_seconds: float | None = None
     model: object = None
 
+    def inner(self, plan: Plan, i: int) -> tuple[float | None, np.ndarray | None]:
+        """What outer split ``i``'s inner folds saw of the learner: the score of the trial its nested refit
+        uses and that trial's out-of-fold scores of the inner bags (``None`` where it kept none).
+
+        The trial is split ``i``'s best; a split the budget left untuned refits the learner's defaults
+        (:func:`~automil.tune.trial_rules.defaults_trial` of the main study), whose score here is the mean
+        over the main study's folds other than ``i``, and whose out-of-fold scores are those of the inner
+        bags: fold ``i``'s bags are scored by neither.
+        """
+        options = plan.options
+        order = _out_of_fold_order(plan.assignment, i)
+        tuned = best_trial(self.sub_trials[i], options.directions)
+        if tuned is not None:
+            return tuned.value, _oof_scores(tuned, len(order))
+        defaults = defaults_trial(self.trials)
+        if defaults is None:
+            return None, None
+        folds = defaults.attrs.get(f"fold_{options.metric}", [])
+        value = float(np.mean([v for f, v in enumerate(folds) if f != i])) if len(folds) > 1 else None
+        everywhere = _oof_scores(defaults, len(plan.assignment))
+        if everywhere is None:
+            return value, None
+        position = np.empty(len(plan.assignment), dtype=np.int64)
+        position[_out_of_fold_order(plan.assignment)] = np.arange(len(plan.assignment))
+        return value, everywhere[position[order]]
+
 
 @dataclass(frozen=True)
 class Members:
@@ -85,20 +103,25 @@ class Members:
         return classes[np.argmax(total, axis=1)]
 
 
-def choose_members(best: dict[str, TrialRecord | None], order, y, metric: str) -> Members | None:
-    """Ensemble selection over the learners whose ``best`` trial kept out-of-fold scores of the bags
-    ``order`` (labelled ``y[order]``); ``None`` without a candidate."""
+def _oof_scores(trial: TrialRecord | None, n_bags: int) -> np.ndarray | None:
+    """The out-of-fold scores a trial kept, when they cover ``n_bags`` bags."""
+    scores = None if trial is None else trial.attrs.get(TrialAttr.OOF_SCORES)
+    return None if scores is None or len(scores) != n_bags else np.asarray(scores, dtype=np.float64)
+
+
+def choose_members(oof: dict[str, np.ndarray | None], order, y, metric: str) -> Members | None:
+    """Ensemble selection over the learners with out-of-fold scores ``oof`` of the bags ``order`` (labelled
+    ``y[order]``; ``None``: not a candidate); ``None`` without a candidate."""
     labels = np.asarray(y)[order]
     classes = np.unique(labels)
     names, calibrators, probas = [], [], []
-    for name, trial in best.items():
-        scores = None if trial is None else trial.attrs.get(TrialAttr.OOF_SCORES)
-        if scores is None or len(scores) != len(order):
+    for name, scores in oof.items():
+        if scores is None:
             continue
-        calibrator = calibrate(np.asarray(scores, dtype=np.float64), labels)
+        calibrator = calibrate(scores, labels)
         names.append(name)
         calibrators.append(calibrator)
-        probas.append(calibrated(calibrator, np.asarray(scores, dtype=np.float64)))
+        probas.append(calibrated(calibrator, scores))
     if not names:
         return None
     y_index = np.searchsorted(classes, labels)
@@ -152,24 +175,29 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
 def main_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> Members | None:
     """The members chosen on the main studies' out-of-fold scores (the model's members and weights), when
     two or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
-    best = {n: best_trial(c.trials, plan.options.directions) for n, c in candidates.items()}
-    if sum(t is not None and TrialAttr.OOF_SCORES in t.attrs for t in best.values()) < 2:
+    order = _out_of_fold_order(plan.assignment)
+    oof = {n: _oof_scores(best_trial(c.trials, plan.options.directions), len(order)) for n, c in candidates.items()}
+    if sum(scores is not None for scores in oof.values()) < 2:
         return None
-    return choose_members(best, _out_of_fold_order(plan.assignment), bags.y, plan.options.metric)
+    return choose_members(oof, order, bags.y, plan.options.metric)
 
 
 def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Evaluation, classes):
-    """The ensemble's nested folds: outer split ``i`` selects on the inner out-of-fold scores of the
-    learners tuned there and combines their outer refits' scores of fold ``i``."""
-    evaluation.nested = [None] * plan.options.folds
+    """The ensemble's nested folds: outer split ``i`` selects on the inner out-of-fold scores of every
+    learner with a nested refit there (tuned in the split, or its defaults), combines their outer refits'
+    scores of fold ``i``, and notes its own score on the inner folds (``evaluation.inner``)."""
+    folds = plan.options.folds
+    evaluation.nested, evaluation.inner = [None] * folds, [None] * folds
     tuned = 0
-    for i in range(plan.options.folds):
-        best = {n: best_trial(c.sub_trials[i], plan.options.directions) for n, c in candidates.items()}
-        members = choose_members(best, _out_of_fold_order(plan.assignment, i), bags.y, plan.options.metric)
+    for i in range(folds):
+        order = _out_of_fold_order(plan.assignment, i)
+        oof = {n: c.inner(plan, i)[1] for n, c in candidates.items()}
+        members = choose_members(oof, order, bags.y, plan.options.metric)
         if members is None:
-            evaluation.errors.append(f"no learner with a tuned outer split {i}: no nested figure")
+            evaluation.errors.append(f"no learner with out-of-fold scores in outer split {i}: no nested figure")
             continue
         tuned += 1
+        evaluation.inner[i] = _inner_score(plan, bags, members, oof, i, classes)
         test = np.flatnonzero(plan.assignment == i)
         y_pred = members.predict(candidates, NESTED_SCORES, test, classes)
         if y_pred is None:
@@ -178,6 +206,18 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
         evaluation.nested[i] = fold_scores(bags.y[test], y_pred)
         evaluation.predictions.setdefault(Refit.NESTED, []).append((bags.y[test], y_pred))
     evaluation.tuned_splits = tuned
+
+
+def _inner_score(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray], i: int, classes) -> float:
+    """The mean over outer split ``i``'s inner folds of the metric of ``members``' predictions from the
+    out-of-fold scores ``oof`` they were selected on: the ensemble's counterpart of a tuning score."""
+    total = sum(w * calibrated(c, oof[n]) for n, c, w in zip(members.names, members.calibrators, members.weights,
+                                                              strict=True))
+    y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
+    for _, test in fold_splits(plan.assignment, exclude=i):
+        values.append(fold_scores(bags.y[test], y_pred[start:start + len(test)])[plan.options.metric])
+        start += len(test)
+    return float(np.mean(values))
 
 
 def _out_of_fold_order(assignment, exclude=None) -> np.ndarray:

@@ -23,7 +23,6 @@ from automil.tune.isolation import OutOfTime, run_tasks
 from automil.tune.leaderboard import Evaluation, Refit, choose, rank, result_row
 from automil.tune.listener import Listener
 from automil.tune.optuna_records import records
-from automil.tune.budget import run_seconds
 from automil.tune.studies import Plan, study_name
 from automil.tune.tracking import Recorder
 from automil.tune.trial_rules import best_trial, defaults_trial
@@ -157,8 +156,10 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
                "repeats": options.repeats, "protocol": options.protocol}
         candidates[learner] = Candidate(trials, sub_trials)
         stored = main.user_attrs.get(RESULT_ATTR)
-        # a result stored before ensembles kept no scores: it is computed again for the ensemble
-        if stored is not None and stored.get("key") == key and ("scores" in stored or not options.ensemble):
+        # a result stored before ensembles kept no scores, one stored before the procedure's figure no
+        # outer splits: it is computed again
+        if stored is not None and stored.get("key") == key and ("scores" in stored or not options.ensemble) \
+                and ("outer_splits" in stored["row"] or options.protocol != "nested"):
             rows[learner] = LearnerResult.from_dict(stored["row"])
             candidates[learner].scores = loaded_scores(stored.get("scores", {}))
             candidates[learner].fit_seconds = rows[learner].fit_seconds
@@ -167,9 +168,9 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
             continue
         pending[learner] = _Pending(spec, main, key, Evaluation(learner, spec.plugin, main.study_name, trials, best,
                                                                 outer_best, nested=[None] * len(subs),
-                                                                tuned_splits=sum(t is not None for t in tuned)))
-        # the seconds this run's budget gave its trials so far; its final fits add theirs
-        pending[learner].evaluation.budget_seconds = run_seconds([trials, *sub_trials], plan.start, time.time())
+                                                                tuned_splits=sum(t is not None for t in tuned),
+                                                                inner=[candidates[learner].inner(plan, i)[0]
+                                                                       for i in range(len(subs))]))
     return rows, pending, candidates
 
 
@@ -265,10 +266,7 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
     if isinstance(out, Exception):
         if job is not None:
             job.evaluation.errors.append(f"{task.refit} fit: {out}")
-        return
-    if job is not None:
-        job.evaluation.budget_seconds += out["fit_seconds"] + out["predict_seconds"]
-    if task.refit is Refit.MODEL:
+    elif task.refit is Refit.MODEL:
         candidate.model = out["model"]
     else:
         evaluation, test = job.evaluation, task.test

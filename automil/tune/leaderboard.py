@@ -1,5 +1,6 @@
-"""The leaderboard: one row per learner from its studies and final evaluation, their ranking, and the one
-model a run hands the user (:func:`choose`).
+"""The leaderboard: one row per learner from its studies and final evaluation, their ranking, the one
+model a run hands the user (:func:`choose`), and the nested figure of that choice itself
+(:func:`procedure_row`).
 
 The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints the rows and
 :mod:`automil.track` logs them.
@@ -14,11 +15,12 @@ import numpy as np
 
 from automil.evaluation import mean_std
 from automil.pareto import non_dominated
-from automil.records import LearnerResult, Status, TrialAttr, TrialRecord, TrialState
+from automil.records import PROCEDURE, LearnerResult, Status, TrialAttr, TrialRecord, TrialState
 from automil.tune.options import TuneOptions
 from automil.tune.trial_rules import TrialCounts, trial_counts
 
-__all__ = ["Refit", "Evaluation", "result_row", "row_status", "skipped_row", "rank", "choose", "pareto_front"]
+__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "result_row", "row_status", "skipped_row", "rank",
+           "choose", "procedure_row", "pareto_front"]
 
 
 class Refit(StrEnum):
@@ -29,16 +31,30 @@ class Refit(StrEnum):
     MODEL = "model"  # all bags: the model tracking logs
 
 
+@dataclass(frozen=True)
+class RowSpec:
+    """What tracking shows of a row that is no learner (the ensemble, the procedure), in the place of a
+    learner's spec."""
+
+    name: str
+    description: str
+    plugin: str = "automil"
+
+
+PROCEDURE_SPEC = RowSpec(PROCEDURE, "automil itself: in every outer split, the row best on its inner folds")
+
+
 @dataclass
 class Evaluation:
     """What tuning and the final evaluation found for one learner: the trials of its study on all bags,
     the best trial there and in every outer split, and the scores of the refits.
 
     ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.fold_scores` dicts;
+    ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
+    procedure chooses by, :func:`procedure_row`);
     ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
     out-of-fold predictions (of the first repeat); ``errors`` are the final evaluation's failures,
-    ``notes`` what its budget left out that the headline figure does not need (a model);
-    ``budget_seconds`` the wall seconds of this run's budget its trials and final fits took.
+    ``notes`` what its budget left out that the headline figure does not need (a model).
     """
 
     learner: str
@@ -54,7 +70,7 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)
     predictions: dict[Refit, list[tuple]] = field(default_factory=dict)
     tuned_splits: int | None = None
-    budget_seconds: float | None = None
+    inner: list[float | None] = field(default_factory=list)
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
@@ -93,7 +109,6 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
                                                             row.repeated_balanced_accuracy_std)
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row.fit_seconds = float(np.mean(fit_seconds)) if fit_seconds else None
-    row.budget_seconds = None if job.budget_seconds is None else round(job.budget_seconds, 1)
     row.one_class = any(s is not None and s["one_class"] for s in nested) or any(
         s["one_class"] for scores in repeats for s in scores)
     stopped = sum(bool(t.attrs.get(TrialAttr.INTERRUPTED)) for t in job.trials)
@@ -103,6 +118,11 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     if predictions and (not nested_protocol or row.nested_accuracy is not None):
         row.classes, row.confusion_matrix = _confusion(predictions)
     row.tuned_splits = job.tuned_splits if nested_protocol else None
+    if nested_protocol and nested:
+        row.outer_splits = [None if s is None else {"inner": None if i >= len(job.inner) else job.inner[i],
+                                                    "accuracy": s["accuracy"],
+                                                    "balanced_accuracy": s["balanced_accuracy"]}
+                            for i, s in enumerate(nested)]
     row.pareto_front = pareto_front(job.trials, options) if options.multi_objective else None
     too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
     if best is None and too_slow:
@@ -190,8 +210,59 @@ def choose(rows: list[LearnerResult]) -> LearnerResult | None:
     predicted one class for every bag of a headline fold. The best headline value of the run's metric
     wins; ties go to the cheaper learner (lower mean fit seconds), then to the name.
     """
-    candidates = [r for r in rows if r.status == Status.OK and not r.one_class and r.metric_value() is not None]
+    candidates = [r for r in rows if _admissible(r)]
     if not candidates:
         return None
-    return min(candidates, key=lambda r: (-r.metric_value(), r.fit_seconds is None, r.fit_seconds or 0.0,
-                                          r.learner))
+    return min(candidates, key=lambda r: _preference(r, r.metric_value()))
+
+
+def _admissible(row: LearnerResult) -> bool:
+    """A row :func:`choose` may choose: status ``ok``, a headline figure, no fold predicted as one class."""
+    return row.status == Status.OK and not row.one_class and row.metric_value() is not None \
+        and row.learner != PROCEDURE
+
+
+def _preference(row: LearnerResult, value: float) -> tuple:
+    """The order of :func:`choose` for a row scored ``value``: highest first, then cheaper, then by name."""
+    return -value, row.fit_seconds is None, row.fit_seconds or 0.0, row.learner
+
+
+def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
+    """automil's own nested figure: the row ``automil``, or ``None`` without nested rows.
+
+    A learner's nested figure is honest for that learner, but the run then picks the best of many such
+    figures. Here outer split ``i`` makes that choice blind to its outer fold: among the rows
+    :func:`choose` admits (the ensemble's too), the best score on split ``i``'s inner folds wins (ties:
+    cheaper, then by name), and that row's score on outer fold ``i`` is the procedure's. ``choices`` names
+    the row chosen in each split; ``outer_splits`` holds the chosen row's inner and outer scores. No fit.
+    """
+    nested = [r for r in rows if r.protocol == "nested" and r.learner != PROCEDURE and r.status != Status.SKIPPED]
+    if not nested:
+        return None
+    first = nested[0]
+    row = LearnerResult(dataset=first.dataset, learner=PROCEDURE, plugin=PROCEDURE_SPEC.plugin,
+                        study=f"{first.dataset}/{PROCEDURE}",
+                        protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
+                        headline="nested", one_class=False)
+    candidates = [r for r in nested if _admissible(r) and r.outer_splits]
+    row.choices, row.outer_splits = [], []
+    for i in range(first.folds or 0):
+        scored = [(r, r.outer_splits[i]) for r in candidates
+                  if i < len(r.outer_splits) and r.outer_splits[i] is not None
+                  and r.outer_splits[i]["inner"] is not None]
+        chosen = min(scored, key=lambda pair: _preference(pair[0], pair[1]["inner"]), default=(None, None))
+        row.choices.append(chosen[0] and chosen[0].learner)
+        row.outer_splits.append(chosen[1])
+    missing = [str(i) for i, choice in enumerate(row.choices) if choice is None]
+    if missing:
+        row.status = Status.NO_RESULT
+        row.error = (f"no learner with an ok nested figure and an inner score in outer split(s) "
+                     f"{', '.join(missing)}")
+        return row
+    row.status = Status.OK
+    row.nested_accuracy, row.nested_accuracy_std = mean_std(s["accuracy"] for s in row.outer_splits)
+    row.nested_balanced_accuracy, row.nested_balanced_accuracy_std = mean_std(
+        s["balanced_accuracy"] for s in row.outer_splits)
+    row.accuracy, row.accuracy_std = row.nested_accuracy, row.nested_accuracy_std
+    row.balanced_accuracy, row.balanced_accuracy_std = row.nested_balanced_accuracy, row.nested_balanced_accuracy_std
+    return row

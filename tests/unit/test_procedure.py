@@ -1,0 +1,78 @@
+"""automil's own nested figure from evaluations built by hand: each outer split chooses by its inner scores
+with the rule of the final choice, and is scored on its outer fold."""
+
+import numpy as np
+import pytest
+
+from automil.records import PROCEDURE, LearnerResult, Status, TrialRecord, TrialState
+from automil.tune.ensembling import Candidate
+from automil.tune.leaderboard import Evaluation, choose, procedure_row, result_row
+from automil.tune.options import TuneOptions
+from automil.tune.studies import Plan
+
+pytestmark = pytest.mark.unit
+
+OPTIONS = TuneOptions(folds=3, repeats=1, protocol="nested", metric="balanced_accuracy", jobs=1)
+
+
+def _row(learner, inner, outer, fit_seconds, one_class=False):
+    """A learner's row whose outer split ``i`` scored ``inner[i]`` on its inner folds and ``outer[i]`` (BACC;
+    ACC is BACC + 0.05) on outer fold ``i``."""
+    best = TrialRecord(0, TrialState.COMPLETE, 0.5, attrs={"estimator_params": {}})
+    nested = [{"accuracy": b + 0.05, "balanced_accuracy": b, "one_class": one_class} for b in outer]
+    return result_row("fox", OPTIONS, Evaluation(learner, "p", f"fox/{learner}", [best], best, outer_best=[best] * 3,
+                                                 nested=nested, inner=inner, fit_seconds=[fit_seconds]))
+
+
+def test_each_outer_split_chooses_by_its_inner_scores_and_is_scored_on_its_outer_fold():
+    rows = [_row("a", inner=[0.80, 0.60, 0.70], outer=[0.50, 0.90, 0.60], fit_seconds=4.0),
+            _row("b", inner=[0.70, 0.90, 0.70], outer=[0.90, 0.60, 0.80], fit_seconds=1.0),
+            # best inner scores everywhere, but a fold predicted one class: the final choice never takes it
+            _row("c", inner=[0.99, 0.99, 0.99], outer=[1.0, 1.0, 1.0], fit_seconds=0.1, one_class=True)]
+    procedure = procedure_row(rows)
+    # split 0: a (0.80 > 0.70); split 1: b (0.90); split 2: a tie at 0.70 goes to the cheaper b
+    assert procedure.choices == ["a", "b", "b"]
+    assert [s["inner"] for s in procedure.outer_splits] == [0.80, 0.90, 0.70]
+    by_hand = [0.50, 0.60, 0.80]
+    assert procedure.balanced_accuracy == pytest.approx(np.mean(by_hand))
+    assert procedure.balanced_accuracy_std == pytest.approx(np.std(by_hand, ddof=1))
+    assert procedure.accuracy == pytest.approx(np.mean(by_hand) + 0.05)
+    assert procedure.status == Status.OK and procedure.learner == PROCEDURE and procedure.headline == "nested"
+    # The final choice takes b on its nested figure (76.7), which the procedure's (63.3) does not reach:
+    # choosing on the outer folds is what the procedure's figure leaves out.
+    assert choose([*rows, procedure]).learner == "b"
+    assert rows[1].balanced_accuracy == pytest.approx(np.mean([0.90, 0.60, 0.80]))
+
+
+def test_a_split_where_no_row_can_be_chosen_leaves_the_procedure_without_a_figure_and_says_why():
+    rows = [_row("a", inner=[0.8, None, 0.7], outer=[0.5, 0.9, 0.6], fit_seconds=1.0)]
+    procedure = procedure_row(rows)
+    assert procedure.choices == ["a", None, "a"]
+    assert procedure.status == Status.NO_RESULT and procedure.balanced_accuracy is None
+    assert "outer split(s) 1" in procedure.error
+
+
+def test_the_tuned_protocol_has_no_procedure_row_and_rows_round_trip_through_json():
+    tuned = LearnerResult(dataset="fox", learner="a", protocol="tuned", status=Status.OK)
+    assert procedure_row([tuned]) is None
+    procedure = procedure_row([_row("a", inner=[0.8, 0.6, 0.7], outer=[0.5, 0.9, 0.6], fit_seconds=1.0)])
+    assert LearnerResult.from_dict(procedure.to_dict()) == procedure
+    stored = procedure.to_dict()
+    del stored["outer_splits"], stored["choices"]  # a row stored before the procedure's figure still reads
+    assert LearnerResult.from_dict(stored).outer_splits is None
+
+
+def test_a_split_left_untuned_sees_the_defaults_on_its_inner_folds_only():
+    assignment = np.array([0, 1, 2, 0, 1, 2])
+    plan = Plan("fox", ["a"], OPTIONS, assignment, 0.0)
+    # the main study's out-of-fold order is fold by fold: bags 0 3 | 1 4 | 2 5; bag b scored 10 * b
+    defaults = TrialRecord(0, TrialState.COMPLETE, 0.7, queued=True,
+                           attrs={"fold_balanced_accuracy": [0.5, 0.7, 0.9], "oof_scores": [0, 30, 10, 40, 20, 50]})
+    tuned = TrialRecord(3, TrialState.COMPLETE, 0.8, attrs={"oof_scores": [1, 2, 3, 4]})
+    candidate = Candidate([defaults], [[tuned], [], []])
+    value, scores = candidate.inner(plan, 0)
+    assert value == 0.8 and scores.tolist() == [1, 2, 3, 4]
+    value, scores = candidate.inner(plan, 1)  # untuned: fold 1's score and bags are left out
+    assert value == pytest.approx(0.7) and scores.tolist() == [0, 30, 20, 50]
+    value, scores = candidate.inner(plan, 2)
+    assert value == pytest.approx(0.6) and scores.tolist() == [0, 30, 10, 40]
