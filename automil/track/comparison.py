@@ -66,7 +66,7 @@ def leaderboard_markdown(dataset: str, experiment_id: str, ranked: list[StoredSt
         best = scored[0]
         first = (f"**{dataset}**: best **{best.learner}**, balanced accuracy "
                  f"{_pm(best.metrics, 'balanced_accuracy')} % ({headline}){_chosen(chosen)}{_own(procedure)}; "
-                 f"{len(ranked)} learner(s), leaderboard below (unfold).")
+                 f"{sum(s is not procedure for s in ranked)} learner(s), leaderboard below (unfold).")
     else:
         first = f"**{dataset}**: no learner has a result yet; {len(ranked)} learner(s) tuned."
     lines = [first, "",
