@@ -1,11 +1,13 @@
 """automil's own nested figure from evaluations built by hand: each outer split chooses by its inner scores
 with the rule of the final choice, and is scored on its outer fold."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 from automil.records import PROCEDURE, LearnerResult, Status, TrialRecord, TrialState
-from automil.tune.ensembling import Candidate
+from automil.tune.ensembling import NESTED_SCORES, Candidate, ensemble_nested
 from automil.tune.leaderboard import Evaluation, choose, procedure_row, result_row
 from automil.tune.options import TuneOptions
 from automil.tune.studies import Plan
@@ -76,3 +78,19 @@ def test_a_split_left_untuned_sees_the_defaults_on_its_inner_folds_only():
     assert value == pytest.approx(0.7) and scores.tolist() == [0, 30, 20, 50]
     value, scores = candidate.inner(plan, 2)
     assert value == pytest.approx(0.6) and scores.tolist() == [0, 30, 10, 40]
+
+
+def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults():
+    # two learners, no outer split tuned: each split refits the defaults, and the ensemble builds from them
+    y = np.array([0, 1, 0, 1, 0, 1, 0, 1, 0])
+    plan = Plan("fox", ["a", "b"], OPTIONS, np.array([0, 0, 0, 1, 1, 1, 2, 2, 2]), 0.0)
+    signs = np.where(y == 1, 1.0, -1.0)
+    candidates = {}
+    for name, noise in (("a", [1, 1, 1, 1, -1, 1, 1, 1, 1]), ("b", [1, 1, -1, 1, 1, 1, 1, 1, 1])):
+        scores = signs * np.asarray(noise, dtype=float) * (1.0 + np.arange(9) / 10)
+        defaults = TrialRecord(0, TrialState.COMPLETE, 0.8, queued=True,
+                               attrs={"fold_balanced_accuracy": [0.8, 0.8, 0.8], "oof_scores": scores.tolist()})
+        candidates[name] = Candidate([defaults], [[], [], []], scores={NESTED_SCORES: scores})
+    evaluation = ensemble_nested(plan, SimpleNamespace(y=y), candidates)
+    assert evaluation.errors == [] and evaluation.tuned_splits == 3
+    assert all(s is not None for s in evaluation.nested) and all(v is not None for v in evaluation.inner)
