@@ -265,9 +265,10 @@ def _values(bags) -> int:
 def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, fits: _Fits):
     """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
     extrapolate to the trial's fits (:func:`~automil.tune.budget.estimated_trial_seconds`); raises
-    ``_TooSlow`` when the estimate passes ``share``. A sample fit that passes its small time limit
+    ``_TooSlow`` when the estimate passes ``share``. The larger sample's fit passing its small time limit
     (:func:`~automil.tune.budget.probe_limits`) gives a lower bound, a linear extrapolation of that limit.
-    A sample fit that fails says nothing about the cost: the trial goes on and meets the failure itself."""
+    The smaller sample's fit passing its limit, or a sample fit that fails, says nothing about the cost (the
+    first fit in a fresh worker carries one-time costs: imports, compilation): the trial goes on as usual."""
     train = np.asarray(fits.splits[0][0])
     full = int(bags.sizes[train].sum())
     sizes, seconds = [], []
@@ -276,6 +277,8 @@ def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, 
         try:
             out = worker.call(fit_predict, spec.name, params, sample, None, plan.options.seed, timeout=limit)
         except FitTimeout:
+            if not seconds:
+                return
             estimate = estimated_trial_seconds([size], [limit], full, len(fits.splits), growth=1.0)
             measured = f"a fit on {len(sample)} bags ran {limit:.1f} s without finishing"
             break
