@@ -17,8 +17,9 @@ def add_ui(commands):
     sub = subcommand(commands, "ui", _run_ui, "start the MLflow UI on the tracking store",
                       "Start the MLflow UI on automil's tracking store (one experiment per dataset, one "
                       "run per learner, nested runs per trial); once it answers, print its URL and, per "
-                      "dataset, the link to its runs table. Ctrl-C, SIGTERM or SIGHUP stop the server and "
-                      "its workers.")
+                      "dataset, the link to its leaderboard (the learners' runs, best balanced accuracy "
+                      "first, a view saved in the experiment) and the link to the learners' trials. Ctrl-C, "
+                      "SIGTERM or SIGHUP stop the server and its workers.")
     sub.add_argument("--host", default="127.0.0.1",
                      help="interface to bind (default 127.0.0.1: this machine only)")
     sub.add_argument("--port", type=int, default=5000, help="port (default 5000)")
@@ -46,8 +47,8 @@ def serve(command: list[str], env: dict, base_url: str, store: str, open_browser
     between steps: an exception raised wherever the signal lands (inside ``subprocess.Popen`` just
     after the fork, say) could lose the child and leave it running.
     """
-    from automil.track.server import (dataset_experiments, runs_table_url, start_server, stop_server,
-                                      wait_until_ready)
+    from automil.track.server import (dataset_experiments, runs_table_url, save_leaderboard_views, start_server,
+                                      stop_server, trials_table_url, wait_until_ready)
 
     stopped = []
     previous = {sig: signal.signal(sig, lambda signum, frame: stopped.append(signum)) for sig in _STOP_SIGNALS}
@@ -58,9 +59,11 @@ def serve(command: list[str], env: dict, base_url: str, store: str, open_browser
         if not wait_until_ready(server, base_url, stopped):
             return 0
         experiments = dataset_experiments(base_url)
+        save_leaderboard_views(base_url, [experiment_id for _, experiment_id in experiments])
         out(f"automil: MLflow UI at {base_url} ; Ctrl-C stops it", flush=True)
         for dataset, experiment_id in experiments:
             out(f"  {dataset}: {runs_table_url(base_url, experiment_id)}", flush=True)
+            out(f"    trials: {trials_table_url(base_url, experiment_id)}", flush=True)
         if not experiments:
             out("  no automil experiment yet: run automil tune", flush=True)
         if open_browser and not stopped:

@@ -84,8 +84,8 @@ def leaderboard_markdown(dataset: str, experiment_id: str, ranked: list[StoredSt
             f"| {_pm(metrics, 'balanced_accuracy')}{dagger} | {_pm(metrics, 'accuracy')}{dagger} "
             f"| {_pm(metrics, 'balanced_accuracy_repeated_cv')} | {'-' if fit is None else f'{fit:.2f}'} "
             f"| {'-' if trials is None else int(trials)} | {study.status or 'running'} |")
-    lines += ["", "Each learner's run holds its trials (unfold it in the runs table), its figures and its "
-                  "model. BACC: headline balanced accuracy, mean ± sd over folds."]
+    lines += ["", "Each learner's run holds its trials (unfold it in the runs table sorted by Created), its figures "
+                  "and its model. BACC: headline balanced accuracy, mean ± sd over folds."]
     if chart_run is not None:
         lines += ["", f"![learners compared](get-artifact?path={CHART}&run_uuid={chart_run})"]
         if scatter:

@@ -1,5 +1,6 @@
 """The MLflow UI on automil's tracking store (``automil ui``): the ``mlflow server`` command, a server
-that runs in a session of its own and is stopped with all its workers, and the links into its UI.
+that runs in a session of its own and is stopped with all its workers, the links into its UI and the
+leaderboard view the first of them opens.
 
 ``mlflow server`` starts a uvicorn process of its own; stopping only the ``mlflow`` process (what a
 service manager's SIGTERM to ``automil ui`` used to do) orphans that worker, which keeps serving the
@@ -8,22 +9,37 @@ store. The server therefore runs in a new session, and :func:`stop_server` stops
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 
 from automil.track.locations import artifact_root, default_tracking_uri, sqlite_path
-from automil.track.store import Store
+from automil.track.names import KIND_TAG, STUDY_KIND
+from automil.track.store import Store, retry
 
 __all__ = ["ui_command", "start_server", "stop_server", "wait_until_ready", "dataset_experiments",
-           "runs_table_url", "ServerError"]
+           "save_leaderboard_views", "runs_table_url", "trials_table_url", "ServerError"]
 
 # MLflow 3's UI opens an experiment on its GenAI overview unless the page's ``workflowType`` says
 # otherwise: the experiment kind tag is ignored while the UI shows its GenAI / Model training switch
 # (always, in 3.17). The runs route with this parameter opens the training runs table.
 RUNS_QUERY = "workflowType=machine_learning"
+# The URL sets the table's filter and sort (``searchFilter``, ``orderByKey``, ``orderByAsc``) but not its
+# columns; a view saved in the experiment (MLflow 3.17's *Views*, an experiment tag
+# ``mlflow.sharedViewState.<key>``) holds both, and ``viewStateShareKey=<key>`` opens it, provided the URL
+# carries no filter or sort of its own (the UI then ignores the view).
+VIEW_TAG_PREFIX = "mlflow.sharedViewState."
+LEADERBOARD_VIEW = "automil-leaderboard"
+LEADERBOARD_NAME = "automil: learners by balanced accuracy"
+# The headline metrics, first after the run's name and creation time, each as wide as its name.
+HEADLINE_WIDTHS = {"balanced_accuracy": 160, "balanced_accuracy_std": 180, "accuracy": 140, "accuracy_std": 140}
+# The UI nests trials under their learner only in creation order: any other sort lists every run flat, so
+# the leaderboard keeps the learners' runs alone and the trials have this table of their own.
+TRIALS_QUERY = "searchFilter=&orderByKey=attributes.start_time&orderByAsc=false"
 _GRACE_SECONDS = 10
 
 
@@ -51,9 +67,39 @@ def ui_command(tracking_uri: str | None = None, host: str = "127.0.0.1", port: i
     return command, {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
 
 
+def leaderboard_view() -> dict:
+    """The runs table as the leaderboard: the learners' runs (not their trials) best first by headline
+    balanced accuracy, the headline metrics in the first columns, then each run's dataset and model."""
+    headline = [f"metrics.`{name}`" for name in HEADLINE_WIDTHS]
+    return {"searchFilter": f"tags.`{KIND_TAG}` = '{STUDY_KIND}'", "orderByKey": headline[0], "orderByAsc": False,
+            "selectedColumns": [*headline, "attributes.`Dataset`", "attributes.`Models`"],
+            "columnOrder": ["attributes.`Run Name`", "runDateAndNestInfo", *headline, "attributes.`Dataset`",
+                            "duration", "attributes.`Models`"],
+            "columnWidths": dict(zip(headline, HEADLINE_WIDTHS.values()))}
+
+
+def save_leaderboard_views(base_url: str, experiment_ids) -> None:
+    """Save :func:`leaderboard_view` in each experiment, as the UI's *Views* menu saves a view (the same
+    key every time, so that saving again replaces it)."""
+    store = Store(base_url)
+    now = int(time.time() * 1000)
+    saved = json.dumps({"name": LEADERBOARD_NAME, "createdAt": now, "updatedAt": now,
+                        "state": json.dumps(leaderboard_view())})
+    for experiment_id in experiment_ids:
+        retry(store.client.set_experiment_tag, experiment_id, VIEW_TAG_PREFIX + LEADERBOARD_VIEW, saved)
+
+
 def runs_table_url(base_url: str, experiment_id: str) -> str:
-    """The address that opens ``experiment_id``'s runs table (one row per learner) in MLflow's UI."""
-    return f"{base_url}/#/experiments/{experiment_id}/runs?{RUNS_QUERY}"
+    """The address that opens ``experiment_id``'s runs table in MLflow's UI as the leaderboard saved by
+    :func:`save_leaderboard_views`."""
+    view = urllib.parse.urlencode({"viewStateShareKey": LEADERBOARD_VIEW})
+    return f"{base_url}/#/experiments/{experiment_id}/runs?{RUNS_QUERY}&{view}"
+
+
+def trials_table_url(base_url: str, experiment_id: str) -> str:
+    """The address that opens ``experiment_id``'s runs table in creation order, each learner's trials
+    nested under its run."""
+    return f"{base_url}/#/experiments/{experiment_id}/runs?{RUNS_QUERY}&{TRIALS_QUERY}"
 
 
 def start_server(command: list[str], env: dict) -> subprocess.Popen:
