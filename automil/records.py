@@ -65,6 +65,7 @@ class TrialAttr:
     SEED = "seed"
     N_FEATURES = "n_features"
     N_CLASSES = "n_classes"
+    N_INSTANCES = "n_instances"
     ESTIMATOR_PARAMS = "estimator_params"  # the learner's parameters as JSON: what the final evaluation refits
     FOLD_ACCURACY = "fold_accuracy"
     FOLD_BALANCED_ACCURACY = "fold_balanced_accuracy"
@@ -73,6 +74,7 @@ class TrialAttr:
     TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
     INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or the run's budget stopped it: not counted
     TOO_SLOW = "too_slow"  # its defaults passed their fair share of the budget (also interrupted)
+    ESTIMATED_SECONDS = "estimated_seconds"  # its defaults' trial as estimated from fits on samples of bags
     STALE = "stale"  # its process died: not counted
     OUT_OF_MEMORY = "out_of_memory"
     ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
@@ -164,6 +166,7 @@ class LearnerResult:
     repeats: int | None = None
     headline: str | None = None
     fit_seconds: float | None = None
+    budget_seconds: float | None = None  # wall seconds of the run's budget its trials and final fits took
     one_class: bool | None = None
     error: str | None = None
     trials_stopped: int | None = None

@@ -134,7 +134,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
     header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC", "reps",
-              f"tuning {metric}*", "fit s", "trials", "T/O") + (
+              f"tuning {metric}*", "fit s", "budget s", "trials", "T/O") + (
         ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
         else ()) + ("best parameters",)
     table = []
@@ -144,7 +144,8 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
             timed_out = "" if status == Status.SKIPPED else row.trials_timed_out  # a skipped row has no count
-            table.append((row.learner, what, what, "", "", "", "", "", row.trials, timed_out, *extra,
+            table.append((row.learner, what, what, "", "", "", "", "", _budget(row.budget_seconds), row.trials,
+                          timed_out, *extra,
                           (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
             continue
         name = f"{row.learner} (chosen)" if row.selected else row.learner
@@ -153,7 +154,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
                       _measured(row.repeated_accuracy, row.repeated_accuracy_std),
                       _measured(row.repeated_balanced_accuracy, row.repeated_balanced_accuracy_std),
                       _blank(row.repeats), _percent(row.tuning_score),
-                      "-" if row.fit_seconds is None else f"{row.fit_seconds:.2f}",
+                      "-" if row.fit_seconds is None else f"{row.fit_seconds:.2f}", _budget(row.budget_seconds),
                       _blank(row.trials), _blank(row.trials_timed_out), *extra,
                       _members(row.members) if row.members else _choices(row.choices) if row.choices
                       else _params(row.best_params)))
@@ -240,6 +241,11 @@ def _members(members) -> str:
 
 def _choices(choices) -> str:
     return "per outer split: " + " ".join(choice or "-" for choice in choices)
+
+
+def _budget(seconds) -> str:
+    """The seconds of the run's budget a row's learner used, whole ('' for a row that ran nothing here)."""
+    return "" if seconds is None else f"{seconds:.0f}"
 
 
 def _blank(value):

@@ -23,6 +23,7 @@ from automil.tune.isolation import OutOfTime, run_tasks
 from automil.tune.leaderboard import Evaluation, Refit, choose, rank, result_row
 from automil.tune.listener import Listener
 from automil.tune.optuna_records import records
+from automil.tune.budget import run_seconds
 from automil.tune.studies import Plan, study_name
 from automil.tune.tracking import Recorder
 from automil.tune.trial_rules import best_trial, defaults_trial
@@ -171,6 +172,8 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
                                                                 tuned_splits=sum(t is not None for t in tuned),
                                                                 inner=[candidates[learner].inner(plan, i)[0]
                                                                        for i in range(len(subs))]))
+        # the seconds this run's budget gave its trials so far; its final fits add theirs
+        pending[learner].evaluation.budget_seconds = run_seconds([trials, *sub_trials], plan.start, time.time())
     return rows, pending, candidates
 
 
@@ -266,7 +269,10 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
     if isinstance(out, Exception):
         if job is not None:
             job.evaluation.errors.append(f"{task.refit} fit: {out}")
-    elif task.refit is Refit.MODEL:
+        return
+    if job is not None:
+        job.evaluation.budget_seconds += out["fit_seconds"] + out["predict_seconds"]
+    if task.refit is Refit.MODEL:
         candidate.model = out["model"]
     else:
         evaluation, test = job.evaluation, task.test

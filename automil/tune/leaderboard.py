@@ -54,7 +54,8 @@ class Evaluation:
     procedure chooses by, :func:`procedure_row`);
     ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
     out-of-fold predictions (of the first repeat); ``errors`` are the final evaluation's failures,
-    ``notes`` what its budget left out that the headline figure does not need (a model).
+    ``notes`` what its budget left out that the headline figure does not need (a model);
+    ``budget_seconds`` the wall seconds of this run's budget its trials and final fits took.
     """
 
     learner: str
@@ -70,6 +71,7 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)
     predictions: dict[Refit, list[tuple]] = field(default_factory=dict)
     tuned_splits: int | None = None
+    budget_seconds: float | None = None
     inner: list[float | None] = field(default_factory=list)
 
 
@@ -109,6 +111,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
                                                             row.repeated_balanced_accuracy_std)
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row.fit_seconds = float(np.mean(fit_seconds)) if fit_seconds else None
+    row.budget_seconds = None if job.budget_seconds is None else round(job.budget_seconds, 1)
     row.one_class = any(s is not None and s["one_class"] for s in nested) or any(
         s["one_class"] for scores in repeats for s in scores)
     stopped = sum(bool(t.attrs.get(TrialAttr.INTERRUPTED)) for t in job.trials)

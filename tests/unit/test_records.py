@@ -10,8 +10,8 @@ ROW_KEYS = ["dataset", "learner", "plugin", "study", "protocol", "metric", "seed
             "best_params", "nested_accuracy", "nested_accuracy_std", "nested_balanced_accuracy",
             "nested_balanced_accuracy_std", "repeated_accuracy", "repeated_accuracy_std",
             "repeated_balanced_accuracy", "repeated_balanced_accuracy_std", "accuracy", "accuracy_std",
-            "balanced_accuracy", "balanced_accuracy_std", "repeats", "headline", "fit_seconds", "one_class",
-            "error", "trials_stopped"]
+            "balanced_accuracy", "balanced_accuracy_std", "repeats", "headline", "fit_seconds", "budget_seconds",
+            "one_class", "error", "trials_stopped"]
 # Added with the chosen model: the outer splits tuned and their inner and outer scores, the logged model, the
 # choice and its registry version.
 CHOICE_KEYS = ["tuned_splits", "outer_splits", "model_uri", "selected", "registered_model"]
