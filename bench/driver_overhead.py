@@ -26,8 +26,8 @@ from pathlib import Path
 def trial_overhead(dataset: str, learner: str, n_trials: int, storage: str):
     import optuna
 
-    from automil.tune.storage import open_storage
     from automil.tune import TuneOptions, study_name, tune
+    from automil.tune.storage import open_storage
 
     options = TuneOptions(n_trials=n_trials, timeout=None, protocol="tuned", repeats=1, track=False,
                           storage=storage)

@@ -16,9 +16,8 @@ import argparse
 import time
 
 import numpy as np
-from sklearn.ensemble import RandomForestClassifier
-
 from forest_accuracy import load  # bench/ is on sys.path when this script runs
+from sklearn.ensemble import RandomForestClassifier
 
 from automil import bag_folds, bag_max, fold_splits
 from automil_forests.forest import resolve_max_features

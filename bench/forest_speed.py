@@ -15,9 +15,8 @@ import os
 import time
 
 import numpy as np
-from sklearn.ensemble import RandomForestClassifier
-
 from forest_accuracy import load  # bench/ is on sys.path when this script runs
+from sklearn.ensemble import RandomForestClassifier
 
 from automil import Bags
 from automil_datasets.synthetic import make_synthetic_bags

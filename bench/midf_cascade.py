@@ -15,7 +15,6 @@ import argparse
 import time
 
 import numpy as np
-
 from forest_accuracy import load  # bench/ is on sys.path when this script runs
 
 from automil import bag_folds, fold_splits

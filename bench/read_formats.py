@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 import tempfile
+import time
 import tomllib
 from pathlib import Path
 

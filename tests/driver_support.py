@@ -6,9 +6,9 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 PLUGIN_SOURCE = Path(__file__).resolve().parent / "plugins" / "testlearners"

@@ -8,7 +8,9 @@ import pytest
 
 import automil
 from automil.checks import (
-    check_first_trial_is_a_point_of_the_search_space, check_search_space_extremes, learner_checks,
+    check_first_trial_is_a_point_of_the_search_space,
+    check_search_space_extremes,
+    learner_checks,
 )
 from automil.learner import SEED
 

@@ -8,9 +8,9 @@ import sys
 
 import optuna
 import pytest
+from driver_support import plugin_env, plugin_site
 
 from automil.tune.storage import open_storage
-from driver_support import plugin_env, plugin_site
 
 
 def test_a_learner_estimated_too_slow_is_reported_after_a_small_part_of_its_share(tmp_path):

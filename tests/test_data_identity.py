@@ -4,14 +4,14 @@ import shutil
 
 import numpy as np
 import optuna
+from driver_support import load_in_process
+from test_warm_start import Notes
 
 from automil.data import bags_digest, dataset_name, load_bags
 from automil.tune.driver import tune
 from automil.tune.options import TuneOptions
 from automil.tune.storage import open_storage
 from automil.tune.studies import changed_data_note
-from driver_support import load_in_process
-from test_warm_start import Notes
 
 
 def _write_bags(path, seed: int):

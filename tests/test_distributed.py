@@ -7,7 +7,6 @@ store and once in MLflow, and both machines print the same leaderboard figures.
 import json
 
 import pytest
-
 from faults import harness
 from faults.harness import MlflowServer, Tune
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from driver_support import load_in_process
 from sklearn.base import clone
 
 from automil import plugins
@@ -10,7 +11,6 @@ from automil.bags import Bags
 from automil.evaluation import Standardized, fold_scores, instance_scaling, mean_std
 from automil.folds import bag_folds, fold_digest, fold_splits, repeat_seeds
 from automil.tune.fits import fit_predict
-from driver_support import load_in_process
 
 
 @pytest.fixture

@@ -5,13 +5,13 @@ import json
 
 import optuna
 import pytest
+from driver_support import load_in_process
 from mlflow import MlflowClient
 
 from automil.track import Tracker
 from automil.tune.driver import tune
 from automil.tune.final_evaluation import RESULT_ATTR
 from automil.tune.options import TuneOptions
-from driver_support import load_in_process
 
 
 @pytest.mark.slow  # two runs and a tracked model: about 30 s on 2 cores

@@ -9,11 +9,11 @@ import textwrap
 import time
 
 import pytest
+from driver_support import load_in_process
 
 from automil import plugins
 from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, run_tasks
 from automil.tune.processes import process_alive, process_identity
-from driver_support import load_in_process
 
 
 def gone(pid: int, wait: float = 10.0) -> bool:

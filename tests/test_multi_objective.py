@@ -8,10 +8,10 @@ import sys
 import numpy as np
 import optuna
 import pytest
+from driver_support import load_in_process, plugin_env, plugin_site
 from mlflow import MlflowClient
 
 from automil.tune.storage import open_storage
-from driver_support import load_in_process, plugin_env, plugin_site
 
 OBJECTIVES = ["--objective", "balanced_accuracy", "--objective", "fit_seconds"]
 

@@ -10,9 +10,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from driver_support import pip_install
 
 from automil import hookspecs, plugins
-from driver_support import pip_install
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,11 +15,11 @@ import automil
 from automil import BagClassifier, LearnerSpec, cli
 from automil.evaluation import Standardized, fold_scores, mean_std
 from automil.folds import bag_folds, fold_splits
+from automil.records import LearnerResult
 from automil.track import Tracker
 from automil.track.inputs import BagsDataset
 from automil.track.runs import StudyRuns
 from automil.track.store import Store
-from automil.records import LearnerResult
 from automil.tune.optuna_records import study_record, trial_record
 
 N_TRIALS = 4

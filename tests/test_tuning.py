@@ -10,10 +10,10 @@ from pathlib import Path
 
 import optuna
 import pytest
+from driver_support import ctrl_c_reaches_children, load_in_process, plugin_env, plugin_site, wait_for
 from optuna.trial import TrialState
 
 from automil.tune.storage import open_storage
-from driver_support import ctrl_c_reaches_children, load_in_process, plugin_env, plugin_site, wait_for
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 FAST = ["--no-track", "--repeats", "1", "--timeout", "none", "--jobs", "1"]

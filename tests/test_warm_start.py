@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import optuna
 import pytest
+from driver_support import load_in_process, plugin_env, plugin_site
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 from optuna.trial import TrialState, create_trial
 
@@ -17,7 +18,6 @@ from automil.tune.listener import Silent
 from automil.tune.options import TuneOptions
 from automil.tune.storage import open_storage
 from automil.tune.warm_start import WARM_START_ATTR, warm_start, warm_start_note
-from driver_support import load_in_process, plugin_env, plugin_site
 
 SPACE = {"C": FloatDistribution(1e-2, 1e2, log=True), "kernel": CategoricalDistribution(["linear", "rbf"])}
 HERE = MetaFeatures(n_bags=200, n_instances=1300, mean_bag_size=6.5, n_features=230, n_classes=2, sparsity=0.1)

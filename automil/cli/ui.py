@@ -47,8 +47,15 @@ def serve(command: list[str], env: dict, base_url: str, store: str, open_browser
     between steps: an exception raised wherever the signal lands (inside ``subprocess.Popen`` just
     after the fork, say) could lose the child and leave it running.
     """
-    from automil.track.server import (dataset_experiments, runs_table_url, save_leaderboard_views, start_server,
-                                      stop_server, trials_table_url, wait_until_ready)
+    from automil.track.server import (
+        dataset_experiments,
+        runs_table_url,
+        save_leaderboard_views,
+        start_server,
+        stop_server,
+        trials_table_url,
+        wait_until_ready,
+    )
 
     stopped = []
     previous = {sig: signal.signal(sig, lambda signum, frame: stopped.append(signum)) for sig in _STOP_SIGNALS}

@@ -11,8 +11,16 @@ from pathlib import Path
 from automil.records import LearnerResult, StudyRecord
 from automil.track.inputs import dataset_input
 from automil.track.model import BagModel
-from automil.track.names import (BEST_PARAM_PREFIX, DATASET_TAG, LEARNER_TAG, MODEL_NAME, MODEL_URI_TAG,
-                                 RESULT_TAG_KEYS, automil_tag, metric_name)
+from automil.track.names import (
+    BEST_PARAM_PREFIX,
+    DATASET_TAG,
+    LEARNER_TAG,
+    MODEL_NAME,
+    MODEL_URI_TAG,
+    RESULT_TAG_KEYS,
+    automil_tag,
+    metric_name,
+)
 from automil.track.runs import StudyRuns
 from automil.track.store import INSERTED_BY_ANOTHER, Store, global_tracking_uri, quiet_mlflow, retry
 from automil.track.values import MAX_TAG_CHARS, clip_text, finite, jsonable

@@ -5,8 +5,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from automil.track.names import (KIND_TAG, LEARNER_TAG, PARENT_TAG, PROTOCOL_TAG, STATE_TAG, STATUS_TAG,
-                                 STUDY_KIND, STUDY_TAG, TRIAL_KIND)
+from automil.track.names import (
+    KIND_TAG,
+    LEARNER_TAG,
+    PARENT_TAG,
+    PROTOCOL_TAG,
+    STATE_TAG,
+    STATUS_TAG,
+    STUDY_KIND,
+    STUDY_TAG,
+    TRIAL_KIND,
+)
 
 __all__ = ["StoredStudy", "StoredTrial", "read_studies", "read_trials", "latest_per_learner"]
 

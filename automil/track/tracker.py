@@ -11,8 +11,17 @@ from __future__ import annotations
 import automil
 from automil.records import LearnerResult, StudyRecord, TrialRecord
 from automil.track import comparison
-from automil.track.names import (DATASET_TAG, KIND_TAG, LEARNER_TAG, NOTE_TAG, PLUGIN_TAG, PLUGIN_VERSION_TAG,
-                                 STUDY_KIND, STUDY_TAG, VERSION_TAG)
+from automil.track.names import (
+    DATASET_TAG,
+    KIND_TAG,
+    LEARNER_TAG,
+    NOTE_TAG,
+    PLUGIN_TAG,
+    PLUGIN_VERSION_TAG,
+    STUDY_KIND,
+    STUDY_TAG,
+    VERSION_TAG,
+)
 from automil.track.registry import register_model
 from automil.track.results import ResultLogging
 from automil.track.runs import StudyRuns

@@ -7,9 +7,22 @@ from dataclasses import dataclass
 
 import automil
 from automil.records import TrialRecord
-from automil.track.names import (DATASET_TAG, KIND_TAG, LEARNER_TAG, PARENT_TAG, PLUGIN_TAG, PLUGIN_VERSION_TAG,
-                                 RUN_STATUS, STATE_TAG, STUDY_TAG, TRIAL_KIND, TRIAL_TAG, TRIAL_TAG_ATTRS,
-                                 VERSION_TAG, automil_tag)
+from automil.track.names import (
+    DATASET_TAG,
+    KIND_TAG,
+    LEARNER_TAG,
+    PARENT_TAG,
+    PLUGIN_TAG,
+    PLUGIN_VERSION_TAG,
+    RUN_STATUS,
+    STATE_TAG,
+    STUDY_TAG,
+    TRIAL_KIND,
+    TRIAL_TAG,
+    TRIAL_TAG_ATTRS,
+    VERSION_TAG,
+    automil_tag,
+)
 from automil.track.runs import StudyRuns
 from automil.track.store import Store, retry
 from automil.track.values import MAX_PARAM_CHARS, MAX_TAG_CHARS, clip_text, finite, millis

@@ -24,8 +24,8 @@ from automil.tune.fits import fit_worker
 from automil.tune.leaderboard import PROCEDURE_SPEC, choose, procedure_row, rank, skipped_row
 from automil.tune.listener import Listener, Silent
 from automil.tune.loop import tune_studies
-from automil.tune.optuna_records import records, study_record
 from automil.tune.options import TuneOptions
+from automil.tune.optuna_records import records, study_record
 from automil.tune.processes import die_with_parent
 from automil.tune.shared_data import release_instances, share_instances
 from automil.tune.storage import open_storage

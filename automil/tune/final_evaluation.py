@@ -15,15 +15,24 @@ import numpy as np
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
 from automil.records import LearnerResult, TrialAttr
-from automil.tune.budget import extras_deadline, final_deadline
-from automil.tune.ensembling import (ENSEMBLE, NESTED_SCORES, Candidate, Members, ScoreKey, ensemble_nested,
-                                     ensemble_row, loaded_scores, main_members, stored_scores)
+from automil.tune.budget import extras_deadline, final_deadline, run_seconds
+from automil.tune.ensembling import (
+    ENSEMBLE,
+    NESTED_SCORES,
+    Candidate,
+    Members,
+    ScoreKey,
+    ensemble_nested,
+    ensemble_row,
+    loaded_scores,
+    main_members,
+    stored_scores,
+)
 from automil.tune.fits import fit_predict, fit_worker
 from automil.tune.isolation import OutOfTime, run_tasks
 from automil.tune.leaderboard import Evaluation, Refit, choose, rank, result_row
 from automil.tune.listener import Listener
 from automil.tune.optuna_records import records
-from automil.tune.budget import run_seconds
 from automil.tune.studies import Plan, study_name
 from automil.tune.tracking import Recorder
 from automil.tune.trial_rules import best_trial, defaults_trial

@@ -16,8 +16,17 @@ from automil.ensemble import rounded
 from automil.evaluation import fold_scores, mean_std
 from automil.folds import fold_splits
 from automil.records import TrialAttr, TrialRecord, TrialState
-from automil.tune.budget import (PROBE_FRACTIONS, estimated_trial_seconds, final_reserve, learner_state, next_step,
-                                 probe_limits, standing, tuning_deadline, worth_probing)
+from automil.tune.budget import (
+    PROBE_FRACTIONS,
+    estimated_trial_seconds,
+    final_reserve,
+    learner_state,
+    next_step,
+    probe_limits,
+    standing,
+    tuning_deadline,
+    worth_probing,
+)
 from automil.tune.fits import fit_predict
 from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 from automil.tune.listener import Listener, StudyProgress

@@ -11,8 +11,8 @@ import numpy as np
 
 from automil.folds import bag_folds, fold_digest
 from automil.meta_features import meta_features
-from automil.tune.optuna_records import fail_stale_trials
 from automil.tune.options import TuneOptions
+from automil.tune.optuna_records import fail_stale_trials
 from automil.uris import shown_storage
 
 __all__ = ["Plan", "study_name", "changed_data_note", "prepare_studies", "configure_study", "sampler",

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from automil.meta_features import MetaFeatures, nearest
 from automil.records import TrialAttr
-from automil.tune.studies import META_FEATURES_ATTR
 from automil.tune.optuna_records import records, trial_record
+from automil.tune.studies import META_FEATURES_ATTR
 from automil.tune.trial_rules import best_trial, counts_toward_budget
 
 __all__ = ["warm_start", "warm_start_note", "WARM_START_ATTR"]

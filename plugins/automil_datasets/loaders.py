@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from automil_datasets.catalog import (DIGITS, SIVAL_CLASSES, SIVAL_IMAGES_PER_CLASS, SYNTHETIC,
-                                      BenchmarkFile)
+from automil_datasets.catalog import DIGITS, SIVAL_CLASSES, SIVAL_IMAGES_PER_CLASS, SYNTHETIC, BenchmarkFile
 
 
 def load_benchmark(entry: BenchmarkFile):

@@ -20,7 +20,11 @@ def register_learners(register):
     from automil import LearnerSpec
     from automil_deep import spaces
     from automil_deep.estimators import (
-        ABMILClassifier, DSMILClassifier, MINetClassifier, MiNetClassifier, TransMILClassifier,
+        ABMILClassifier,
+        DSMILClassifier,
+        MINetClassifier,
+        MiNetClassifier,
+        TransMILClassifier,
     )
 
     # None claims the standard MIL assumption: attention, mean pooling and learned embeddings can all

@@ -110,9 +110,9 @@ class DeepMILClassifier(BagClassifier):
 
     # ---- prediction --------------------------------------------------------------------------------
     def _evaluate(self, bags):
-        from automil_deep.training import Batches, evaluate, thread_count
-
         import torch
+
+        from automil_deep.training import Batches, evaluate, thread_count
 
         threads = torch.get_num_threads()
         torch.set_num_threads(thread_count())

@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from automil_forests.blrt_tree import blrt_bag_proba, grow_blrt_tree
-from automil_forests.forest import (TreeEnsemble, check_int, map_threads, resolve_max_depth,
-                                    resolve_max_features, resolve_n_jobs, stack_trees, tree_seeds)
+from automil_forests.forest import (
+    TreeEnsemble,
+    check_int,
+    map_threads,
+    resolve_max_depth,
+    resolve_max_features,
+    resolve_n_jobs,
+    stack_trees,
+    tree_seeds,
+)
 
 
 class BLRTClassifier(TreeEnsemble):

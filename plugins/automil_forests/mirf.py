@@ -5,8 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from automil import witness
-from automil_forests.forest import (TreeEnsemble, check_int, map_threads, resolve_max_depth,
-                                    resolve_max_features, resolve_n_jobs, stack_trees, tree_seeds)
+from automil_forests.forest import (
+    TreeEnsemble,
+    check_int,
+    map_threads,
+    resolve_max_depth,
+    resolve_max_features,
+    resolve_n_jobs,
+    stack_trees,
+    tree_seeds,
+)
 from automil_forests.id3mi_tree import CHILDREN, INSTANCES, NODE, grow_id3mi_tree, id3mi_bag_proba, id3mi_instance_proba
 
 # the gain's child weights by name: n(child)/n(S), c(child)/(c(L)+c(R)), and docs/algorithms.md 10.2's

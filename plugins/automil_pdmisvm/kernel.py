@@ -11,7 +11,6 @@ from automil.kernels import gamma_exponential_kernel
 from automil_pdmisvm.admm import PdMISVMBase
 from automil_pdmisvm.updates import prepare
 
-
 # The default bound on the Gram matrices of a fit, in MB (``max_gram_mb``).
 MAX_GRAM_MB = 4096
 

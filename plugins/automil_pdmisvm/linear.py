@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from automil_pdmisvm.admm import PdMISVMBase
 from automil_pdmisvm.updates import column_and_class_sq_norms
 

@@ -11,7 +11,12 @@ import scipy.sparse as sp
 
 from automil import bag_max, kernels
 from automil_svm.ovr import (
-    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, MaxInstanceMixin, OneVsRestBagSVM, learner_doc,
+    CLASS_WEIGHT_PARAMETER,
+    COMMON_PARAMETERS,
+    SOLVER_PARAMETER,
+    MaxInstanceMixin,
+    OneVsRestBagSVM,
+    learner_doc,
 )
 from automil_svm.svm_problem import instance_examples
 

@@ -6,7 +6,11 @@ import numpy as np
 
 from automil import kernels
 from automil_svm.ovr import (
-    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, OneVsRestBagSVM, learner_doc,
+    CLASS_WEIGHT_PARAMETER,
+    COMMON_PARAMETERS,
+    SOLVER_PARAMETER,
+    OneVsRestBagSVM,
+    learner_doc,
 )
 
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 from automil_svm.ovr import (
-    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, THRESHOLD_PARAMETER, MaxInstanceMixin,
-    OneVsRestBagSVM, learner_doc,
+    CLASS_WEIGHT_PARAMETER,
+    COMMON_PARAMETERS,
+    SOLVER_PARAMETER,
+    THRESHOLD_PARAMETER,
+    MaxInstanceMixin,
+    OneVsRestBagSVM,
+    learner_doc,
 )
 
 

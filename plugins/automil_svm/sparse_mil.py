@@ -8,8 +8,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from automil_svm.ovr import (
-    CLASS_WEIGHT_PARAMETER, COMMON_PARAMETERS, SOLVER_PARAMETER, THRESHOLD_PARAMETER, MaxInstanceMixin,
-    OneVsRestBagSVM, bag_mean, learner_doc,
+    CLASS_WEIGHT_PARAMETER,
+    COMMON_PARAMETERS,
+    SOLVER_PARAMETER,
+    THRESHOLD_PARAMETER,
+    MaxInstanceMixin,
+    OneVsRestBagSVM,
+    bag_mean,
+    learner_doc,
 )
 from automil_svm.svm_problem import bag_examples, instance_examples
 

@@ -20,7 +20,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from driver_support import ctrl_c_reaches_children, pip_install, wait_for  # noqa: F401 (wait_for: the tests' helper)
 
 REPO = Path(__file__).resolve().parents[2]

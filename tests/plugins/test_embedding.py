@@ -10,8 +10,8 @@ from sklearn.mixture import GaussianMixture
 import automil
 from automil import Bags
 from automil.checks import witness_bags
-from automil_embedding.embedded import power_l2_normalize
 from automil_embedding.coding import fisher_vector, vlad
+from automil_embedding.embedded import power_l2_normalize
 from automil_embedding.miles import MILES, nearest_distances
 from automil_embedding.statistics import bag_statistics
 

@@ -7,10 +7,27 @@ import numpy as np
 import pytest
 
 from automil.records import TrialRecord, TrialState
-from automil.tune.budget import (EDGE_WEIGHT, FINAL_SHARE, FIRST_TRIES, GROWTH_RANGE, MIN_MARGIN, PROBE_CELLS,
-                                 PROBE_SHARE, RESERVE_MARGIN, LearnerState, StudyState, contenders,
-                                 estimated_trial_seconds, final_reserve, learner_state, next_step, probe_limits,
-                                 run_seconds, tuning_deadline, worth_probing)
+from automil.tune.budget import (
+    EDGE_WEIGHT,
+    FINAL_SHARE,
+    FIRST_TRIES,
+    GROWTH_RANGE,
+    MIN_MARGIN,
+    PROBE_CELLS,
+    PROBE_SHARE,
+    RESERVE_MARGIN,
+    LearnerState,
+    StudyState,
+    contenders,
+    estimated_trial_seconds,
+    final_reserve,
+    learner_state,
+    next_step,
+    probe_limits,
+    run_seconds,
+    tuning_deadline,
+    worth_probing,
+)
 from automil.tune.options import TuneOptions
 from automil.tune.studies import Plan
 
