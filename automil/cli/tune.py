@@ -165,8 +165,8 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     first = rows[0]
     repeats = max(r.repeats or 0 for r in rows)
     print(f"\n{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}; repeated CV = "
-          + (f"best parameters re-evaluated over up to {repeats} repeats (mean +- sd over the repeats in `reps`; "
-             "sd '-': one repeat, not measured)." if repeats else
+          + (f"best parameters re-evaluated over up to {repeats} repeat{'s' if repeats > 1 else ''} "
+             "(mean +- sd over the repeats in `reps`; sd '-': one repeat, not measured)." if repeats else
              "none: the budget ended before a repeat (raise --timeout)."))
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
