@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -202,6 +204,22 @@ class Bags:
         bags = self.__new__(Bags)
         bags.__dict__.update(self.__dict__, X=_map_instances(path), instances_file=str(path))
         return bags
+
+    @functools.cached_property
+    def digest(self) -> str:
+        """The sha256 (hex) of the content: instances, bag boundaries and labels, with their dtypes and shapes.
+
+        Computed once per bags (a pass over every instance) and kept, so the driver's naming and every
+        study's MLflow input share one hash; a mapped or pickled copy carries it along.
+        """
+        digest = hashlib.sha256()
+        parts = [self.X.data, self.X.indices, self.X.indptr] if sp.issparse(self.X) else [self.X]
+        parts += [self.offsets, np.asarray([] if self.y is None else [str(v) for v in self.y])]
+        for part in parts:
+            array = np.ascontiguousarray(part)
+            digest.update(f"{array.dtype.str}{array.shape}".encode())
+            digest.update(array.reshape(-1).view(np.uint8) if array.size else b"")
+        return digest.hexdigest()
 
     def __getstate__(self):
         return self.__dict__ if self.instances_file is None else {**self.__dict__, "X": None}

@@ -197,28 +197,19 @@ def load_bags(name_or_path, format: str | None = None):
 
 
 def bags_digest(bags) -> str:
-    """The sha256 (hex) of the bags' content: instances, bag boundaries and labels, with their dtypes and
-    shapes. Any change to the data changes it; where the file lies, its name and its format do not.
+    """The sha256 (hex) of the bags' content (:attr:`automil.Bags.digest`): any change to the data changes
+    it; where the file lies, its name and its format do not.
 
-    The arrays are hashed where they lie in memory (no copy): for a file of 10^6 instances this costs one
-    pass over data already loaded, where hashing the file's bytes would read the file again (a text file
-    is larger than its arrays, and on a cluster it is often on a network mount).
+    The arrays are hashed where they lie in memory, once per bags: for a file of 10^6 instances this costs
+    one pass over data already loaded, where hashing the file's bytes would read the file again (a text
+    file is larger than its arrays, and on a cluster it is often on a network mount).
     """
-    import numpy as np
-    import scipy.sparse as sp
-
-    digest = hashlib.sha256()
-    parts = [bags.X.data, bags.X.indices, bags.X.indptr] if sp.issparse(bags.X) else [bags.X]
-    parts += [bags.offsets, np.asarray([] if bags.y is None else [str(v) for v in bags.y])]
-    for part in parts:
-        array = np.ascontiguousarray(part)
-        digest.update(f"{array.dtype.str}{array.shape}".encode())
-        digest.update(array.reshape(-1).view(np.uint8) if array.size else b"")
-    return digest.hexdigest()
+    return bags.digest
 
 
 # The digest in a file dataset's name: 8 hex digits tell apart the versions one stem will ever have.
 NAME_DIGEST_LENGTH = 8
+_VERSIONED_NAME = re.compile(rf"(.+)-[0-9a-f]{{{NAME_DIGEST_LENGTH}}}")
 
 
 def dataset_name(name_or_path, bags) -> str:
@@ -238,6 +229,5 @@ def dataset_name(name_or_path, bags) -> str:
 
 def same_stem(name: str, other: str) -> bool:
     """Whether two dataset names are versions of one file: ``STEM-DIGEST`` with the same stem."""
-    pattern = re.compile(rf"(.+)-[0-9a-f]{{{NAME_DIGEST_LENGTH}}}")
-    found, other_found = pattern.fullmatch(name), pattern.fullmatch(other)
+    found, other_found = _VERSIONED_NAME.fullmatch(name), _VERSIONED_NAME.fullmatch(other)
     return bool(found and other_found and found[1] == other_found[1] and name != other)
