@@ -361,10 +361,12 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     try:
         plan = Plan("test-bags", learners, options, assignment, time.time())
         recorder = TrackingRecorder(plan, open_tracking(partial(Tracker, mlflow_store(tmp_path)), Silent()))
-        rows = {row.learner: row for row in final_evaluation(plan, bags, storage, worker, recorder, Silent())}
+        rows, choice = final_evaluation(plan, bags, storage, worker, recorder, Silent())
+        rows = {row.learner: row for row in rows}
     finally:
         worker.close()
-    chosen, cut = rows["centroid"], rows["recorder"]
+    chosen, cut = choice.row(list(rows.values())), rows["recorder"]
+    assert chosen is rows["centroid"]
     assert cut.status == "partial" and "time budget" in cut.error and cut.model_uri is None
     # the chosen learner's headline is whole and its model was fitted after the budget ended; no repeat ran
     assert chosen.status == "ok" and chosen.balanced_accuracy is not None and chosen.repeats == 0

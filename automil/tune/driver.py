@@ -21,7 +21,7 @@ from automil.records import LearnerResult, TrialRecord
 from automil.tune.ensembling import ENSEMBLE
 from automil.tune.final_evaluation import final_evaluation
 from automil.tune.fits import fit_worker
-from automil.tune.leaderboard import PROCEDURE_SPEC, choose, procedure_row, rank, skipped_row
+from automil.tune.leaderboard import PROCEDURE_SPEC, Choice, procedure_row, rank, skipped_row
 from automil.tune.listener import Listener, Silent
 from automil.tune.loop import tune_studies
 from automil.tune.options import TuneOptions
@@ -80,7 +80,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
                 tune_studies(plan, bags, storage, worker, recorder, listener, index=0)
                 for helper in helpers:
                     helper.join()
-                rows = final_evaluation(plan, bags, storage, worker, recorder, listener)
+                rows, choice = final_evaluation(plan, bags, storage, worker, recorder, listener)
         except BaseException:
             for helper in helpers:
                 _interrupt(helper)
@@ -91,15 +91,16 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     procedure = procedure_row(rows)  # absent under the tuned protocol: no outer split to choose in
     if procedure is not None:
         recorder.procedure_done(procedure)
-    tracker.refresh_comparison(dataset, _select(rows, dataset, tracker, listener))
+    tracker.refresh_comparison(dataset, _select(rows, choice, dataset, tracker, listener))
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
     return [procedure] * (procedure is not None) + sorted(rows, key=rank)
 
 
-def _select(rows: list[LearnerResult], dataset: str, tracking, listener: Listener) -> LearnerResult | None:
-    """Mark the chosen learner's row and register its logged model as the dataset's new model version;
-    the chosen row, or ``None`` when no learner has a figure."""
-    chosen = choose(rows)
+def _select(rows: list[LearnerResult], choice: Choice, dataset: str, tracking,
+            listener: Listener) -> LearnerResult | None:
+    """Mark the final evaluation's chosen row and register its logged model as the dataset's new model
+    version; the chosen row, or ``None`` when no learner has a figure."""
+    chosen = choice.row(rows)
     if chosen is None:
         listener.message("no learner has a figure to choose a model by")
         return None

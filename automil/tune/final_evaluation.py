@@ -30,7 +30,7 @@ from automil.tune.ensembling import (
 )
 from automil.tune.fits import fit_predict, fit_worker
 from automil.tune.isolation import OutOfTime, run_tasks
-from automil.tune.leaderboard import Evaluation, Refit, choose, rank, result_row
+from automil.tune.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
 from automil.tune.listener import Listener
 from automil.tune.optuna_records import records
 from automil.tune.studies import Plan, study_name
@@ -72,8 +72,13 @@ class _Pending:
     evaluation: Evaluation
 
 
-def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, listener: Listener) -> list[LearnerResult]:
-    """Nested refits, models and repeated CV of every learner's best parameters, run on ``--jobs`` workers.
+def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
+                     listener: Listener) -> tuple[list[LearnerResult], Choice]:
+    """Nested refits, models and repeated CV of every learner's best parameters, run on ``--jobs`` workers;
+    every learner's row (and the ensemble's) and the run's choice of model.
+
+    The choice (:func:`~automil.tune.leaderboard.choose`) is made once, on the headline rows, before any
+    model is fitted: the chosen model is fitted first, and the run registers that one.
 
     A learner whose stored result matches its studies (same best trials, trial count, repeats and
     protocol) is not evaluated again; if the budget left that result without a model, the model is fitted
@@ -106,8 +111,9 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
         ensemble = ensemble_nested(plan, bags, candidates) if members is not None else None
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
+        choice = choose(list(now.values()))
         if recorder.enabled:
-            first, rest = _model_order(now, [*pending, *modelless], members)
+            first, rest = _model_order(choice, [*pending, *modelless], members)
             run(_model_tasks(plan, bags, candidates, first), deadline=None)
             run(_model_tasks(plan, bags, candidates, rest), deadline=extras)
         for r in range(0 if nested else 1, len(seeds)):
@@ -136,7 +142,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
         row.model_uri = recorder.ensemble_done(row, model, bags)
         listener.learner_done(row)
         ordered.append(row)
-    return ordered
+    return ordered, choice
 
 
 def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
@@ -228,24 +234,19 @@ def _rows_now(plan: Plan, rows: dict, pending: dict[str, _Pending], candidates: 
     return now
 
 
-def _model_order(now: dict[str, LearnerResult], fitted: list[str],
-                 members: Members | None) -> tuple[list[str], list[str]]:
-    """The learners whose model is fitted, split into those of the model the run is about to choose (the
-    ensemble's members when it leads) and the others, in the order of ``fitted`` (the learners evaluated
-    now, then those whose stored result has no model).
+def _model_order(choice: Choice, fitted: list[str], members: Members | None) -> tuple[list[str], list[str]]:
+    """The learners whose model is fitted, split into those of the chosen model (the ensemble's members
+    when it is chosen) and the others, in the order of ``fitted`` (the learners evaluated now, then those
+    whose stored result has no model).
 
-    The choice is :func:`automil.tune.leaderboard.choose` on the headline rows ``now``; the driver makes
-    it on the final rows, which differ only when a repeat fit fails or, under the tuned protocol, when
-    the repeats move a headline. A learner whose stored result is reused keeps its logged model (one
-    stored without a model is in ``fitted``), unless it is a member of the ensemble (whose model is
-    assembled from its members' refits).
+    A learner whose stored result is reused keeps its logged model (one stored without a model is in
+    ``fitted``), unless it is a member of the ensemble (whose model is assembled from its members' refits).
     """
     names = [] if members is None else members.names
-    chosen = choose(list(now.values()))
-    if chosen is not None and chosen.learner == ENSEMBLE.name:
+    if choice.learner == ENSEMBLE.name:
         first = names
     else:
-        first = [chosen.learner] if chosen is not None and chosen.learner in fitted else []
+        first = [choice.learner] if choice.learner in fitted else []
     return first, [n for n in dict.fromkeys([*fitted, *names]) if n not in first]
 
 

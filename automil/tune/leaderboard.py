@@ -19,8 +19,8 @@ from automil.records import PROCEDURE, LearnerResult, Status, TrialAttr, TrialRe
 from automil.tune.options import TuneOptions
 from automil.tune.trial_rules import TrialCounts, trial_counts
 
-__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "result_row", "row_status", "skipped_row", "rank",
-           "choose", "procedure_row", "pareto_front"]
+__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "Choice", "result_row", "row_status", "skipped_row",
+           "rank", "choose", "procedure_row", "pareto_front"]
 
 
 class Refit(StrEnum):
@@ -206,8 +206,21 @@ def rank(result: LearnerResult):
     return (value is None, -(value or 0.0), result.learner)
 
 
-def choose(rows: list[LearnerResult]) -> LearnerResult | None:
-    """The row of the chosen learner, or ``None`` when no learner has a usable figure.
+@dataclass(frozen=True)
+class Choice:
+    """The model a run hands the user, decided once (:func:`choose`, in the final evaluation, on the
+    headline rows) so that the model fitted first is the one the run registers: ``learner`` names the
+    chosen row, ``None`` when no row has a usable figure."""
+
+    learner: str | None
+
+    def row(self, rows: list[LearnerResult]) -> LearnerResult | None:
+        """The chosen learner's row among ``rows`` (the final ones)."""
+        return next((r for r in rows if r.learner == self.learner), None) if self.learner is not None else None
+
+
+def choose(rows: list[LearnerResult]) -> Choice:
+    """The chosen learner, ``Choice(None)`` when no learner has a usable figure.
 
     Candidates have status ``ok``, a headline figure (nested CV under the nested protocol) and never
     predicted one class for every bag of a headline fold. The best headline value of the run's metric
@@ -215,8 +228,8 @@ def choose(rows: list[LearnerResult]) -> LearnerResult | None:
     """
     candidates = [r for r in rows if _admissible(r)]
     if not candidates:
-        return None
-    return min(candidates, key=lambda r: _preference(r, r.metric_value()))
+        return Choice(None)
+    return Choice(min(candidates, key=lambda r: _preference(r, r.metric_value())).learner)
 
 
 def _admissible(row: LearnerResult) -> bool:

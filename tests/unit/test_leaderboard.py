@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from automil.records import LearnerResult, Status, TrialRecord, TrialState
-from automil.tune.leaderboard import Evaluation, Refit, rank, result_row
+from automil.tune.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
 from automil.tune.options import TuneOptions
 
 OPTIONS = TuneOptions(folds=3, repeats=2, protocol="nested", metric="balanced_accuracy", jobs=1)
@@ -84,6 +84,15 @@ def test_rank_puts_the_best_headline_figure_first_and_rows_without_one_last_by_n
             LearnerResult(learner="c", metric="accuracy", accuracy=0.7, balanced_accuracy=0.1),
             LearnerResult(learner="d", metric="accuracy", accuracy=0.9)]
     assert [r.learner for r in sorted(rows, key=rank)] == ["d", "c", "a", "b"]
+
+
+def test_choose_names_the_best_ok_row_and_finds_it_among_the_final_rows():
+    rows = [LearnerResult(learner="a", metric="accuracy", accuracy=0.9, status=Status.PARTIAL),
+            LearnerResult(learner="b", metric="accuracy", accuracy=0.7, status=Status.OK, one_class=False),
+            LearnerResult(learner="c", metric="accuracy", accuracy=0.8, status=Status.OK, one_class=True)]
+    choice = choose(rows)
+    assert choice == Choice("b") and choice.row(rows) is rows[1]
+    assert choose(rows[::2]) == Choice(None) and Choice(None).row(rows) is None
 
 
 def test_a_figure_over_one_repeat_has_no_sd_in_the_row_the_json_or_the_table(tmp_path, capsys):
