@@ -32,9 +32,8 @@ from automil import load_bags
 from automil.ensemble import ROUNDS, calibrate, calibrated, log_loss, score, select
 from automil.records import TrialAttr
 from automil.tune.ensembling import NESTED_SCORES, _out_of_fold_order, loaded_scores
-from automil.tune.optuna_records import records
 from automil.tune.storage import open_storage
-from automil.tune.trial_rules import best_trial
+from automil.tune.trial_records import best_trial, records
 
 METRIC = "balanced_accuracy"
 

@@ -20,7 +20,7 @@ from automil.track import Tracker
 from automil.track.inputs import BagsDataset
 from automil.track.runs import StudyRuns
 from automil.track.store import Store
-from automil.tune.optuna_records import study_record, trial_record
+from automil.tune.trial_records import study_record, trial_record
 
 N_TRIALS = 4
 N_FOLDS = 3

@@ -13,7 +13,7 @@ import time
 
 from automil.records import LearnerResult
 from automil.tune.listener import Standing, StudyProgress
-from automil.tune.trial_rules import best_trial, trial_counts
+from automil.tune.trial_records import best_trial, trial_counts
 
 __all__ = ["Progress"]
 

@@ -22,7 +22,7 @@ import numpy as np
 from automil.records import TrialAttr, TrialRecord
 from automil.tune.listener import LearnerStanding, Standing
 from automil.tune.studies import Plan
-from automil.tune.trial_rules import best_trial, counts_toward_budget
+from automil.tune.trial_records import best_trial, counts_toward_budget
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "final_deadline", "extras_deadline", "FINAL_SHARE",

@@ -23,14 +23,13 @@ from automil.tune.final_evaluation import final_evaluation
 from automil.tune.fits import fit_worker
 from automil.tune.leaderboard import PROCEDURE_SPEC, Choice, procedure_row, rank, skipped_row
 from automil.tune.listener import Listener, Silent
-from automil.tune.loop import tune_studies
 from automil.tune.options import TuneOptions
-from automil.tune.optuna_records import records, study_record
-from automil.tune.processes import die_with_parent
-from automil.tune.shared_data import release_instances, share_instances
+from automil.tune.processes import die_with_parent, release_instances, share_instances
 from automil.tune.storage import open_storage
 from automil.tune.studies import Plan, changed_data_note, prepare_studies, study_name
 from automil.tune.tracking import Guarded, Tracking, open_tracking
+from automil.tune.trial_records import records, study_record
+from automil.tune.trials import tune_studies
 from automil.uris import shown_storage
 
 __all__ = ["tune", "TrackingRecorder"]

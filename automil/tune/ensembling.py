@@ -15,7 +15,7 @@ from automil.folds import bag_folds, fold_splits, repeat_seeds
 from automil.records import LearnerResult, Status, TrialAttr, TrialRecord
 from automil.tune.leaderboard import Evaluation, Refit, RowSpec, result_row
 from automil.tune.studies import Plan
-from automil.tune.trial_rules import best_trial, defaults_trial
+from automil.tune.trial_records import best_trial, defaults_trial
 
 __all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Candidate", "Members", "choose_members", "main_members",
            "ensemble_nested", "ensemble_row", "stored_scores", "loaded_scores"]
@@ -62,7 +62,7 @@ class Candidate:
         uses and that trial's out-of-fold scores of the inner bags (``None`` where it kept none).
 
         The trial is split ``i``'s best; a split the budget left untuned refits the learner's defaults
-        (:func:`~automil.tune.trial_rules.defaults_trial` of the main study), whose score here is the mean
+        (:func:`~automil.tune.trial_records.defaults_trial` of the main study), whose score here is the mean
         over the main study's folds other than ``i``, and whose out-of-fold scores are those of the inner
         bags: fold ``i``'s bags are scored by neither.
         """

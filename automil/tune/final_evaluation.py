@@ -32,10 +32,9 @@ from automil.tune.fits import fit_predict, fit_worker
 from automil.tune.isolation import OutOfTime, run_tasks
 from automil.tune.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
 from automil.tune.listener import Listener
-from automil.tune.optuna_records import records
 from automil.tune.studies import Plan, study_name
 from automil.tune.tracking import Recorder
-from automil.tune.trial_rules import best_trial, defaults_trial
+from automil.tune.trial_records import best_trial, defaults_trial, records
 
 __all__ = ["final_evaluation", "FitTask"]
 

@@ -17,7 +17,7 @@ from automil.evaluation import mean_std
 from automil.pareto import non_dominated
 from automil.records import PROCEDURE, LearnerResult, Status, TrialAttr, TrialRecord, TrialState
 from automil.tune.options import TuneOptions
-from automil.tune.trial_rules import TrialCounts, trial_counts
+from automil.tune.trial_records import TrialCounts, trial_counts
 
 __all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "Choice", "result_row", "row_status", "skipped_row",
            "rank", "choose", "procedure_row", "pareto_front"]

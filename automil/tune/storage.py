@@ -4,7 +4,7 @@ A journal file (the default, safe for the processes of one machine) or any Optun
 for one process, ``postgresql://`` across machines).
 
 A trial whose process died is closed as failed when a run starts on its machine (the pid is gone,
-:func:`automil.tune.optuna_records.fail_stale_trials`). Across machines, an RDB storage keeps Optuna's
+:func:`automil.tune.trial_records.fail_stale_trials`). Across machines, an RDB storage keeps Optuna's
 heartbeat of each running trial (:func:`trial_heartbeat`): once it is older than ``GRACE_SECONDS`` the next
 process to ask for a trial, anywhere, fails it and queues its parameters again (Optuna's retry callback).
 A journal has no heartbeat table: there a trial of another machine is closed once its ``heartbeat``

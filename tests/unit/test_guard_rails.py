@@ -82,10 +82,10 @@ def test_no_module_is_over_about_400_lines():
 
 
 def test_no_optuna_trial_state_is_spelled_as_a_string_outside_its_adapter():
-    """Trial states are :class:`automil.records.TrialState`; only ``automil/tune/optuna_records.py``
+    """Trial states are :class:`automil.records.TrialState`; only ``automil/tune/trial_records.py``
     converts Optuna's states, so a bare ``"COMPLETE"`` anywhere else is a state compared by hand."""
     states = {"COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING"}
-    adapter = PACKAGE / "tune" / "optuna_records.py"
+    adapter = PACKAGE / "tune" / "trial_records.py"
     offences = [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
                 for path in sorted(PACKAGE.rglob("*.py")) if path != adapter
                 for node in ast.walk(ast.parse(path.read_text()))

@@ -10,7 +10,7 @@ from automil.pareto import cheapest_near_best, non_dominated
 from automil.records import TrialRecord, TrialState
 from automil.tune.leaderboard import pareto_front
 from automil.tune.options import OBJECTIVES, TuneOptions
-from automil.tune.trial_rules import best_trial
+from automil.tune.trial_records import best_trial
 
 MAX_MIN = [True, False]  # (accuracy: larger is better, seconds: smaller is better)
 

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from automil.records import TrialRecord, TrialState
 from automil.tune.processes import process_identity
-from automil.tune.trial_rules import STALE_AFTER_SECONDS, TrialCounts, best_trial, counts_toward_budget, trial_counts
+from automil.tune.trial_records import STALE_AFTER_SECONDS, TrialCounts, best_trial, counts_toward_budget, trial_counts
 
 
 def _dead_process_identity():

@@ -30,13 +30,11 @@ from automil.tune.budget import (
 from automil.tune.fits import fit_predict
 from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 from automil.tune.listener import Listener, StudyProgress
-from automil.tune.optuna_records import records, tell
 from automil.tune.processes import process_identity, signals_held
 from automil.tune.storage import trial_heartbeat
-from automil.tune.studies import Plan, configure_study, study_name
+from automil.tune.studies import WARM_START_ATTR, Plan, configure_study, study_name, warm_start, warm_start_note
 from automil.tune.tracking import Recorder
-from automil.tune.trial_rules import best_trial, counts_toward_budget
-from automil.tune.warm_start import WARM_START_ATTR, warm_start, warm_start_note
+from automil.tune.trial_records import best_trial, counts_toward_budget, records, tell
 
 __all__ = ["tune_studies", "run_trial", "objective_values"]
 
