@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum, auto
 
-__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TIMED_OUT",
-           "PROCEDURE"]
+__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TrialCounts", "Tuning",
+           "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord", "TIMED_OUT", "PROCEDURE"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
@@ -128,12 +128,116 @@ _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", 
 # only when there are out-of-fold predictions, several objectives, (members) on the ensemble's row, or
 # (choices) on the procedure's
 _OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices")
+# The keys of a row in the order ``automil tune --json`` writes them (documented in docs/tune.md).
+_ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
+             "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score", "best_trial",
+             "best_params", "nested_accuracy", "nested_accuracy_std", "nested_balanced_accuracy",
+             "nested_balanced_accuracy_std", "repeated_accuracy", "repeated_accuracy_std",
+             "repeated_balanced_accuracy", "repeated_balanced_accuracy_std", "accuracy", "accuracy_std",
+             "balanced_accuracy", "balanced_accuracy_std", "repeats", "headline", "fit_seconds", "budget_seconds",
+             "one_class", "error", "trials_stopped", "classes", "confusion_matrix", "tuned_splits", "outer_splits",
+             "pareto_front", "members", "choices", "model_uri", "selected", "registered_model", "status")
+# Field metadata: a part's prefix in the row's flat keys, and a field's own flat key where it is not the prefix
+# and the field's name.
+_PREFIX, _KEY = "automil.prefix", "automil.key"
+
+
+def _keyed(key: str, default=None):
+    """A field of a part that the flat row names ``key``."""
+    return field(default=default, metadata={_KEY: key})
+
+
+def _part(cls, prefix: str = ""):
+    """A :class:`LearnerResult` field holding one part of the row, its fields ``prefix + name`` in the flat row."""
+    return field(default_factory=cls, metadata={_PREFIX: prefix})
+
+
+@dataclass(frozen=True)
+class TrialCounts:
+    """A study's finished trials that count (``trials``: stale and interrupted ones excluded), by outcome
+    (a timed-out trial is not also counted as failed), and those the ``--timeout`` budget stopped (not
+    counted). ``None`` on a row with no trials of its own (the ensemble, the procedure)."""
+
+    trials: int | None = _keyed("trials")
+    complete: int | None = None
+    pruned: int | None = None
+    failed: int | None = None
+    timed_out: int | None = None
+    stopped: int | None = None
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What tuning found in the main study: the best trial's value of the metric on the tuning folds
+    (``score``, optimistic), its number and parameters, and with several objectives the Pareto front."""
+
+    score: float | None = _keyed("tuning_score")
+    best_trial: int | None = None
+    best_params: dict | None = None
+    pareto_front: list | None = None
+
+
+@dataclass(frozen=True)
+class Figure:
+    """Both metrics as mean and sd (over folds or repeats; an sd ``None`` rests on one, not measured)."""
+
+    accuracy: float | None = None
+    accuracy_std: float | None = None
+    balanced_accuracy: float | None = None
+    balanced_accuracy_std: float | None = None
+
+
+@dataclass(frozen=True)
+class NestedFigure(Figure):
+    """The nested figure, over the k outer folds; ``tuned_splits`` counts the outer splits with their own
+    tuning, ``outer_splits`` holds each split's inner score and outer scores."""
+
+    tuned_splits: int | None = _keyed("tuned_splits")
+    outer_splits: list | None = _keyed("outer_splits")
+
+
+@dataclass(frozen=True)
+class RepeatedFigure(Figure):
+    """The best parameters re-evaluated by ``repeats`` x k-fold CV; the sd is over the repeats."""
+
+    repeats: int | None = _keyed("repeats")
+
+
+@dataclass(frozen=True)
+class Headline(Figure):
+    """The figure the leaderboard ranks by: the nested one, or under ``--protocol tuned`` the repeated one
+    (``kind`` says which); whether a fold of it was predicted as one class, and its out-of-fold
+    ``confusion_matrix`` over ``classes``."""
+
+    kind: str | None = _keyed("headline")
+    one_class: bool | None = None
+    classes: list | None = None
+    confusion_matrix: list | None = None
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Mean seconds per fit (the repeated CV's, else the trials'), and the wall seconds of the run's budget
+    the learner's trials and final fits took."""
+
+    fit_seconds: float | None = None
+    budget_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """The learner's logged model (``uri``), whether the run chose it, and its registry version."""
+
+    uri: str | None = _keyed("model_uri")
+    selected: bool = False
+    registered: str | None = _keyed("registered_model")
 
 
 @dataclass
 class LearnerResult:
-    """One learner's leaderboard row (keys documented in ``docs/tune.md``). :meth:`to_dict` gives the row
-    as ``automil tune --json`` prints it and the study stores it; the fields are in that order."""
+    """One learner's leaderboard row, read as a few named parts. :meth:`to_dict` gives the row as
+    ``automil tune --json`` prints it and the study stores it: flat keys (documented in ``docs/tune.md``),
+    in their documented order."""
 
     dataset: str | None = None
     learner: str | None = None
@@ -143,43 +247,16 @@ class LearnerResult:
     metric: str | None = None
     seed: int | None = None
     folds: int | None = None
-    trials: int | None = None
-    trials_complete: int | None = None
-    trials_pruned: int | None = None
-    trials_failed: int | None = None
-    trials_timed_out: int | None = None
-    tuning_score: float | None = None
-    best_trial: int | None = None
-    best_params: dict | None = None
-    nested_accuracy: float | None = None
-    nested_accuracy_std: float | None = None
-    nested_balanced_accuracy: float | None = None
-    nested_balanced_accuracy_std: float | None = None
-    repeated_accuracy: float | None = None
-    repeated_accuracy_std: float | None = None
-    repeated_balanced_accuracy: float | None = None
-    repeated_balanced_accuracy_std: float | None = None
-    accuracy: float | None = None
-    accuracy_std: float | None = None
-    balanced_accuracy: float | None = None
-    balanced_accuracy_std: float | None = None
-    repeats: int | None = None
-    headline: str | None = None
-    fit_seconds: float | None = None
-    budget_seconds: float | None = None  # wall seconds of the run's budget its trials and final fits took
-    one_class: bool | None = None
+    counts: TrialCounts = _part(TrialCounts, "trials_")
+    tuning: Tuning = _part(Tuning)
+    nested: NestedFigure = _part(NestedFigure, "nested_")
+    repeated: RepeatedFigure = _part(RepeatedFigure, "repeated_")
+    headline: Headline = _part(Headline)
+    costs: Costs = _part(Costs)
     error: str | None = None
-    trials_stopped: int | None = None
-    classes: list | None = None
-    confusion_matrix: list | None = None
-    tuned_splits: int | None = None
-    outer_splits: list | None = None
-    pareto_front: list | None = None
     members: list | None = None
     choices: list | None = None
-    model_uri: str | None = None
-    selected: bool = False
-    registered_model: str | None = None
+    model: ModelRecord = _part(ModelRecord)
     status: Status | None = None
 
     def __post_init__(self):
@@ -188,26 +265,51 @@ class LearnerResult:
 
     def to_dict(self) -> dict:
         """The row as JSON-ready data: the keys of today's ``--json`` output and stored ``result``."""
-        row = asdict(self)
-        if row["status"] is not None:
-            row["status"] = row["status"].value
+        flat = _flat(self)
+        if flat["status"] is not None:
+            flat["status"] = flat["status"].value
         if self.status == Status.SKIPPED:
-            return {key: row[key] for key in _SKIPPED_KEYS}
+            return {key: flat[key] for key in _SKIPPED_KEYS}
+        row = {key: flat.pop(key) for key in _ROW_KEYS} | flat  # a key not in the order goes last
         return {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS}
 
     @classmethod
     def from_dict(cls, row: dict) -> LearnerResult:
         """A row read back (a study's stored result); unknown keys are an error naming them."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(row) - known)
+        unknown = sorted(set(row) - set(_flat(cls())))
         if unknown:
             raise ValueError(f"result row has unknown keys {unknown}")
-        return cls(**row)
+        values = {}
+        for f in fields(cls):
+            if _PREFIX in f.metadata:
+                keys = _part_keys(f)
+                values[f.name] = f.default_factory(**{name: row[key] for name, key in keys.items() if key in row})
+            elif f.name in row:
+                values[f.name] = row[f.name]
+        return cls(**values)
 
     def metric_value(self) -> float | None:
         """The headline figure of the metric the study maximized."""
-        return getattr(self, self.metric or "balanced_accuracy")
+        return getattr(self.headline, self.metric or "balanced_accuracy")
 
     def metric_std(self) -> float | None:
         """The spread of :meth:`metric_value` (over the outer folds, or over the repeats)."""
-        return getattr(self, f"{self.metric or 'balanced_accuracy'}_std")
+        return getattr(self.headline, f"{self.metric or 'balanced_accuracy'}_std")
+
+
+def _part_keys(part) -> dict[str, str]:
+    """The flat keys of a part's fields (``part`` a field of :class:`LearnerResult`), by field name."""
+    prefix = part.metadata[_PREFIX]
+    return {f.name: f.metadata.get(_KEY, prefix + f.name) for f in fields(part.default_factory)}
+
+
+def _flat(result: LearnerResult) -> dict:
+    """Every field of ``result`` under its flat key, in field order, copied as :func:`dataclasses.asdict` copies."""
+    plain = asdict(result)
+    flat = {}
+    for f in fields(result):
+        if _PREFIX in f.metadata:
+            flat |= {key: plain[f.name][name] for name, key in _part_keys(f).items()}
+        else:
+            flat[f.name] = plain[f.name]
+    return flat

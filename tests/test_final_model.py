@@ -24,19 +24,19 @@ def test_a_rerun_that_reuses_a_result_without_a_model_fits_and_logs_the_model(tm
     # The first run logs nothing, so its stored result has no model (as when the budget leaves it out).
     (first,) = tune("test-bags", ["recorder"], TuneOptions(**options, track=False))
     study = optuna.load_study(study_name="test-bags/recorder", storage=storage)
-    assert first.model_uri is None and study.user_attrs[RESULT_ATTR]["row"]["model_uri"] is None
+    assert first.model.uri is None and study.user_attrs[RESULT_ATTR]["row"]["model_uri"] is None
     fits_before = len(list((tmp_path / "records").glob("fit-*.json")))
 
     (again,) = tune("test-bags", ["recorder"], TuneOptions(**options), tracking=functools.partial(Tracker, uri))
     fits = sorted((tmp_path / "records").glob("fit-*.json"))[fits_before:]
     bags = [json.loads(p.read_text())["bags"] for p in fits]
     assert len(bags) == 1 and len(bags[0]) == 48, "the result is reused: one fit, the model on every bag"
-    assert again.model_uri is not None and again.accuracy == first.accuracy
+    assert again.model.uri is not None and again.headline.accuracy == first.headline.accuracy
     stored = optuna.load_study(study_name="test-bags/recorder", storage=storage).user_attrs[RESULT_ATTR]
-    assert stored["row"]["model_uri"] == again.model_uri, "a third run finds the model"
+    assert stored["row"]["model_uri"] == again.model.uri, "a third run finds the model"
 
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name("test-bags")
     (parent,) = client.search_runs([experiment.experiment_id], "tags.`automil.kind` = 'study'")
-    assert parent.data.tags["automil.model_uri"] == again.model_uri
-    assert again.registered_model is not None, "the chosen learner's model is registered"
+    assert parent.data.tags["automil.model_uri"] == again.model.uri
+    assert again.model.registered is not None, "the chosen learner's model is registered"

@@ -15,7 +15,7 @@ import automil
 from automil import BagClassifier, LearnerSpec, cli
 from automil.evaluation import Standardized, fold_scores, mean_std
 from automil.folds import bag_folds, fold_splits
-from automil.records import LearnerResult
+from automil.records import Headline, LearnerResult, ModelRecord, TrialCounts, Tuning
 from automil.track import Tracker
 from automil.track.inputs import BagsDataset
 from automil.track.runs import StudyRuns
@@ -119,7 +119,8 @@ def logged(tmp_path_factory, mlflow_store):
     sleeper_parent = tracker.study_run(sleeper.study_name, "digits-bags", TIMEOUT_SPEC)
     for trial in sleeper.trials:
         tracker.log_trial(sleeper_parent, trial_record(trial), sleeper.study_name)
-    timed_out = LearnerResult(learner="sleeper", dataset="digits-bags", status="T/O", trials=2, trials_timed_out=2)
+    timed_out = LearnerResult(learner="sleeper", dataset="digits-bags", status="T/O",
+                              counts=TrialCounts(trials=2, timed_out=2))
     tracker.log_result(sleeper_parent, timed_out, study=study_record(sleeper))
     return {"uri": uri, "root": root, "tracker": tracker, "client": mlflow.MlflowClient(uri), "study": study,
             "parent": parent, "trial_runs": trial_runs, "model": model, "test": test, "result": result,
@@ -379,8 +380,10 @@ def test_a_second_result_replaces_the_first_on_the_same_parent_run(logged):
     """A resumed study finds a new best: best parameters are tags, so they can change."""
     tracker = Tracker(logged["uri"])
     parent = tracker.study_run("digits-bags/extra", "digits-bags", SPEC)
-    tracker.log_result(parent, LearnerResult(balanced_accuracy=0.7, best_params={"C": 1.0}, trials=3))
-    tracker.log_result(parent, LearnerResult(balanced_accuracy=0.8, best_params={"C": 2.0}, trials=5))
+    tracker.log_result(parent, LearnerResult(headline=Headline(balanced_accuracy=0.7),
+                                             tuning=Tuning(best_params={"C": 1.0}), counts=TrialCounts(trials=3)))
+    tracker.log_result(parent, LearnerResult(headline=Headline(balanced_accuracy=0.8),
+                                             tuning=Tuning(best_params={"C": 2.0}), counts=TrialCounts(trials=5)))
     run = tracker.store.client.get_run(parent)
     assert run.data.metrics["balanced_accuracy"] == pytest.approx(0.8)
     assert run.data.tags["best.C"] == "2.0"
@@ -413,7 +416,7 @@ def test_report_markdown_shows_the_logged_figures_in_percent(logged, capsys):
 
 def test_the_comparison_ranks_the_learners_and_writes_the_leaderboard_into_the_experiment(logged):
     tracker, client = logged["tracker"], logged["client"]
-    chosen = LearnerResult(learner="meanpool", registered_model="models:/automil-digits-bags/1")
+    chosen = LearnerResult(learner="meanpool", model=ModelRecord(registered="models:/automil-digits-bags/1"))
     tracker.refresh_comparison("digits-bags", chosen)
     latest = {}
     for study in tracker.studies(["digits-bags"]):  # what the comparison should show: latest per learner
@@ -535,7 +538,8 @@ def test_a_figure_that_fails_is_reported_and_the_result_still_logged(logged):
     spec = LearnerSpec("brokenwitness", BrokenWitness, lambda trial: {}, plugin="tests")
     parent = tracker.study_run("digits-bags/brokenwitness", "digits-bags", spec)
     model = Standardized(BrokenWitness()).fit(test)
-    tracker.log_result(parent, LearnerResult(balanced_accuracy=0.5, status="ok"), model=model, bags=test)
+    tracker.log_result(parent, LearnerResult(headline=Headline(balanced_accuracy=0.5), status="ok"), model=model,
+                       bags=test)
     run = tracker.store.client.get_run(parent)
     assert run.info.status == "FINISHED" and run.data.metrics["balanced_accuracy"] == 0.5
     assert json.loads(run.data.tags["automil.figure_errors"]) == {

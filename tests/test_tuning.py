@@ -367,10 +367,10 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
         worker.close()
     chosen, cut = choice.row(list(rows.values())), rows["recorder"]
     assert chosen is rows["centroid"]
-    assert cut.status == "partial" and "time budget" in cut.error and cut.model_uri is None
+    assert cut.status == "partial" and "time budget" in cut.error and cut.model.uri is None
     # the chosen learner's headline is whole and its model was fitted after the budget ended; no repeat ran
-    assert chosen.status == "ok" and chosen.balanced_accuracy is not None and chosen.repeats == 0
-    assert chosen.model_uri is not None and chosen.error is None
+    assert chosen.status == "ok" and chosen.headline.balanced_accuracy is not None and chosen.repeated.repeats == 0
+    assert chosen.model.uri is not None and chosen.error is None
 
 
 def test_every_new_study_tries_the_learners_first_trial_first(tmp_path):

@@ -57,10 +57,10 @@ class Progress:
 
     def learner_done(self, result: LearnerResult):
         self._close()
-        figure = "-" if result.balanced_accuracy is None else f"{result.balanced_accuracy:.3f}"
+        figure = "-" if result.headline.balanced_accuracy is None else f"{result.headline.balanced_accuracy:.3f}"
         work = (f"{len(result.members)} member(s)" if result.members
-                else f"{result.trials} trials ({result.trials_timed_out} T/O)")
-        print(f"  {result.learner}: {result.status}, {work}, {result.headline} BACC {figure} "
+                else f"{result.counts.trials} trials ({result.counts.timed_out} T/O)")
+        print(f"  {result.learner}: {result.status}, {work}, {result.headline.kind} BACC {figure} "
               f"[{_clock(time.time() - self.start)}]", file=self.stream, flush=True)
 
     def _draw(self, standing: Standing):

@@ -130,7 +130,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     nested = rows[0].protocol == "nested"
     metric = "BACC" if rows[0].metric == "balanced_accuracy" else "ACC"
     head = "nested" if nested else "tuned*"
-    fronts = any(row.pareto_front is not None for row in rows)
+    fronts = any(row.tuning.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
     header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC", "reps",
@@ -143,27 +143,29 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
         extra = _front_cells(row, cost) if fronts else ()
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
-            timed_out = "" if status == Status.SKIPPED else row.trials_timed_out  # a skipped row has no count
-            table.append((row.learner, what, what, "", "", "", "", "", _budget(row.budget_seconds), row.trials,
+            timed_out = "" if status == Status.SKIPPED else row.counts.timed_out  # a skipped row has no count
+            table.append((row.learner, what, what, "", "", "", "", "", _budget(row.costs.budget_seconds),
+                          row.counts.trials,
                           timed_out, *extra,
                           (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
             continue
-        name = f"{row.learner} (chosen)" if row.selected else row.learner
-        table.append((name, _measured(row.accuracy, row.accuracy_std),
-                      _measured(row.balanced_accuracy, row.balanced_accuracy_std),
-                      _measured(row.repeated_accuracy, row.repeated_accuracy_std),
-                      _measured(row.repeated_balanced_accuracy, row.repeated_balanced_accuracy_std),
-                      _blank(row.repeats), _percent(row.tuning_score),
-                      "-" if row.fit_seconds is None else f"{row.fit_seconds:.2f}", _budget(row.budget_seconds),
-                      _blank(row.trials), _blank(row.trials_timed_out), *extra,
+        name = f"{row.learner} (chosen)" if row.model.selected else row.learner
+        headline, repeated, costs = row.headline, row.repeated, row.costs
+        table.append((name, _measured(headline.accuracy, headline.accuracy_std),
+                      _measured(headline.balanced_accuracy, headline.balanced_accuracy_std),
+                      _measured(repeated.accuracy, repeated.accuracy_std),
+                      _measured(repeated.balanced_accuracy, repeated.balanced_accuracy_std),
+                      _blank(repeated.repeats), _percent(row.tuning.score),
+                      "-" if costs.fit_seconds is None else f"{costs.fit_seconds:.2f}", _budget(costs.budget_seconds),
+                      _blank(row.counts.trials), _blank(row.counts.timed_out), *extra,
                       _members(row.members) if row.members else _choices(row.choices) if row.choices
-                      else _params(row.best_params)))
+                      else _params(row.tuning.best_params)))
     print_table(header, table)
     if fronts:
         print(f"front: trials on the Pareto front of {' against '.join(objectives)} (tuning folds); fast: its "
               f"fastest point within 1 point of its best {metric}.")
     first = rows[0]
-    repeats = max(r.repeats or 0 for r in rows)
+    repeats = max(r.repeated.repeats or 0 for r in rows)
     print(f"\n{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}; repeated CV = "
           + (f"best parameters re-evaluated over up to {repeats} repeat{'s' if repeats > 1 else ''} "
              "(mean +- sd over the repeats in `reps`; sd '-': one repeat, not measured)." if repeats else
@@ -182,27 +184,28 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
 
 def _print_choice(rows: list[LearnerResult]):
     """Which model the run chose, and how to apply it."""
-    chosen = next((row for row in rows if row.selected), None)
+    chosen = next((row for row in rows if row.model.selected), None)
     if chosen is None:
         print("\nNo model chosen: no learner has a figure without a fold predicted as one class.")
         return
-    where = (f", registered as {chosen.registered_model}" if chosen.registered_model
-             else " (not tracked: no model logged)" if not chosen.model_uri else "")
+    model = chosen.model
+    where = (f", registered as {model.registered}" if model.registered
+             else " (not tracked: no model logged)" if not model.uri else "")
     metric = 'BACC' if chosen.metric == 'balanced_accuracy' else 'ACC'
     procedure = next((row for row in rows if row.learner == PROCEDURE and row.metric_value() is not None), None)
     own = "" if procedure is None else (f"; {PROCEDURE}'s own nested {metric} "
                                         f"{_measured(procedure.metric_value(), procedure.metric_std())}, "
                                         "choosing blind to each outer fold")
-    print(f"\nChosen: {chosen.learner} ({chosen.headline} {metric} "
+    print(f"\nChosen: {chosen.learner} ({chosen.headline.kind} {metric} "
           f"{_measured(chosen.metric_value(), chosen.metric_std())}{own}){where}.")
-    if chosen.registered_model:
-        name = chosen.registered_model.rsplit("/", 1)[0]
+    if model.registered:
+        name = model.registered.rsplit("/", 1)[0]
         print(f"Apply it: automil predict {name}/latest --dataset NAME_OR_FILE")
 
 
 def _objectives(rows: list[LearnerResult]) -> list[str]:
     """The objectives of the fronts, in their order (a point's keys after ``trial`` and ``params``)."""
-    point = next((row.pareto_front[0] for row in rows if row.pareto_front), {})
+    point = next((row.tuning.pareto_front[0] for row in rows if row.tuning.pareto_front), {})
     return [key for key in point if key not in ("trial", "params")]
 
 
@@ -210,7 +213,7 @@ def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
     """The front's size and its cheapest point (by ``cost``) within 1 point of its best metric."""
     from automil.pareto import cheapest_near_best
 
-    front = row.pareto_front
+    front = row.tuning.pareto_front
     if not front or cost is None:
         return ("-" if front is None else len(front), "-", "-")
     metric = row.metric

@@ -98,7 +98,7 @@ def _chosen(chosen: LearnerResult | None) -> str:
     """The chosen model's clause of the first line (the selection may weigh fit time or another metric)."""
     if chosen is None:
         return ""
-    registered = f", registered as `{chosen.registered_model}`" if chosen.registered_model else ""
+    registered = f", registered as `{chosen.model.registered}`" if chosen.model.registered else ""
     return f"; chosen model **{chosen.learner}**{registered}"
 
 

@@ -16,6 +16,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from automil.records import LearnerResult, TrialRecord
 from automil.tune.ensembling import ENSEMBLE
@@ -103,9 +104,8 @@ def _select(rows: list[LearnerResult], choice: Choice, dataset: str, tracking,
     if chosen is None:
         listener.message("no learner has a figure to choose a model by")
         return None
-    chosen.selected = True
-    if chosen.model_uri is not None:
-        chosen.registered_model = tracking.register_model(dataset, chosen.model_uri)
+    registered = None if chosen.model.uri is None else tracking.register_model(dataset, chosen.model.uri)
+    chosen.model = replace(chosen.model, selected=True, registered=registered)
     return chosen
 
 

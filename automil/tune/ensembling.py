@@ -12,7 +12,7 @@ import numpy as np
 from automil.ensemble import Ensemble, calibrate, calibrated, rounded, score, select
 from automil.evaluation import fold_scores
 from automil.folds import bag_folds, fold_splits, repeat_seeds
-from automil.records import LearnerResult, Status, TrialAttr, TrialRecord
+from automil.records import LearnerResult, Status, TrialAttr, TrialCounts, TrialRecord
 from automil.tune.leaderboard import Evaluation, Refit, RowSpec, result_row
 from automil.tune.studies import Plan
 from automil.tune.trial_records import best_trial, defaults_trial
@@ -162,10 +162,9 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
     row = result_row(plan.dataset, options, evaluation)
     row.members = [{"learner": n, "weight": w} for n, w in zip(main.names, main.weights, strict=True)]
     row.error = evaluation.errors[0] if evaluation.errors else None
-    row.status = (Status.NO_RESULT if row.accuracy is None
+    row.status = (Status.NO_RESULT if row.headline.accuracy is None
                   else Status.PARTIAL if evaluation.errors else Status.OK)
-    row.trials = row.trials_complete = row.trials_pruned = row.trials_failed = row.trials_timed_out = None
-    row.trials_stopped = None
+    row.counts = TrialCounts()
     models = [candidates[n].model for n in main.names]
     model = None if any(m is None for m in models) else Ensemble(models, main.calibrators, main.weights,
                                                                  main.names)

@@ -8,7 +8,7 @@ while the budget lasts.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -86,7 +86,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     """
     options = plan.options
     rows, pending, candidates = _evaluations(plan, storage, recorder, listener)
-    modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model_uri is None]
+    modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model.uri is None]
     members = main_members(plan, bags, candidates) if options.ensemble else None
     nested = options.protocol == "nested"
     seeds = repeat_seeds(options.seed, options.repeats)
@@ -125,8 +125,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     for learner, job in pending.items():
         row = result_row(plan.dataset, options, job.evaluation)
         candidate = candidates[learner]
-        candidate.fit_seconds = row.fit_seconds
-        row.model_uri = recorder.study_done(job.spec, job.study, row, candidate.model, bags)
+        candidate.fit_seconds = row.costs.fit_seconds
+        _set_model_uri(row, recorder.study_done(job.spec, job.study, row, candidate.model, bags))
         # one attribute, so that a worker never pairs one worker's row with another's key
         job.study.set_user_attr(RESULT_ATTR, {"key": job.key, "row": row.to_dict(),
                                               "scores": stored_scores(candidate.scores)})
@@ -138,7 +138,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     ordered = [rows[learner] for learner in plan.learners]
     if members is not None:
         row, model = ensemble_row(plan, bags, candidates, members, ensemble)
-        row.model_uri = recorder.ensemble_done(row, model, bags)
+        _set_model_uri(row, recorder.ensemble_done(row, model, bags))
         listener.learner_done(row)
         ordered.append(row)
     return ordered, choice
@@ -177,7 +177,7 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
                 and ("outer_splits" in stored["row"] or options.protocol != "nested"):
             rows[learner] = LearnerResult.from_dict(stored["row"])
             candidates[learner].scores = loaded_scores(stored.get("scores", {}))
-            candidates[learner].fit_seconds = rows[learner].fit_seconds
+            candidates[learner].fit_seconds = rows[learner].costs.fit_seconds
             recorder.study_done(spec, main)  # what this worker could not log as it went
             listener.learner_done(rows[learner])
             continue
@@ -227,7 +227,7 @@ def _rows_now(plan: Plan, rows: dict, pending: dict[str, _Pending], candidates: 
     now = dict(rows)
     for learner, job in pending.items():
         now[learner] = result_row(plan.dataset, plan.options, job.evaluation)
-        candidates[learner].fit_seconds = now[learner].fit_seconds
+        candidates[learner].fit_seconds = now[learner].costs.fit_seconds
     if members is not None:
         now[ENSEMBLE.name] = ensemble_row(plan, bags, candidates, members, ensemble)[0]
     return now
@@ -256,10 +256,15 @@ def _log_model(plan: Plan, storage, recorder: Recorder, row: LearnerResult, mode
     from automil import plugins
 
     study = optuna.load_study(study_name=study_name(plan.dataset, row.learner), storage=storage)
-    row.model_uri = recorder.study_done(plugins.get_learner(row.learner), study, row, model, bags)
+    _set_model_uri(row, recorder.study_done(plugins.get_learner(row.learner), study, row, model, bags))
     stored = study.user_attrs[RESULT_ATTR]
-    if row.model_uri is not None and stored["row"].get("model_uri") is None:
-        study.set_user_attr(RESULT_ATTR, {**stored, "row": {**stored["row"], "model_uri": row.model_uri}})
+    if row.model.uri is not None and stored["row"].get("model_uri") is None:
+        study.set_user_attr(RESULT_ATTR, {**stored, "row": {**stored["row"], "model_uri": row.model.uri}})
+
+
+def _set_model_uri(row: LearnerResult, uri: str | None):
+    """The row's model is the one logged at ``uri`` (``None``: none logged)."""
+    row.model = replace(row.model, uri=uri)
 
 
 def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bags, nested: bool):

@@ -8,16 +8,30 @@ The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints th
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 import numpy as np
 
 from automil.evaluation import mean_std
 from automil.pareto import non_dominated
-from automil.records import PROCEDURE, LearnerResult, Status, TrialAttr, TrialRecord, TrialState
-from automil.tune.options import TuneOptions
-from automil.tune.trial_records import TrialCounts, trial_counts
+from automil.records import (
+    PROCEDURE,
+    Costs,
+    Figure,
+    Headline,
+    LearnerResult,
+    NestedFigure,
+    RepeatedFigure,
+    Status,
+    TrialAttr,
+    TrialCounts,
+    TrialRecord,
+    TrialState,
+    Tuning,
+)
+from automil.tune.options import METRICS, TuneOptions
+from automil.tune.trial_records import trial_counts
 
 __all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "Choice", "result_row", "row_status", "skipped_row",
            "rank", "choose", "procedure_row", "pareto_front"]
@@ -80,59 +94,62 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     best = job.best
     counts, finished = trial_counts(job.trials)
     nested_protocol = options.protocol == "nested"
+    nested = job.nested
+    repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
+    nested_figure = NestedFigure()
+    if nested_protocol:
+        nested_figure = _figure(NestedFigure, nested if nested and all(s is not None for s in nested) else [],
+                                tuned_splits=job.tuned_splits, outer_splits=_outer_splits(job) if nested else None)
+    # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
+    repeated = _figure(RepeatedFigure, [{metric: np.mean([s[metric] for s in scores]) for metric in METRICS}
+                                        for scores in repeats], repeats=len(repeats))
+    predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
+    classes, matrix = _confusion(predictions) if predictions and (
+        not nested_protocol or nested_figure.accuracy is not None) else (None, None)
+    one_class = any(s is not None and s["one_class"] for s in nested) or any(
+        s["one_class"] for scores in repeats for s in scores)
+    headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
+                        kind="nested" if nested_protocol else "tuned (optimistic)", one_class=one_class,
+                        classes=classes, confusion_matrix=matrix)
+    fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row = LearnerResult(dataset=dataset, learner=job.learner, plugin=job.plugin, study=job.study,
                         protocol=options.protocol, metric=options.metric, seed=options.seed, folds=options.folds,
-                        trials=counts.trials, trials_complete=counts.complete, trials_pruned=counts.pruned,
-                        trials_failed=counts.failed, trials_timed_out=counts.timed_out,
-                        tuning_score=None if best is None else best.value,
-                        best_trial=None if best is None else best.number,
-                        best_params=None if best is None else best.attrs[TrialAttr.ESTIMATOR_PARAMS])
-    nested = job.nested
-    if nested_protocol and nested and all(s is not None for s in nested):
-        row.nested_accuracy, row.nested_accuracy_std = mean_std(s["accuracy"] for s in nested)
-        row.nested_balanced_accuracy, row.nested_balanced_accuracy_std = mean_std(
-            s["balanced_accuracy"] for s in nested)
-    repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
-    row.repeats = len(repeats)
-    # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
-    row.repeated_accuracy, row.repeated_accuracy_std = mean_std(
-        np.mean([s["accuracy"] for s in scores]) for scores in repeats)
-    row.repeated_balanced_accuracy, row.repeated_balanced_accuracy_std = mean_std(
-        np.mean([s["balanced_accuracy"] for s in scores]) for scores in repeats)
-    if nested_protocol:
-        row.headline = "nested"
-        row.accuracy, row.accuracy_std = row.nested_accuracy, row.nested_accuracy_std
-        row.balanced_accuracy, row.balanced_accuracy_std = (row.nested_balanced_accuracy,
-                                                            row.nested_balanced_accuracy_std)
-    else:
-        row.headline = "tuned (optimistic)"
-        row.accuracy, row.accuracy_std = row.repeated_accuracy, row.repeated_accuracy_std
-        row.balanced_accuracy, row.balanced_accuracy_std = (row.repeated_balanced_accuracy,
-                                                            row.repeated_balanced_accuracy_std)
-    fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
-    row.fit_seconds = float(np.mean(fit_seconds)) if fit_seconds else None
-    row.budget_seconds = None if job.budget_seconds is None else round(job.budget_seconds, 1)
-    row.one_class = any(s is not None and s["one_class"] for s in nested) or any(
-        s["one_class"] for scores in repeats for s in scores)
-    stopped = sum(bool(t.attrs.get(TrialAttr.INTERRUPTED)) for t in job.trials)
-    row.error = _first_error(job, counts, finished, stopped)
-    row.trials_stopped = stopped
-    predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
-    if predictions and (not nested_protocol or row.nested_accuracy is not None):
-        row.classes, row.confusion_matrix = _confusion(predictions)
-    row.tuned_splits = job.tuned_splits if nested_protocol else None
-    if nested_protocol and nested:
-        row.outer_splits = [None if s is None else {"inner": None if i >= len(job.inner) else job.inner[i],
-                                                    "accuracy": s["accuracy"],
-                                                    "balanced_accuracy": s["balanced_accuracy"]}
-                            for i, s in enumerate(nested)]
-    row.pareto_front = pareto_front(job.trials, options) if options.multi_objective else None
+                        counts=counts, tuning=Tuning(
+                            score=None if best is None else best.value,
+                            best_trial=None if best is None else best.number,
+                            best_params=None if best is None else best.attrs[TrialAttr.ESTIMATOR_PARAMS],
+                            pareto_front=pareto_front(job.trials, options) if options.multi_objective else None),
+                        nested=nested_figure, repeated=repeated, headline=headline,
+                        costs=Costs(fit_seconds=float(np.mean(fit_seconds)) if fit_seconds else None,
+                                    budget_seconds=None if job.budget_seconds is None
+                                    else round(job.budget_seconds, 1)),
+                        error=_first_error(job, counts, finished))
     too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
     if best is None and too_slow:
         row.status, row.error = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
     else:
-        row.status = row_status(row.accuracy, counts, best, job.errors)
+        row.status = row_status(row.headline.accuracy, counts, best, job.errors)
     return row
+
+
+def _figure(cls, scores, **extra) -> Figure:
+    """A ``cls`` (a :class:`Figure`) of the mean and sd of each metric over ``scores`` (dicts by metric)."""
+    values = {}
+    for metric in METRICS:
+        values[metric], values[f"{metric}_std"] = mean_std(s[metric] for s in scores)
+    return cls(**values, **extra)
+
+
+def _metrics(figure: Figure) -> dict:
+    """The fields of :class:`Figure` of ``figure``, to make another part with the same figure."""
+    return {f.name: getattr(figure, f.name) for f in fields(Figure)}
+
+
+def _outer_splits(job: Evaluation) -> list[dict | None]:
+    """Each outer split's inner score and the scores of its refit on the outer fold (``None``: no refit)."""
+    return [None if s is None else {"inner": None if i >= len(job.inner) else job.inner[i],
+                                    "accuracy": s["accuracy"], "balanced_accuracy": s["balanced_accuracy"]}
+            for i, s in enumerate(job.nested)]
 
 
 def _confusion(predictions: list[tuple]) -> tuple[list, list]:
@@ -157,9 +174,9 @@ def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[dict]:
     return sorted(front, key=lambda point: (-point[options.metric], point["trial"]))
 
 
-def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecord], stopped: int) -> str | None:
+def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecord]) -> str | None:
     """Why the row lacks a figure or part of one, most telling reason first; else what it lacks besides."""
-    best = job.best
+    best, stopped = job.best, counts.stopped
     missing = [i for i, t in enumerate(job.outer_best) if t is None]
     errors = job.errors + [t.attrs[TrialAttr.ERROR] for t in finished
                            if t.state is TrialState.FAIL and not t.attrs.get(TrialAttr.TIMED_OUT)]
@@ -197,7 +214,7 @@ def row_status(accuracy, counts: TrialCounts, best, final_errors) -> Status:
 
 def skipped_row(dataset, spec, reason, options) -> LearnerResult:
     return LearnerResult(dataset=dataset, learner=spec.name, plugin=spec.plugin, status=Status.SKIPPED,
-                         error=reason, protocol=options.protocol, metric=options.metric, trials=0)
+                         error=reason, protocol=options.protocol, metric=options.metric, counts=TrialCounts(trials=0))
 
 
 def rank(result: LearnerResult):
@@ -234,13 +251,13 @@ def choose(rows: list[LearnerResult]) -> Choice:
 
 def _admissible(row: LearnerResult) -> bool:
     """A row :func:`choose` may choose: status ``ok``, a headline figure, no fold predicted as one class."""
-    return row.status == Status.OK and not row.one_class and row.metric_value() is not None \
+    return row.status == Status.OK and not row.headline.one_class and row.metric_value() is not None \
         and row.learner != PROCEDURE
 
 
 def _preference(row: LearnerResult, value: float) -> tuple:
     """The order of :func:`choose` for a row scored ``value``: highest first, then cheaper, then by name."""
-    return -value, row.fit_seconds is None, row.fit_seconds or 0.0, row.learner
+    return -value, row.costs.fit_seconds is None, row.costs.fit_seconds or 0.0, row.learner
 
 
 def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
@@ -259,26 +276,24 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
     row = LearnerResult(dataset=first.dataset, learner=PROCEDURE, plugin=PROCEDURE_SPEC.plugin,
                         study=f"{first.dataset}/{PROCEDURE}",
                         protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
-                        headline="nested", one_class=False)
-    candidates = [r for r in nested if _admissible(r) and r.outer_splits]
-    row.choices, row.outer_splits = [], []
+                        headline=Headline(kind="nested", one_class=False))
+    candidates = [r for r in nested if _admissible(r) and r.nested.outer_splits]
+    choices, outer_splits = [], []
     for i in range(first.folds or 0):
-        scored = [(r, r.outer_splits[i]) for r in candidates
-                  if i < len(r.outer_splits) and r.outer_splits[i] is not None
-                  and r.outer_splits[i]["inner"] is not None]
+        scored = [(r, r.nested.outer_splits[i]) for r in candidates
+                  if i < len(r.nested.outer_splits) and r.nested.outer_splits[i] is not None
+                  and r.nested.outer_splits[i]["inner"] is not None]
         chosen = min(scored, key=lambda pair: _preference(pair[0], pair[1]["inner"]), default=(None, None))
-        row.choices.append(chosen[0] and chosen[0].learner)
-        row.outer_splits.append(chosen[1])
-    missing = [str(i) for i, choice in enumerate(row.choices) if choice is None]
+        choices.append(chosen[0] and chosen[0].learner)
+        outer_splits.append(chosen[1])
+    row.choices, row.nested = choices, NestedFigure(outer_splits=outer_splits)
+    missing = [str(i) for i, choice in enumerate(choices) if choice is None]
     if missing:
         row.status = Status.NO_RESULT
         row.error = (f"no learner with an ok nested figure and an inner score in outer split(s) "
                      f"{', '.join(missing)}")
         return row
     row.status = Status.OK
-    row.nested_accuracy, row.nested_accuracy_std = mean_std(s["accuracy"] for s in row.outer_splits)
-    row.nested_balanced_accuracy, row.nested_balanced_accuracy_std = mean_std(
-        s["balanced_accuracy"] for s in row.outer_splits)
-    row.accuracy, row.accuracy_std = row.nested_accuracy, row.nested_accuracy_std
-    row.balanced_accuracy, row.balanced_accuracy_std = row.nested_balanced_accuracy, row.nested_balanced_accuracy_std
+    row.nested = _figure(NestedFigure, outer_splits, outer_splits=outer_splits)
+    row.headline = replace(row.headline, **_metrics(row.nested))
     return row

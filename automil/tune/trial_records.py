@@ -7,14 +7,13 @@ ensemble and the progress lines."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
-from automil.records import StudyRecord, TrialAttr, TrialRecord, TrialState
+from automil.records import StudyRecord, TrialAttr, TrialCounts, TrialRecord, TrialState
 from automil.tune.isolation import HEARTBEAT_SECONDS
 from automil.tune.processes import process_alive
 
 __all__ = ["trial_record", "records", "study_record", "tell", "fail_stale_trials", "importances",
-           "counts_toward_budget", "abandoned", "best_trial", "defaults_trial", "trial_counts", "TrialCounts",
+           "counts_toward_budget", "abandoned", "best_trial", "defaults_trial", "trial_counts",
            "STALE_AFTER_SECONDS"]
 
 # A RUNNING trial of another machine is taken as abandoned when its heartbeat is older than this.
@@ -70,18 +69,6 @@ def defaults_trial(trials: list[TrialRecord]) -> TrialRecord | None:
     return next((t for t in complete if t.number == 0), None)
 
 
-@dataclass(frozen=True)
-class TrialCounts:
-    """A study's finished trials that count (``trials``), by outcome; a timed-out trial is not also
-    counted as failed."""
-
-    trials: int = 0
-    complete: int = 0
-    pruned: int = 0
-    failed: int = 0
-    timed_out: int = 0
-
-
 def trial_counts(trials: list[TrialRecord]) -> tuple[TrialCounts, list[TrialRecord]]:
     """The leaderboard's trial counts and the finished trials that count."""
     finished = [t for t in trials if t.finished and counts_toward_budget(t)]
@@ -90,7 +77,8 @@ def trial_counts(trials: list[TrialRecord]) -> tuple[TrialCounts, list[TrialReco
                        complete=sum(t.state is TrialState.COMPLETE for t in finished),
                        pruned=sum(t.state is TrialState.PRUNED for t in finished),
                        failed=sum(t.state is TrialState.FAIL for t in finished) - timed_out,
-                       timed_out=timed_out), finished
+                       timed_out=timed_out,
+                       stopped=sum(bool(t.attrs.get(TrialAttr.INTERRUPTED)) for t in trials)), finished
 
 
 DIED = "its process died before it finished"

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from automil.records import LearnerResult, Status, TrialRecord, TrialState
+from automil.records import Headline, LearnerResult, Status, TrialRecord, TrialState
 from automil.tune.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
 from automil.tune.options import TuneOptions
 
@@ -27,15 +27,16 @@ def test_a_nested_row_reports_the_outer_splits_and_the_repeats_of_its_best_param
                      fit_seconds=[2.0, 4.0], predictions={Refit.NESTED: [(np.array([0, 1]), np.array([0, 0])),
                                                                          (np.array([1, 1]), np.array([1, 0]))]})
     row = result_row("fox", OPTIONS, job)
-    assert row.status == Status.OK and row.headline == "nested"
-    assert row.balanced_accuracy == pytest.approx(0.6) and row.balanced_accuracy_std == pytest.approx(0.1)
-    assert row.accuracy == row.nested_accuracy == pytest.approx(0.7)
-    assert row.repeats == 2  # the third repeat lacks a fold: left out
-    assert row.repeated_balanced_accuracy == pytest.approx(0.8)
-    assert (row.best_trial, row.best_params, row.tuning_score) == (1, {"C": 10.0}, 0.8)
-    assert (row.trials, row.trials_complete, row.trials_pruned) == (3, 2, 1)
-    assert row.fit_seconds == pytest.approx(3.0)
-    assert row.classes == [0, 1] and row.confusion_matrix == [[1, 0], [2, 1]]
+    assert row.status == Status.OK and row.headline.kind == "nested"
+    assert row.headline.balanced_accuracy == pytest.approx(0.6)
+    assert row.headline.balanced_accuracy_std == pytest.approx(0.1)
+    assert row.headline.accuracy == row.nested.accuracy == pytest.approx(0.7)
+    assert row.repeated.repeats == 2  # the third repeat lacks a fold: left out
+    assert row.repeated.balanced_accuracy == pytest.approx(0.8)
+    assert (row.tuning.best_trial, row.tuning.best_params, row.tuning.score) == (1, {"C": 10.0}, 0.8)
+    assert (row.counts.trials, row.counts.complete, row.counts.pruned) == (3, 2, 1)
+    assert row.costs.fit_seconds == pytest.approx(3.0)
+    assert row.headline.classes == [0, 1] and row.headline.confusion_matrix == [[1, 0], [2, 1]]
     assert row.error is None
 
 
@@ -44,8 +45,8 @@ def test_an_outer_split_without_a_completed_trial_makes_the_row_partial_and_says
     job = Evaluation("sil", "svm", "fox/sil", trials, trials[0], outer_best=[trials[0], None, trials[0]],
                      nested=[_scores(0.7, 0.7), None, _scores(0.7, 0.7)], repeated={0: [_scores(0.7, 0.7)] * 3})
     row = result_row("fox", OPTIONS, job)
-    assert row.status == Status.PARTIAL and row.balanced_accuracy is None
-    assert row.repeated_balanced_accuracy == pytest.approx(0.7)
+    assert row.status == Status.PARTIAL and row.headline.balanced_accuracy is None
+    assert row.repeated.balanced_accuracy == pytest.approx(0.7)
     assert row.error.startswith("no completed trial in outer split(s) 1")
 
 
@@ -58,13 +59,13 @@ def test_learners_without_a_figure_say_why():
     rows = {name: result_row("fox", OPTIONS, Evaluation("x", "p", "fox/x", trials, None))
             for name, trials in (("timed_out", timed_out), ("failed", failed), ("pruned", pruned),
                                  ("one_class", one_class), ("stopped", stopped), ("none", []))}
-    assert rows["timed_out"].status == Status.TIMED_OUT and rows["timed_out"].trials_timed_out == 2
+    assert rows["timed_out"].status == Status.TIMED_OUT and rows["timed_out"].counts.timed_out == 2
     assert rows["failed"].status == Status.FAILED and rows["failed"].error == "ValueError: bad C"
     assert rows["pruned"].status == Status.NO_RESULT
     assert rows["pruned"].error == ("no trial completed: 1 of 1 pruned (pruned: C too small), 0 timed out, "
                                     "0 stopped by the --timeout budget")
     assert rows["one_class"].error.startswith("1 of 1 trials predicted one class for every bag")
-    assert rows["stopped"].status == Status.NO_TRIALS and rows["stopped"].trials_stopped == 1
+    assert rows["stopped"].status == Status.NO_TRIALS and rows["stopped"].counts.stopped == 1
     assert "1 stopped by it" in rows["stopped"].error
     assert rows["none"].error == "no trial ran: raise --timeout"
 
@@ -74,22 +75,23 @@ def test_the_tuned_protocol_heads_the_row_with_the_repeated_figure():
     options = TuneOptions(folds=3, protocol="tuned", jobs=1)
     job = Evaluation("sil", "svm", "fox/sil", trials, trials[0], repeated={0: [_scores(0.5, 0.6)] * 3})
     row = result_row("fox", options, job)
-    assert row.headline == "tuned (optimistic)" and row.balanced_accuracy == pytest.approx(0.6)
-    assert row.nested_balanced_accuracy is None
+    assert row.headline.kind == "tuned (optimistic)" and row.headline.balanced_accuracy == pytest.approx(0.6)
+    assert row.nested.balanced_accuracy is None
 
 
 def test_rank_puts_the_best_headline_figure_first_and_rows_without_one_last_by_name():
-    rows = [LearnerResult(learner="b", metric="accuracy", accuracy=None),
-            LearnerResult(learner="a", metric="accuracy", accuracy=None),
-            LearnerResult(learner="c", metric="accuracy", accuracy=0.7, balanced_accuracy=0.1),
-            LearnerResult(learner="d", metric="accuracy", accuracy=0.9)]
+    rows = [LearnerResult(learner="b", metric="accuracy"), LearnerResult(learner="a", metric="accuracy"),
+            LearnerResult(learner="c", metric="accuracy", headline=Headline(accuracy=0.7, balanced_accuracy=0.1)),
+            LearnerResult(learner="d", metric="accuracy", headline=Headline(accuracy=0.9))]
     assert [r.learner for r in sorted(rows, key=rank)] == ["d", "c", "a", "b"]
 
 
 def test_choose_names_the_best_ok_row_and_finds_it_among_the_final_rows():
-    rows = [LearnerResult(learner="a", metric="accuracy", accuracy=0.9, status=Status.PARTIAL),
-            LearnerResult(learner="b", metric="accuracy", accuracy=0.7, status=Status.OK, one_class=False),
-            LearnerResult(learner="c", metric="accuracy", accuracy=0.8, status=Status.OK, one_class=True)]
+    rows = [LearnerResult(learner="a", metric="accuracy", headline=Headline(accuracy=0.9), status=Status.PARTIAL),
+            LearnerResult(learner="b", metric="accuracy", headline=Headline(accuracy=0.7, one_class=False),
+                          status=Status.OK),
+            LearnerResult(learner="c", metric="accuracy", headline=Headline(accuracy=0.8, one_class=True),
+                          status=Status.OK)]
     choice = choose(rows)
     assert choice == Choice("b") and choice.row(rows) is rows[1]
     assert choose(rows[::2]) == Choice(None) and Choice(None).row(rows) is None
@@ -108,9 +110,10 @@ def test_a_figure_over_one_repeat_has_no_sd_in_the_row_the_json_or_the_table(tmp
     two = result_row("fox", TuneOptions(folds=3, protocol="tuned", repeats=2, jobs=1),
                      Evaluation("nsk", "svm", "fox/nsk", trials, trials[0],
                                 repeated={0: [_scores(0.5, 0.6)] * 3, 1: [_scores(0.7, 0.8)] * 3}))
-    assert one.repeats == 1 and one.repeated_balanced_accuracy == pytest.approx(0.6)
-    assert one.repeated_balanced_accuracy_std is None and one.balanced_accuracy_std is None
-    assert two.repeats == 2 and two.repeated_balanced_accuracy_std == pytest.approx(np.std([0.6, 0.8], ddof=1))
+    assert one.repeated.repeats == 1 and one.repeated.balanced_accuracy == pytest.approx(0.6)
+    assert one.repeated.balanced_accuracy_std is None and one.headline.balanced_accuracy_std is None
+    assert two.repeated.repeats == 2
+    assert two.repeated.balanced_accuracy_std == pytest.approx(np.std([0.6, 0.8], ddof=1))
     path = tmp_path / "rows.json"
     print_leaderboard([two, one], str(path))
     stored = {row["learner"]: row for row in json.loads(path.read_text())}

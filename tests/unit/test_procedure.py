@@ -34,23 +34,23 @@ def test_each_outer_split_chooses_by_its_inner_scores_and_is_scored_on_its_outer
     procedure = procedure_row(rows)
     # split 0: a (0.80 > 0.70); split 1: b (0.90); split 2: a tie at 0.70 goes to the cheaper b
     assert procedure.choices == ["a", "b", "b"]
-    assert [s["inner"] for s in procedure.outer_splits] == [0.80, 0.90, 0.70]
+    assert [s["inner"] for s in procedure.nested.outer_splits] == [0.80, 0.90, 0.70]
     by_hand = [0.50, 0.60, 0.80]
-    assert procedure.balanced_accuracy == pytest.approx(np.mean(by_hand))
-    assert procedure.balanced_accuracy_std == pytest.approx(np.std(by_hand, ddof=1))
-    assert procedure.accuracy == pytest.approx(np.mean(by_hand) + 0.05)
-    assert procedure.status == Status.OK and procedure.learner == PROCEDURE and procedure.headline == "nested"
+    assert procedure.headline.balanced_accuracy == pytest.approx(np.mean(by_hand))
+    assert procedure.headline.balanced_accuracy_std == pytest.approx(np.std(by_hand, ddof=1))
+    assert procedure.headline.accuracy == pytest.approx(np.mean(by_hand) + 0.05)
+    assert procedure.status == Status.OK and procedure.learner == PROCEDURE and procedure.headline.kind == "nested"
     # The final choice takes b on its nested figure (76.7), which the procedure's (63.3) does not reach:
     # choosing on the outer folds is what the procedure's figure leaves out.
     assert choose([*rows, procedure]).learner == "b"
-    assert rows[1].balanced_accuracy == pytest.approx(np.mean([0.90, 0.60, 0.80]))
+    assert rows[1].headline.balanced_accuracy == pytest.approx(np.mean([0.90, 0.60, 0.80]))
 
 
 def test_a_split_where_no_row_can_be_chosen_leaves_the_procedure_without_a_figure_and_says_why():
     rows = [_row("a", inner=[0.8, None, 0.7], outer=[0.5, 0.9, 0.6], fit_seconds=1.0)]
     procedure = procedure_row(rows)
     assert procedure.choices == ["a", None, "a"]
-    assert procedure.status == Status.NO_RESULT and procedure.balanced_accuracy is None
+    assert procedure.status == Status.NO_RESULT and procedure.headline.balanced_accuracy is None
     assert "outer split(s) 1" in procedure.error
 
 
@@ -61,7 +61,7 @@ def test_the_tuned_protocol_has_no_procedure_row_and_rows_round_trip_through_jso
     assert LearnerResult.from_dict(procedure.to_dict()) == procedure
     stored = procedure.to_dict()
     del stored["outer_splits"], stored["choices"]  # a row stored before the procedure's figure still reads
-    assert LearnerResult.from_dict(stored).outer_splits is None
+    assert LearnerResult.from_dict(stored).nested.outer_splits is None
 
 
 def test_a_split_left_untuned_sees_the_defaults_on_its_inner_folds_only():

@@ -4,7 +4,7 @@ lines per learner."""
 import io
 
 from automil.cli.progress import Progress
-from automil.records import LearnerResult, TrialRecord, TrialState
+from automil.records import Headline, LearnerResult, TrialCounts, TrialRecord, TrialState
 from automil.tune.listener import LearnerStanding, Standing, StudyProgress
 
 
@@ -52,10 +52,10 @@ def test_the_learner_lines_stay():
     stream = io.StringIO()
     progress = Progress(stream)
     progress.tuned(StudyProgress("sil", None, 6, 20, "accuracy", TRIALS))
-    progress.learner_done(LearnerResult(learner="sil", status="ok", trials=4, trials_timed_out=1,
-                                        headline="nested", balanced_accuracy=0.8))
-    progress.learner_done(LearnerResult(learner="nsk", status="T/O", trials=2, trials_timed_out=2,
-                                        headline="nested"))
+    progress.learner_done(LearnerResult(learner="sil", status="ok", counts=TrialCounts(trials=4, timed_out=1),
+                                        headline=Headline(kind="nested", balanced_accuracy=0.8)))
+    progress.learner_done(LearnerResult(learner="nsk", status="T/O", counts=TrialCounts(trials=2, timed_out=2),
+                                        headline=Headline(kind="nested")))
     lines = stream.getvalue().splitlines()
     assert lines[0].startswith("automil: sil: tuned, 4 trials on all folds (1 pruned, 1 T/O, 0 failed), best "
                                "tuning accuracy 0.812 [0:0")

@@ -2,7 +2,7 @@
 
 import json
 
-from automil.records import LearnerResult, Status, TrialRecord, TrialState
+from automil.records import Headline, LearnerResult, ModelRecord, Status, TrialCounts, TrialRecord, TrialState
 
 # The keys of a full leaderboard row, in the order ``automil tune --json`` has always written them.
 ROW_KEYS = ["dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
@@ -25,19 +25,22 @@ def test_a_row_without_predictions_has_the_leaderboard_keys_and_a_plain_status()
 
 
 def test_a_row_with_predictions_adds_classes_and_confusion_matrix_before_the_status():
-    row = LearnerResult(learner="sil", classes=[0, 1], confusion_matrix=[[3, 1], [0, 4]], status="ok").to_dict()
+    row = LearnerResult(learner="sil", headline=Headline(classes=[0, 1], confusion_matrix=[[3, 1], [0, 4]]),
+                        status="ok").to_dict()
     assert list(row) == ROW_KEYS + ["classes", "confusion_matrix", *CHOICE_KEYS, "status"]
 
 
 def test_a_skipped_row_has_only_its_eight_keys():
     row = LearnerResult(dataset="sival", learner="pdmisvm", plugin="pdmisvm", status="skipped", error="binary only",
-                        protocol="nested", metric="accuracy", trials=0).to_dict()
+                        protocol="nested", metric="accuracy", counts=TrialCounts(trials=0)).to_dict()
     assert row == {"dataset": "sival", "learner": "pdmisvm", "plugin": "pdmisvm", "status": "skipped",
                    "error": "binary only", "protocol": "nested", "metric": "accuracy", "trials": 0}
 
 
 def test_a_stored_row_reads_back_equal_and_unknown_keys_are_named():
-    row = LearnerResult(learner="sil", accuracy=0.8, status="T/O").to_dict()
+    row = LearnerResult(learner="sil", headline=Headline(accuracy=0.8, kind="nested"), status="T/O",
+                        model=ModelRecord(uri="models:/m-1")).to_dict()
+    assert row["accuracy"] == 0.8 and row["headline"] == "nested" and row["model_uri"] == "models:/m-1"
     assert LearnerResult.from_dict(row).to_dict() == row
     try:
         LearnerResult.from_dict({**row, "acuracy": 1.0})

@@ -6,9 +6,9 @@ import sys
 import time
 from datetime import datetime, timedelta
 
-from automil.records import TrialRecord, TrialState
+from automil.records import TrialCounts, TrialRecord, TrialState
 from automil.tune.processes import process_identity
-from automil.tune.trial_records import STALE_AFTER_SECONDS, TrialCounts, best_trial, counts_toward_budget, trial_counts
+from automil.tune.trial_records import STALE_AFTER_SECONDS, best_trial, counts_toward_budget, trial_counts
 
 
 def _dead_process_identity():
@@ -45,14 +45,14 @@ def test_queued_interrupted_and_stale_trials_do_not_count():
     assert counts_toward_budget(TrialRecord(3, TrialState.PRUNED))
 
 
-def test_counts_split_time_outs_from_failures_and_leave_uncounted_trials_out():
+def test_counts_split_time_outs_from_failures_and_count_the_stopped_apart():
     trials = [TrialRecord(0, TrialState.COMPLETE, 0.7), TrialRecord(1, TrialState.PRUNED),
               TrialRecord(2, TrialState.FAIL, attrs={"timed_out": True}),
               TrialRecord(3, TrialState.FAIL, attrs={"error": "boom"}),
               TrialRecord(4, TrialState.FAIL, attrs={"interrupted": True}), TrialRecord(5, TrialState.WAITING),
               TrialRecord(6, TrialState.COMPLETE, 0.9)]
     counts, finished = trial_counts(trials)
-    assert counts == TrialCounts(trials=5, complete=2, pruned=1, failed=1, timed_out=1)
+    assert counts == TrialCounts(trials=5, complete=2, pruned=1, failed=1, timed_out=1, stopped=1)
     assert [t.number for t in finished] == [0, 1, 2, 3, 6]
 
 
