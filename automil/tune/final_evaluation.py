@@ -1,8 +1,8 @@
 """The final evaluation: nested refits, models and repeated cross-validation of every learner's best parameters.
 
 It runs in the order the run needs its parts: the headline figure first (the nested refits, or the first
-repeat under the tuned protocol), then the models, the one about to be chosen first, then more repeats
-while the budget lasts.
+repeat under the tuned protocol), the run's one choice of model on it, then the models, the chosen one
+first, then more repeats while the budget lasts.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
 
     A learner whose stored result matches its studies (same best trials, trial count, repeats and
     protocol) is not evaluated again; if the budget left that result without a model, the model is fitted
-    and logged now (as the budget allows). The model the run is about to choose is fitted even when the budget
+    and logged now (as the budget allows). The chosen model is fitted even when the budget
     has run out (a run may pass ``--timeout`` by that one fit): a run must end with a model.
     """
     options = plan.options
