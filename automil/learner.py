@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
 
-__all__ = ["BagClassifier", "LearnerSpec", "SEED"]
+__all__ = ["BagClassifier", "LearnerSpec", "Published", "SEED"]
 
 # The random_state of an estimator built from a spec when neither its defaults nor the caller set one, so
 # that an untuned evaluation repeats (the driver passes its own seed).
@@ -110,6 +110,20 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
 
 
 @dataclass(frozen=True)
+class Published:
+    """A learner's accuracy as its paper (or a later re-run) printed it, to set automil's figures beside.
+
+    ``accuracy`` maps a dataset name (automil's) to the bag accuracy in percent; ``paper`` says who printed
+    it (authors, venue, year) and ``protocol`` how it was measured (usually tuned and reported on the same
+    folds, so optimistic). ``automil report --published`` shows them.
+    """
+
+    paper: str
+    accuracy: dict[str, float]
+    protocol: str = "10-fold cross-validation, parameters set per data set"
+
+
+@dataclass(frozen=True)
 class LearnerSpec:
     """What a plugin registers for one learner.
 
@@ -144,6 +158,8 @@ class LearnerSpec:
         sizes): ``a`` in ``seconds ~ n_instances ** a`` (1 linear, 2 quadratic). On large data the driver
         fits the defaults on two samples of bags before fitting them on all, to stop a learner that
         cannot finish within its share of the budget; ``None``: the exponent is measured from the samples.
+    published : Published or None
+        The accuracies its paper printed on known datasets, for ``automil report --published``.
     plugin : str
         Filled in by the registry: the plugin that registered the learner.
     """
@@ -158,6 +174,7 @@ class LearnerSpec:
     defaults: dict = field(default_factory=dict)
     first_trial: dict = field(default_factory=dict)
     fit_growth: float | None = None
+    published: Published | None = None
     plugin: str = ""
 
     @property

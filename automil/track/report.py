@@ -94,7 +94,7 @@ def build_table(studies: list[StoredStudy], datasets=None, cost: bool = False) -
                 table.cells[learner, dataset, metric] = Cell(mean, study.metrics.get(f"{metric}_std"),
                                                              optimistic=study.optimistic)
             else:
-                table.cells[learner, dataset, metric] = Cell(text=_status_text(study.status))
+                table.cells[learner, dataset, metric] = Cell(text=status_text(study.status))
         if cost:
             seconds = study.metrics.get(COST[0])
             table.cells[learner, dataset, COST[0]] = Cell(seconds, seconds=True) if seconds is not None else Cell()
@@ -112,7 +112,7 @@ def _seconds(value: float) -> str:
     return f"{value:.2g}" if value < 10 else f"{value:.0f}"
 
 
-def _status_text(status: str) -> str:
+def status_text(status: str) -> str:
     return {"": "running", "ok": "-", "partial": "-"}.get(status, status)
 
 
