@@ -28,8 +28,8 @@ class StudyProgress:
 class LearnerStanding:
     """One learner as the budget sees it: its counted trials over all its studies and the most it may
     have (``None``: no ``--n-trials`` cap), its best tuning score, and its ``phase``: ``defaults``
-    (waiting for its defaults), ``contender`` (close to the leader: it gets time), ``behind``, ``full``,
-    ``no score`` or ``too slow``."""
+    (waiting for its defaults), ``contender`` (it gets time: close to the leader, or under the equal
+    allocation any learner with a score), ``behind``, ``full``, ``no score`` or ``too slow``."""
 
     learner: str
     trials: int

@@ -25,6 +25,7 @@ from automil.tune.budget import (
     next_step,
     probe_limits,
     run_seconds,
+    standing,
     tuning_deadline,
     worth_probing,
 )
@@ -184,6 +185,16 @@ def test_the_equal_allocation_gives_every_learner_with_a_score_the_same_seconds(
         s = states[step.learner]
         states[step.learner] = replace(s, seconds=s.seconds + cost[s.name])
     assert states["behind"].seconds == pytest.approx(states["leader"].seconds, abs=1.0)
+
+
+def test_under_the_equal_allocation_no_learner_with_a_score_is_shown_behind():
+    states = [learner("leader", best=0.90, stderr=0.01), learner("far", best=0.60)]
+    phases = {}
+    for allocation in ("promise", "equal"):
+        plan = Plan("d", ["leader", "far"], TuneOptions(allocation=allocation), np.zeros(6, dtype=int), start=0.0)
+        phases[allocation] = {row.learner: row.phase for row in standing(states, plan, None, 1.0, None).learners}
+    assert phases["promise"] == {"leader": "contender", "far": "behind"}
+    assert phases["equal"] == {"leader": "contender", "far": "contender"}
 
 
 def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and_models():
