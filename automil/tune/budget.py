@@ -194,9 +194,11 @@ def worth_probing(values: int, share: float | None) -> bool:
 
 
 def probe_limits(share: float) -> list[float]:
-    """The time limit of each probe fit: ``PROBE_SHARE`` of the ``share``, in proportion to the sample sizes."""
+    """The time limit of each probe fit: first the warm-up's (a fit on a few bags that bears the one-time
+    costs and is not timed), ``PROBE_SHARE`` of the ``share``; then the samples', another ``PROBE_SHARE`` of it in
+    proportion to their sizes."""
     total = sum(PROBE_FRACTIONS)
-    return [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
+    return [PROBE_SHARE * share] + [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
 
 
 def estimated_trial_seconds(sizes: list[int], seconds: list[float], full: int, fits: int,
