@@ -21,8 +21,8 @@ from automil.track.tracker import Tracker
 __all__ = ["OutageTolerant", "unreachable", "replay", "Replayed", "HTTP_WAITS"]
 
 # MLflow's retry settings for automil's client, unless the user set them: about 3 s per call to a server that
-# refuses connections (2 retries, 1 and 2 s apart, up to 1 s of jitter each), 3 x 10 s to one that accepts
-# and never answers. (The back-off factor is an integer to MLflow.)
+# refuses connections (2 retries with back-off and jitter), 3 x 10 s to one that accepts and never answers.
+# (The back-off factor is an integer to MLflow.)
 HTTP_WAITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
               "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 # After the server missed a call, kept calls are tried again on the next tracking call this many seconds
