@@ -216,8 +216,8 @@ class LearnerResult:
 @dataclass(frozen=True)
 class TrackingBacklog:
     """What tracking could not log because its server did not answer: how many ``records`` it keeps, in
-    which ``path`` (a backlog file that ``automil track replay`` logs), for which ``tracking_uri``, and the
-    last ``reason`` the server gave."""
+    which ``path`` (a backlog file that ``automil track replay`` logs), for which ``tracking_uri`` (a password
+    in it hidden), and the last ``reason`` the server gave."""
 
     records: int
     path: str

@@ -17,6 +17,7 @@ from pathlib import Path
 from automil.records import LearnerResult, StudyRecord, TrackingBacklog, TrialRecord
 from automil.track.backlog import BacklogFile, Kept, Kind, Learner, Study, backlog_dir
 from automil.track.tracker import Tracker
+from automil.uris import shown_storage
 
 __all__ = ["OutageTolerant", "unreachable", "replay", "Replayed", "HTTP_WAITS"]
 
@@ -126,7 +127,8 @@ class OutageTolerant:
     def backlog(self) -> TrackingBacklog | None:
         if not self.kept:
             return None
-        return TrackingBacklog(len(self.kept), str(self.file.path), self.tracker.tracking_uri, self.reason)
+        return TrackingBacklog(len(self.kept), str(self.file.path), shown_storage(self.tracker.tracking_uri),
+                               self.reason)
 
     def log_kept(self) -> list[str]:
         """Log the kept calls, oldest first, until the server misses one (the next attempt then waits
