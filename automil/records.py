@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum, auto
 
-__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TIMED_OUT",
-           "PROCEDURE"]
+__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TrackingBacklog",
+           "TIMED_OUT", "PROCEDURE"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
@@ -211,3 +211,15 @@ class LearnerResult:
     def metric_std(self) -> float | None:
         """The spread of :meth:`metric_value` (over the outer folds, or over the repeats)."""
         return getattr(self, f"{self.metric or 'balanced_accuracy'}_std")
+
+
+@dataclass(frozen=True)
+class TrackingBacklog:
+    """What tracking could not log because its server did not answer: how many ``records`` it keeps, in
+    which ``path`` (a backlog file that ``automil track replay`` logs), for which ``tracking_uri`` (a password
+    in it hidden), and the last ``reason`` the server gave."""
+
+    records: int
+    path: str
+    tracking_uri: str
+    reason: str

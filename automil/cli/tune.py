@@ -101,12 +101,13 @@ def _tracking(options):
 
 
 def open_tracker(tracking_uri: str | None):
-    """The MLflow tracker; a store that cannot be opened stops the run before any tuning, since results
-    that silently go untracked are lost to the UI and the report."""
-    from automil.track import Tracker
+    """The MLflow tracker, which keeps what a server outage keeps it from logging (see
+    :mod:`automil.track.outage`); a store that cannot be opened stops the run before any tuning, since
+    results that silently go untracked are lost to the UI and the report."""
+    from automil.track.outage import OutageTolerant
 
     try:
-        return Tracker(tracking_uri)
+        return OutageTolerant.open(tracking_uri)
     except Exception as error:
         store = shown_storage(tracking_uri) if tracking_uri else "(default)"
         reason = str(error) if store in str(error) else f"cannot open the MLflow tracking store {store}: {error}"

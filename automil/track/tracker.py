@@ -120,6 +120,18 @@ class Tracker:
         logged before, by this or another process, and :meth:`study_run` marked the run running)."""
         self.store.terminate(parent_run_id)
 
+    def find_study_run(self, study_name: str, dataset: str) -> str | None:
+        """The id of the study's parent run if the store has one, as it is (not marked running)."""
+        return self.runs.find(self.experiment_id(dataset), study_name)
+
+    def flush(self) -> None:
+        """Nothing to do: a Tracker keeps nothing back, a call the server misses raises (see
+        :class:`automil.track.outage.OutageTolerant` for the tracker that keeps it)."""
+
+    def backlog(self) -> None:
+        """Always ``None``: see :meth:`flush`."""
+        return None
+
     def studies(self, datasets=None) -> list[StoredStudy]:
         """Every study (parent run) in the store, optionally only of some datasets."""
         return read_studies(self.store, datasets)

@@ -92,6 +92,9 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     if procedure is not None:
         recorder.procedure_done(procedure)
     tracker.refresh_comparison(dataset, _select(rows, dataset, tracker, listener))
+    backlog = tracker.flush()
+    if backlog is not None:
+        listener.unlogged(backlog)
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
     return [procedure] * (procedure is not None) + sorted(rows, key=rank)
 

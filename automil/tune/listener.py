@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from automil.records import LearnerResult, TrialRecord
+from automil.records import LearnerResult, TrackingBacklog, TrialRecord
 
 __all__ = ["Listener", "StudyProgress", "LearnerStanding", "Standing", "Silent"]
 
@@ -66,6 +66,9 @@ class Listener(Protocol):
     def learner_done(self, result: LearnerResult) -> None:
         """A learner's final evaluation is done."""
 
+    def unlogged(self, backlog: TrackingBacklog) -> None:
+        """The run has ended with records that tracking could not log (its server did not answer)."""
+
 
 class Silent:
     """A listener that ignores everything: ``tune`` called as a library, and its helper processes."""
@@ -80,4 +83,7 @@ class Silent:
         pass
 
     def learner_done(self, result: LearnerResult) -> None:
+        pass
+
+    def unlogged(self, backlog: TrackingBacklog) -> None:
         pass
