@@ -27,7 +27,16 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.tune.options import ALLOCATIONS, METRICS, OBJECTIVES, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
+    from automil.tune.options import (
+        ALLOCATIONS,
+        DEFAULT_FOLDS,
+        METRICS,
+        OBJECTIVES,
+        PROTOCOLS,
+        SAMPLERS,
+        TuneOptions,
+        parse_size,
+    )
     from automil.tune.storage import DEFAULT_STORAGE
 
     d = TuneOptions() if defaults else None
@@ -44,9 +53,11 @@ def _add_tune_options(sub, defaults: bool):
         sub.add_argument("--fit-timeout", type=float, default=d.fit_timeout, metavar="SECONDS",
                          help=f"a fit running longer is killed and its trial recorded T/O (default "
                               f"{int(d.fit_timeout)})")
-        sub.add_argument("--folds", type=int, default=d.folds, help=f"k of k-fold CV (default {d.folds})")
+        sub.add_argument("--folds", type=int, default=None,
+                         help=f"k of k-fold CV (default {DEFAULT_FOLDS}, or as many as --folds-file holds)")
         sub.add_argument("--repeats", type=int, default=d.repeats,
-                         help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats})")
+                         help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats}; with "
+                              "--folds-file at most as many as it holds)")
         sub.add_argument("--metric", choices=METRICS, default=None,
                          help="what the tuner maximizes (both are recorded; default balanced_accuracy)")
         sub.add_argument("--objective", dest="objectives", action="append", default=[], metavar="NAME",
@@ -65,6 +76,9 @@ def _add_tune_options(sub, defaults: bool):
                               "similar other dataset tuned in the same storage")
         sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",
                          help="kill a fit whose process passes this resident memory (e.g. 4G; Linux)")
+    sub.add_argument("--folds-file", metavar="PATH",
+                     help="the folds (and repeats) of a folds.json, such as the artifact of an earlier run "
+                          "(docs/tune.md, \"Shareable folds\")")
     sub.add_argument("--no-ensemble", dest="ensemble", action="store_false", default=True if defaults else None,
                      help="no ensemble row (by default, with two or more learners, ensemble selection over "
                           "their best trials is scored like a learner and can be the chosen model)")
@@ -275,7 +289,8 @@ def _run_run(args) -> int:
     from automil.tune.driver import tune
     from automil.tune.options import read_study_file
 
-    overrides = {name: getattr(args, name) for name in ("jobs", "storage", "ensemble", "track", "tracking_uri")
+    overrides = {name: getattr(args, name) for name in ("jobs", "storage", "folds_file", "ensemble", "track",
+                                                         "tracking_uri")
                  if getattr(args, name) is not None}
     rows = []
     for dataset, learners, options in read_study_file(args.study_file, overrides):

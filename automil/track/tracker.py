@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import automil
 from automil.records import LearnerResult, StudyRecord, TrialRecord
+from automil.run_folds import RunFolds
 from automil.track import comparison
 from automil.track.names import (
     DATASET_TAG,
+    FOLDS,
     KIND_TAG,
     LEARNER_TAG,
     NOTE_TAG,
@@ -25,7 +27,7 @@ from automil.track.names import (
 from automil.track.registry import register_model
 from automil.track.results import ResultLogging
 from automil.track.runs import StudyRuns
-from automil.track.store import Store
+from automil.track.store import Store, retry
 from automil.track.stored import StoredStudy, read_studies
 from automil.track.trials import TrialLogging
 from automil.track.values import MAX_TAG_CHARS, clip_text
@@ -96,6 +98,10 @@ class Tracker:
         """One nested run for a finished trial, logged once per trial number; its run id (see
         :meth:`automil.track.trials.TrialLogging.log`)."""
         return self.trial_logging.log(parent_run_id, trial, study_name)
+
+    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
+        """``folds.json`` on the parent run: the folds its result is scored on, for ``--folds-file``."""
+        retry(self.store.client.log_text, parent_run_id, folds.to_json(), FOLDS)
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> str | None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from automil.evaluation import fold_scores
-from automil.folds import bag_folds, fold_splits, repeat_seeds
+from automil.folds import fold_splits
 from automil.records import LearnerResult, TrialAttr
 from automil.tune.budget import extras_deadline, final_deadline, run_seconds
 from automil.tune.ensembling import (
@@ -85,7 +85,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
     modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model_uri is None]
     members = main_members(plan, bags, candidates) if options.ensemble else None
     nested = options.protocol == "nested"
-    seeds = repeat_seeds(options.seed, options.repeats)
+    repeats = plan.folds.repeats
     workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:
         w.set_data(bags)
@@ -102,7 +102,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
     # what the headline does not need leaves the time to log every result before the budget ends
     extras = extras_deadline(plan, len(pending) + 1, recorder.enabled)
     try:
-        run(_nested_tasks(plan, pending) if nested else _repeat_tasks(plan, bags, pending, 0, seeds[0]))
+        run(_nested_tasks(plan, pending) if nested else _repeat_tasks(pending, 0, repeats[0]))
         ensemble = ensemble_nested(plan, bags, candidates) if members is not None else None
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
@@ -110,10 +110,10 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
             first, rest = _model_order(now, [*pending, *modelless], members)
             run(_model_tasks(plan, bags, candidates, first), deadline=None)
             run(_model_tasks(plan, bags, candidates, rest), deadline=extras)
-        for r in range(0 if nested else 1, len(seeds)):
+        for r in range(0 if nested else 1, len(repeats)):
             if time.time() >= extras:
                 break
-            run(_repeat_tasks(plan, bags, pending, r, seeds[r]), deadline=extras)
+            run(_repeat_tasks(pending, r, repeats[r]), deadline=extras)
     finally:
         for w in workers[1:]:
             w.close()
@@ -164,6 +164,8 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
         key = {"trials": [len(t) for t in [trials, *sub_trials]],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
+        if plan.folds.source is not None:  # drawn repeats follow from the seed the studies hold already
+            key["folds"] = plan.folds.digest
         candidates[learner] = Candidate(trials, sub_trials)
         stored = main.user_attrs.get(RESULT_ATTR)
         # a result stored before ensembles kept no scores, one stored before the procedure's figure no
@@ -188,15 +190,15 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
 
 def _nested_tasks(plan: Plan, pending: dict[str, _Pending]) -> list[FitTask]:
     """The refits of every outer split's best parameters, scored on its outer fold."""
-    outer = fold_splits(plan.assignment)
+    outer = fold_splits(plan.folds.tuning)
     return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i)
             for learner, job in pending.items()
             for i, trial in enumerate(job.evaluation.outer_best) if trial is not None]
 
 
-def _repeat_tasks(plan: Plan, bags, pending: dict[str, _Pending], r: int, seed: int) -> list[FitTask]:
-    """Repeat ``r`` of the repeated CV of every learner's best parameters, on folds drawn with ``seed``."""
-    splits = fold_splits(bag_folds(bags.y, plan.options.folds, seed))
+def _repeat_tasks(pending: dict[str, _Pending], r: int, assignment) -> list[FitTask]:
+    """Repeat ``r`` of the repeated CV of every learner's best parameters, on its folds ``assignment``."""
+    splits = fold_splits(assignment)
     tasks = []
     for learner, job in pending.items():  # a learner's folds together: a repeat counts only when complete
         if job.evaluation.best is not None:

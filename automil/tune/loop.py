@@ -122,7 +122,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             and not any(t.state is TrialState.WAITING for t in trials):
         study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
     best = best_trial(trials, plan.options.directions)
-    fits = _Fits(fold_splits(plan.assignment, exclude=split), plan.options.fit_timeout)
+    fits = _Fits(fold_splits(plan.folds.tuning, exclude=split), plan.options.fit_timeout)
     started = time.time()
     # A share that ends before the deadline is the learner's own: passing it makes the learner too slow.
     # One that the deadline cuts is the run's budget running out, as for any other trial.
@@ -236,7 +236,7 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
     multi = plan.options.multi_objective
     attrs = fits.attrs
     for fold, (train, test) in enumerate(fits.splits):
-        step = int(plan.assignment[test[0]])  # the fold's identity, stable across trials
+        step = int(plan.folds.tuning[test[0]])  # the fold's identity, stable across trials
         fits.limit = min(plan.options.fit_timeout, max(hard_stop - time.time(), 0.01))
         out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed, timeout=fits.limit,
                           heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()))

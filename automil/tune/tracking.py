@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from automil.records import LearnerResult, StudyRecord, TrackingBacklog, TrialRecord
+from automil.run_folds import RunFolds
 from automil.tune.listener import Listener
 
 __all__ = ["Tracking", "Untracked", "Guarded", "open_tracking", "Recorder"]
@@ -22,6 +23,9 @@ class Tracking(Protocol):
 
     def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str:
         """Record a finished trial once (idempotent per trial number); its run id."""
+
+    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
+        """Record the folds the result is scored on (``folds.json``), before the result."""
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> str | None:
@@ -52,6 +56,9 @@ class Untracked:
         return None
 
     def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> None:
+        return None
+
+    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
         return None
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
@@ -94,6 +101,9 @@ class Guarded:
 
     def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str | None:
         return self._call(self.tracking.log_trial, parent_run_id, trial, study_name)
+
+    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
+        self._call(self.tracking.log_folds, parent_run_id, folds)
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> str | None:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from automil.records import TrialRecord, TrialState
+from automil.run_folds import RunFolds
 from automil.tune.budget import (
     EDGE_WEIGHT,
     FINAL_SHARE,
@@ -31,6 +32,8 @@ from automil.tune.budget import (
 )
 from automil.tune.options import TuneOptions
 from automil.tune.studies import Plan
+
+SIX_BAGS = RunFolds("d", tuple("abcdef"), np.zeros(6, dtype=int), ())  # a plan's folds, never read here
 
 
 def learner(name, best=None, trials=1, seconds=0.0, stderr=0.0, splits=0, expected=None, too_slow=False):
@@ -202,12 +205,12 @@ def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and
               learner("unmeasured", expected=None), learner("no score", expected=30.0)]
     # a trial's worth of refits (6 folds) and one model fit per scored learner, shared by 2 workers
     assert final_reserve(states, folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * (6.0 + 12.0) * (7 / 6) / 2)
-    plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0), np.zeros(6, dtype=int), start=1000.0)
+    plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0), SIX_BAGS, start=1000.0)
     low, high = FINAL_SHARE
     assert tuning_deadline(plan, 0.0) == pytest.approx(1000.0 + 400.0 * (1 - low))  # room for repeats
     assert tuning_deadline(plan, 130.0) == pytest.approx(1000.0 + 400.0 - 130.0)
     assert tuning_deadline(plan, 1e6) == pytest.approx(1000.0 + 400.0 * (1 - high))  # tuning keeps its part
-    assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None), np.zeros(6, dtype=int), 0.0), 50.0) is None
+    assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None), SIX_BAGS, 0.0), 50.0) is None
 
 
 def test_the_cost_estimate_extrapolates_the_measured_growth_to_every_fit_of_the_trial():
