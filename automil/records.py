@@ -11,7 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum, auto
 
-__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TrackingBacklog",
+__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "InstanceFigures", "LearnerResult",
+           "TrackingBacklog",
            "TIMED_OUT", "PROCEDURE"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
@@ -130,6 +131,22 @@ _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", 
 _OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices")
 
 
+@dataclass(frozen=True)
+class InstanceFigures:
+    """How well a learner finds the positive instances, on data with instance labels: mean and sd over the
+    outer folds of the nested refits (``docs/tune.md``). ``None`` where the learner gives no such output
+    (no instance scores: no AUC; no witness: no precision) or no fold had a figure. A row holds them as
+    its flat keys ``instance_auc``, ``instance_auc_std``, ``witness_precision``, ``witness_precision_std``."""
+
+    instance_auc: float | None = None
+    instance_auc_std: float | None = None
+    witness_precision: float | None = None
+    witness_precision_std: float | None = None
+
+
+_INSTANCE_KEYS = tuple(f.name for f in fields(InstanceFigures))
+
+
 @dataclass
 class LearnerResult:
     """One learner's leaderboard row (keys documented in ``docs/tune.md``). :meth:`to_dict` gives the row
@@ -181,6 +198,7 @@ class LearnerResult:
     selected: bool = False
     registered_model: str | None = None
     status: Status | None = None
+    instance: InstanceFigures | None = None  # only on data with instance labels, for learners that find instances
 
     def __post_init__(self):
         if self.status is not None:
@@ -193,16 +211,19 @@ class LearnerResult:
             row["status"] = row["status"].value
         if self.status == Status.SKIPPED:
             return {key: row[key] for key in _SKIPPED_KEYS}
-        return {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS}
+        instance = row.pop("instance") or {}  # its figures are keys of the row, and absent without them
+        return {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS} | instance
 
     @classmethod
     def from_dict(cls, row: dict) -> LearnerResult:
         """A row read back (a study's stored result); unknown keys are an error naming them."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(row) - known)
+        known = {f.name for f in fields(cls)} - {"instance"}
+        unknown = sorted(set(row) - known - set(_INSTANCE_KEYS))
         if unknown:
             raise ValueError(f"result row has unknown keys {unknown}")
-        return cls(**row)
+        instance = {key: row[key] for key in _INSTANCE_KEYS if key in row}
+        return cls(**{key: value for key, value in row.items() if key in known},
+                   instance=InstanceFigures(**instance) if instance else None)
 
     def metric_value(self) -> float | None:
         """The headline figure of the metric the study maximized."""

@@ -148,14 +148,15 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     fronts = any(row.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
+    instance = any(row.instance is not None for row in rows)
     header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC", "reps",
               f"tuning {metric}*", "fit s", "budget s", "trials", "T/O") + (
         ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
-        else ()) + ("best parameters",)
+        else ()) + (("inst AUC", "wit prec") if instance else ()) + ("best parameters",)
     table = []
     for row in rows:
         status = row.status
-        extra = _front_cells(row, cost) if fronts else ()
+        extra = (_front_cells(row, cost) if fronts else ()) + (_instance_cells(row) if instance else ())
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
             timed_out = "" if status == Status.SKIPPED else row.trials_timed_out  # a skipped row has no count
@@ -188,6 +189,9 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     if any(row.learner == PROCEDURE for row in rows):
         print(f"{PROCEDURE}: the procedure itself; each outer split takes the row best on its inner folds "
               "(as the final choice does on all bags) and is scored on its outer fold.")
+    if instance:
+        print("inst AUC: AUC of the instance scores against the instance labels; wit prec: share of positive "
+              "bags whose witness is a positive instance (test bags of the nested refits; '-': no such output).")
     for row in rows:
         if row.status in (Status.OK, Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.error:
             print(f"{row.learner}: {row.status}: {row.error}")
@@ -231,6 +235,15 @@ def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
     metric = row.metric
     fast = front[cheapest_near_best([p[metric] for p in front], [p[cost] for p in front])]
     return (len(front), f"{fast[cost]:.3g}", _percent(fast[metric]))
+
+
+def _instance_cells(row: LearnerResult) -> tuple:
+    """The instance figures of a row: its instance AUC and witness precision, '-' where it has none."""
+    figures = row.instance
+    if figures is None:
+        return ("-", "-")
+    return (_measured(figures.instance_auc, figures.instance_auc_std),
+            _measured(figures.witness_precision, figures.witness_precision_std))
 
 
 def _measured(mean, std) -> str:

@@ -57,8 +57,9 @@ class FitTask:
 
     def call(self, seed: int) -> tuple:
         """The task as a fit worker runs it: :func:`~automil.tune.fits.fit_predict` and its arguments."""
-        model = (True,) if self.refit is Refit.MODEL else ()
-        return (fit_predict, self.learner, self.params, self.train, self.test, seed, *model)
+        # the instance figures are nested like the bag figures: scored on the outer folds only
+        return (fit_predict, self.learner, self.params, self.train, self.test, seed, self.refit is Refit.MODEL,
+                self.refit is Refit.NESTED)
 
 
 @dataclass
@@ -81,7 +82,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
     has run out (a run may pass ``--timeout`` by that one fit): a run must end with a model.
     """
     options = plan.options
-    rows, pending, candidates = _evaluations(plan, storage, recorder, listener)
+    rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
     modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model_uri is None]
     members = main_members(plan, bags, candidates) if options.ensemble else None
     nested = options.protocol == "nested"
@@ -139,9 +140,10 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
     return ordered
 
 
-def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
+def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, instance_labels: bool):
     """Every learner's stored row when it is still valid (``rows``), else what its final evaluation starts
-    from (``pending``), and every learner as the ensemble sees it (``candidates``)."""
+    from (``pending``), and every learner as the ensemble sees it (``candidates``). On data with
+    ``instance_labels`` a row is valid only when its final evaluation scored the instances."""
     import optuna
 
     from automil import plugins
@@ -166,6 +168,8 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
                "repeats": options.repeats, "protocol": options.protocol}
         if plan.folds.source is not None:  # drawn repeats follow from the seed the studies hold already
             key["folds"] = plan.folds.digest
+        if instance_labels:  # a result stored before the instance figures is computed again
+            key["instance_figures"] = True
         candidates[learner] = Candidate(trials, sub_trials)
         stored = main.user_attrs.get(RESULT_ATTR)
         # a result stored before ensembles kept no scores, one stored before the procedure's figure no
@@ -180,6 +184,7 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
             continue
         pending[learner] = _Pending(spec, main, key, Evaluation(learner, spec.plugin, main.study_name, trials, best,
                                                                 outer_best, nested=[None] * len(subs),
+                                                                instance=[None] * len(subs),
                                                                 tuned_splits=sum(t is not None for t in tuned),
                                                                 inner=[candidates[learner].inner(plan, i)[0]
                                                                        for i in range(len(subs))]))
@@ -296,6 +301,7 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
             evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out["y_pred"]))
         if task.refit is Refit.NESTED:
             evaluation.nested[task.index] = scores
+            evaluation.instance[task.index] = out["instance"]
         else:
             evaluation.repeated.setdefault(task.index, []).append(scores)
             evaluation.fit_seconds.append(out["fit_seconds"])

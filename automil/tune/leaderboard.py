@@ -14,13 +14,14 @@ from enum import StrEnum
 import numpy as np
 
 from automil.evaluation import mean_std
+from automil.instance_metrics import InstanceFold
 from automil.pareto import non_dominated
-from automil.records import PROCEDURE, LearnerResult, Status, TrialAttr, TrialRecord, TrialState
+from automil.records import PROCEDURE, InstanceFigures, LearnerResult, Status, TrialAttr, TrialRecord, TrialState
 from automil.tune.options import TuneOptions
 from automil.tune.trial_rules import TrialCounts, trial_counts
 
-__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "result_row", "row_status", "skipped_row", "rank",
-           "choose", "procedure_row", "pareto_front"]
+__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "result_row", "instance_figures", "row_status",
+           "skipped_row", "rank", "choose", "procedure_row", "pareto_front"]
 
 
 class Refit(StrEnum):
@@ -49,7 +50,8 @@ class Evaluation:
     """What tuning and the final evaluation found for one learner: the trials of its study on all bags,
     the best trial there and in every outer split, and the scores of the refits.
 
-    ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.fold_scores` dicts;
+    ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.fold_scores` dicts,
+    ``instance[i]`` outer fold ``i``'s instance figures (``None`` without instance labels or output);
     ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
     procedure chooses by, :func:`procedure_row`);
     ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
@@ -73,6 +75,7 @@ class Evaluation:
     tuned_splits: int | None = None
     budget_seconds: float | None = None
     inner: list[float | None] = field(default_factory=list)
+    instance: list[InstanceFold | None] = field(default_factory=list)
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
@@ -92,6 +95,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
         row.nested_accuracy, row.nested_accuracy_std = mean_std(s["accuracy"] for s in nested)
         row.nested_balanced_accuracy, row.nested_balanced_accuracy_std = mean_std(
             s["balanced_accuracy"] for s in nested)
+        row.instance = instance_figures(job.instance)
     repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
     row.repeats = len(repeats)
     # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
@@ -133,6 +137,19 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     else:
         row.status = row_status(row.accuracy, counts, best, job.errors)
     return row
+
+
+def instance_figures(folds: list[InstanceFold | None]) -> InstanceFigures | None:
+    """Mean and sd over the outer folds of their instance figures; a fold without a figure (an AUC of test
+    bags with one instance class) is left out. ``None`` when no fold has any: no instance labels, or a
+    learner with neither instance scores nor a witness."""
+    scored = [fold for fold in folds if fold is not None]
+    auc, auc_std = mean_std(fold.instance_auc for fold in scored)
+    precision, precision_std = mean_std(fold.witness_precision for fold in scored)
+    if auc is None and precision is None:
+        return None
+    return InstanceFigures(instance_auc=auc, instance_auc_std=auc_std, witness_precision=precision,
+                           witness_precision_std=precision_std)
 
 
 def _confusion(predictions: list[tuple]) -> tuple[list, list]:

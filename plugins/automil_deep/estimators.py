@@ -136,11 +136,11 @@ class DeepMILClassifier(BagClassifier):
         predicted = np.argmax(logits, axis=1)
         return np.array([int(np.argmax(s[:, k])) for s, k in zip(scores, predicted)], dtype=np.int64)
 
-    def instance_scores(self, bags) -> np.ndarray:
+    def _instance_scores(self, bags):
         """Each instance's evidence for each class, shape ``(n_instances, n_classes)``: attention weights
         (``abmil``, ``transmil``: the same in every column) or instance classifier scores (the others).
         ``witness`` is the arg-max within the bag of the predicted class's column."""
-        return np.vstack(self._evaluate(self._check_predict(bags))[1])
+        return np.vstack(self._evaluate(bags)[1])
 
     # ---- pickling: weights as arrays -----------------------------------------------------------------
     def __getstate__(self):
