@@ -171,6 +171,10 @@ class LearnerSpec:
         sizes): ``a`` in ``seconds ~ n_instances ** a`` (1 linear, 2 quadratic). On large data the driver
         fits the defaults on two samples of bags before fitting them on all, to stop a learner that
         cannot finish within its share of the budget; ``None``: the exponent is measured from the samples.
+    imports : tuple of str
+        Modules a fit worker imports when it starts, in a run that tunes this learner: a heavy library the
+        estimator imports lazily (so that listing learners stays fast), whose import would otherwise count
+        against the learner's first fit in every new worker.
     published : Published or None
         The accuracies its paper printed on known datasets, for ``automil report --published``.
     plugin : str
@@ -187,6 +191,7 @@ class LearnerSpec:
     defaults: dict = field(default_factory=dict)
     first_trial: dict = field(default_factory=dict)
     fit_growth: float | None = None
+    imports: tuple[str, ...] = ()
     published: Published | None = None
     plugin: str = ""
 

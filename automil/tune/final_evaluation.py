@@ -87,7 +87,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder, list
     members = main_members(plan, bags, candidates) if options.ensemble else None
     nested = options.protocol == "nested"
     repeats = plan.folds.repeats
-    workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
+    workers = [worker] + [fit_worker(options, plan.learners, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:
         w.set_data(bags)
 

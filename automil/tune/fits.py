@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 
 import numpy as np
@@ -16,11 +18,18 @@ from automil.tune.options import TuneOptions
 __all__ = ["fit_worker", "fit_predict", "load_learners"]
 
 
-def load_learners(_=None):
-    """Import every learner (a worker's preload, so imports never count against a fit's time limit)."""
+def load_learners(_=None, learners: tuple[str, ...] | None = None):
+    """Import every learner and the modules the run's ``learners`` declare (``LearnerSpec.imports``; every
+    learner's when ``None``): a worker's preload, so imports never count against a fit's time limit."""
     from automil import plugins
 
-    plugins.learners()
+    specs = plugins.learners()
+    for name in specs if learners is None else learners:
+        for module in specs[name].imports if name in specs else ():
+            try:
+                importlib.import_module(module)
+            except ImportError:  # the learner's fit meets the same error and reports it as the trial's
+                pass
 
 
 def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=None, return_model=False,
@@ -79,8 +88,10 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
             "model": model if return_model else None, "instance": instance}
 
 
-def fit_worker(options: TuneOptions, spare: bool = True) -> FitWorker:
-    """A tuning process's fit worker; after a first kill its spare makes the next replacement immediate."""
+def fit_worker(options: TuneOptions, learners=None, spare: bool = True) -> FitWorker:
+    """A tuning process's fit worker for a run of ``learners`` (names; ``None``: every learner); after a first
+    kill its spare makes the next replacement immediate."""
     threads = max(1, (os.cpu_count() or 1) // options.jobs)
-    return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=load_learners,
+    preload = functools.partial(load_learners, learners=None if learners is None else tuple(learners))
+    return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=preload,
                      spare=spare)
