@@ -108,6 +108,12 @@ class OutageTolerant:
         return self._run(Kept(Kind.LOG_RESULT, self._studies[parent_run_id], result=result, model=model,
                               bags=bags, figures=study))
 
+    def log_folds(self, parent_run_id: str, folds) -> None:
+        """Not kept: a folds artifact missed in an outage is not replayed (the next run that logs the
+        study's result logs it again); a pending parent run has no folds to receive yet."""
+        if not parent_run_id.startswith(PENDING):
+            self.tracker.log_folds(parent_run_id, folds)
+
     def register_model(self, dataset: str, model_uri: str) -> str:
         """Not kept: registering again would add a version (the driver registers only a model it logged)."""
         return self.tracker.register_model(dataset, model_uri)
