@@ -31,6 +31,7 @@ class Kind(StrEnum):
 
     STUDY_RUN = "study_run"
     LOG_TRIAL = "log_trial"
+    LOG_FOLDS = "log_folds"
     LOG_RESULT = "log_result"
     END_STUDY = "end_study"
     REFRESH_COMPARISON = "refresh_comparison"
@@ -70,6 +71,7 @@ class Kept:
     trial: TrialRecord | None = None
     result: LearnerResult | None = None
     dataset: str | None = None  # of a comparison
+    folds: str | None = None  # folds.json's text
     model: object = None
     bags: object = None
     figures: StudyRecord | None = None
@@ -85,7 +87,7 @@ class Kept:
                 "study": None if self.study is None else asdict(self.study),
                 "trial": None if self.trial is None else _trial_json(self.trial),
                 "result": None if self.result is None else self.result.to_dict(),
-                "dataset": self.dataset}
+                "dataset": self.dataset, "folds": self.folds}
 
     @classmethod
     def from_json(cls, row: dict) -> Kept:
@@ -94,7 +96,8 @@ class Kept:
             study = Study(study["name"], study["dataset"], Learner(**study["learner"]), study.get("tags") or {})
         trial, result = row.get("trial"), row.get("result")
         return cls(Kind(row["kind"]), study, None if trial is None else _trial_from_json(trial),
-                   None if result is None else LearnerResult.from_dict(result), row.get("dataset"))
+                   None if result is None else LearnerResult.from_dict(result), row.get("dataset"),
+                   folds=row.get("folds"))
 
 
 def _trial_json(trial: TrialRecord) -> dict:

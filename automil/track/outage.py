@@ -109,10 +109,7 @@ class OutageTolerant:
                               bags=bags, figures=study))
 
     def log_folds(self, parent_run_id: str, folds) -> None:
-        """Not kept: a folds artifact missed in an outage is not replayed (the next run that logs the
-        study's result logs it again); a pending parent run has no folds to receive yet."""
-        if not parent_run_id.startswith(PENDING):
-            self.tracker.log_folds(parent_run_id, folds)
+        self._run(Kept(Kind.LOG_FOLDS, self._studies[parent_run_id], folds=folds.to_json()))
 
     def register_model(self, dataset: str, model_uri: str) -> str:
         """Not kept: registering again would add a version (the driver registers only a model it logged)."""
@@ -179,6 +176,8 @@ class OutageTolerant:
                 return self._parents[study.name]
             case Kind.LOG_TRIAL:
                 return self.tracker.log_trial(self._parent(study), kept.trial, study.name)
+            case Kind.LOG_FOLDS:
+                return self.tracker.log_folds_json(self._parent(study), kept.folds)
             case Kind.LOG_RESULT:
                 return self.tracker.log_result(self._parent(study), kept.result, kept.model, kept.bags,
                                                kept.figures)

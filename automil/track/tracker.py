@@ -101,7 +101,11 @@ class Tracker:
 
     def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
         """``folds.json`` on the parent run: the folds its result is scored on, for ``--folds-file``."""
-        retry(self.store.client.log_text, parent_run_id, folds.to_json(), FOLDS)
+        self.log_folds_json(parent_run_id, folds.to_json())
+
+    def log_folds_json(self, parent_run_id: str, text: str) -> None:
+        """``folds.json`` from its text (:meth:`automil.run_folds.RunFolds.to_json`), as a kept call replays it."""
+        retry(self.store.client.log_text, parent_run_id, text, FOLDS)
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> str | None:

@@ -55,8 +55,11 @@ def test_a_run_outlasts_a_dead_mlflow_server_and_a_replay_logs_every_trial_and_r
         parents = _study_runs(server.url)
         runs_per_study = Counter(run.data.tags["automil.study"] for run in parents)  # the ensemble's too
         assert set(studies) <= set(runs_per_study) and set(runs_per_study.values()) == {1}, runs_per_study
+        client = MlflowClient(tracking_uri=server.url)
         for run in parents:
             assert run.info.status == "FINISHED" and "balanced_accuracy" in run.data.metrics, run.data.tags
+            # folds.json, logged before each result, came back with the replay too
+            assert "folds.json" in {a.path for a in client.list_artifacts(run.info.run_id)}, run.data.tags
         for file in again.glob("*.jsonl"):  # the same records again, in this process: nothing twice
             again_done = replay(file)
             assert not again_done.left and not again_done.dropped, again_done

@@ -21,7 +21,8 @@ def test_kept_calls_read_back_from_the_file_as_they_were_kept_in_order(tmp_path)
     file = BacklogFile(tmp_path / "host-1.jsonl", "http://127.0.0.1:5000")
     kept = [Kept(Kind.STUDY_RUN, STUDY), Kept(Kind.LOG_TRIAL, STUDY, trial=TRIAL),
             Kept(Kind.LOG_RESULT, STUDY, result=RESULT, model=object()),
-            Kept(Kind.REFRESH_COMPARISON, dataset="bags", result=RESULT)]
+            Kept(Kind.REFRESH_COMPARISON, dataset="bags", result=RESULT),
+            Kept(Kind.LOG_FOLDS, STUDY, folds='{"format": "automil-folds"}')]
     for call in kept:
         file.append(call)
     read, calls = BacklogFile.read(file.path)
@@ -29,6 +30,7 @@ def test_kept_calls_read_back_from_the_file_as_they_were_kept_in_order(tmp_path)
     assert [c.kind for c in calls] == [c.kind for c in kept]
     assert calls[1].trial == TRIAL and calls[1].study == STUDY
     assert calls[2].result == RESULT and calls[2].model is None  # a model is never written
+    assert calls[4].folds == '{"format": "automil-folds"}' and calls[4].study == STUDY
     assert all(json.loads(line) for line in file.path.read_text().splitlines())  # plain JSON, line by line
 
 
