@@ -12,6 +12,7 @@ _EXPORTS = {
     "as_bags": "automil.bags",
     "BagClassifier": "automil.learner",
     "LearnerSpec": "automil.learner",
+    "Published": "automil.learner",
     "DatasetSpec": "automil.data",
     "DataFile": "automil.data",
     "load_bags": "automil.data",

@@ -78,7 +78,8 @@ def check_clone_and_params(spec):
 
 def check_binary(spec):
     """Binary bags with string labels: fit returns self, predictions use the original labels, the
-    witness concept is learned, and scores, probabilities and witnesses have the documented shapes."""
+    witness concept is learned, and scores, probabilities, witnesses and instance scores have the documented
+    shapes."""
     train, test = witness_bags(20, seed=SEED), witness_bags(20, seed=SEED + 1)
     names = np.array(["negative", "positive"])
     est = _estimator(spec)
@@ -98,6 +99,9 @@ def check_binary(spec):
     if hasattr(est, "_witness"):
         w = est.witness(test)
         assert w.shape == (test.n_bags,) and (w >= 0).all() and (w < test.sizes).all()
+    if hasattr(est, "instance_scores"):
+        instance = est.instance_scores(test)
+        assert instance.shape == (test.n_instances, 2) and np.isfinite(instance).all()
 
 
 def check_multiclass(spec):

@@ -126,6 +126,11 @@ class Standardized(ClassifierMixin, BaseEstimator):
         """The learner's witness position inside each bag, shape ``(n_bags,)``."""
         return self.estimator_.witness(self._learner_input(bags))
 
+    @available_if(_inner_has("instance_scores"))
+    def instance_scores(self, bags) -> np.ndarray:
+        """The learner's score of every instance for each class, shape ``(n_instances, n_classes)``."""
+        return self.estimator_.instance_scores(self._learner_input(bags))
+
     def _learner_input(self, bags):
         """The standardized bags as the learner takes them: ``Bags`` or a list of 2-D arrays."""
         bags = self.transform(bags)

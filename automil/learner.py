@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
 
-__all__ = ["BagClassifier", "LearnerSpec", "SEED"]
+__all__ = ["BagClassifier", "LearnerSpec", "Published", "SEED"]
 
 # The random_state of an estimator built from a spec when neither its defaults nor the caller set one, so
 # that an untuned evaluation repeats (the driver passes its own seed).
@@ -30,7 +30,8 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
       ``0..K-1`` (int array); ``self.classes_`` is already set;
     - ``_decision_function(bags)``: shape ``(n_bags, K)``, or ``(n_bags,)`` for a binary learner with
       one margin ``f`` (the base turns it into the columns ``[-f, f]``);
-    - optionally ``_predict_proba(bags)`` (shape ``(n_bags, K)``) and ``_witness(bags)``.
+    - optionally ``_predict_proba(bags)`` (shape ``(n_bags, K)``), ``_witness(bags)`` and
+      ``_instance_scores(bags)`` (shape ``(n_instances, K)``, or ``(n_instances,)`` for one binary margin).
 
     Learners accept sparse bags only when the class sets ``accepts_sparse = True``.
     """
@@ -53,16 +54,9 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
     def decision_function(self, bags) -> np.ndarray:
         """Bag scores, shape ``(n_bags, n_classes)``: higher means more likely that class."""
         bags = self._check_predict(bags)
-        scores = np.asarray(self._decision_function(bags), dtype=np.float64)
-        if scores.ndim == 1:
-            scores = np.column_stack((-scores, scores))
         # A plugin's scores are checked here, where every caller (the driver included) gets them: a wrong
         # shape or a NaN would otherwise turn into plausible-looking labels through argmax.
-        expected = (bags.n_bags, len(self.classes_))
-        if scores.shape != expected:
-            raise ValueError(f"{type(self).__name__}._decision_function returned scores of shape {scores.shape} "
-                             f"(a 1-D margin counts as 2 columns) for {bags.n_bags} bags and {expected[1]} "
-                             f"classes; expected {expected}")
+        scores = self._class_columns(self._decision_function(bags), "_decision_function", bags.n_bags, "bags")
         finite = np.isfinite(scores).all(axis=1)
         if not finite.all():
             raise ValueError(f"{type(self).__name__}._decision_function returned a non-finite score (NaN or "
@@ -82,12 +76,31 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
             raise AttributeError(f"{type(self).__name__} is a bag-level learner and has no witness")
         return np.asarray(self._witness(self._check_predict(bags)), dtype=np.int64)
 
+    @available_if(lambda self: hasattr(self, "_instance_scores"))
+    def instance_scores(self, bags) -> np.ndarray:
+        """Each instance's score for each class, shape ``(n_instances, n_classes)`` (a binary learner's
+        single margin ``f`` becomes ``[-f, f]``): what the driver scores against instance labels."""
+        bags = self._check_predict(bags)
+        return self._class_columns(self._instance_scores(bags), "_instance_scores", bags.n_instances, "instances")
+
     @available_if(lambda self: hasattr(self, "_predict_proba"))
     def predict_proba(self, bags) -> np.ndarray:
         """Class probabilities per bag, shape ``(n_bags, n_classes)``."""
         return np.asarray(self._predict_proba(self._check_predict(bags)), dtype=np.float64)
 
     # ---- validation --------------------------------------------------------------------------------
+    def _class_columns(self, scores, method: str, n_rows: int, rows: str) -> np.ndarray:
+        """``scores`` returned by ``method`` for ``n_rows`` bags or instances as one float column per class
+        (a binary learner's 1-D margin ``f`` becomes ``[-f, f]``); any other shape is an error naming it."""
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.ndim == 1:
+            scores = np.column_stack((-scores, scores))
+        expected = (n_rows, len(self.classes_))
+        if scores.shape != expected:
+            raise ValueError(f"{type(self).__name__}.{method} returned scores of shape {scores.shape} (a 1-D margin "
+                             f"counts as 2 columns) for {n_rows} {rows} and {expected[1]} classes; expected {expected}")
+        return scores
+
     def _check_predict(self, bags) -> Bags:
         check_is_fitted(self, "classes_")
         bags = self._check_bags(as_bags(bags), fitting=False)
@@ -107,6 +120,20 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = self.accepts_sparse
         return tags
+
+
+@dataclass(frozen=True)
+class Published:
+    """A learner's accuracy as its paper (or a later re-run) printed it, to set automil's figures beside.
+
+    ``accuracy`` maps a dataset name (automil's) to the bag accuracy in percent; ``paper`` says who printed
+    it (authors, venue, year) and ``protocol`` how it was measured (usually tuned and reported on the same
+    folds, so optimistic). ``automil report --published`` shows them.
+    """
+
+    paper: str
+    accuracy: dict[str, float]
+    protocol: str = "10-fold cross-validation, parameters set per data set"
 
 
 @dataclass(frozen=True)
@@ -144,6 +171,12 @@ class LearnerSpec:
         sizes): ``a`` in ``seconds ~ n_instances ** a`` (1 linear, 2 quadratic). On large data the driver
         fits the defaults on two samples of bags before fitting them on all, to stop a learner that
         cannot finish within its share of the budget; ``None``: the exponent is measured from the samples.
+    imports : tuple of str
+        Modules a fit worker imports when it starts, in a run that tunes this learner: a heavy library the
+        estimator imports lazily (so that listing learners stays fast), whose import would otherwise count
+        against the learner's first fit in every new worker.
+    published : Published or None
+        The accuracies its paper printed on known datasets, for ``automil report --published``.
     plugin : str
         Filled in by the registry: the plugin that registered the learner.
     """
@@ -158,6 +191,8 @@ class LearnerSpec:
     defaults: dict = field(default_factory=dict)
     first_trial: dict = field(default_factory=dict)
     fit_growth: float | None = None
+    imports: tuple[str, ...] = ()
+    published: Published | None = None
     plugin: str = ""
 
     @property

@@ -12,7 +12,8 @@ from datetime import datetime
 from enum import StrEnum, auto
 
 __all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TrialCounts", "Tuning",
-           "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord", "TIMED_OUT", "PROCEDURE"]
+           "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord", "InstanceFigures",
+           "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
@@ -233,6 +234,22 @@ class ModelRecord:
     registered: str | None = _keyed("registered_model")
 
 
+@dataclass(frozen=True)
+class InstanceFigures:
+    """How well a learner finds the positive instances, on data with instance labels: mean and sd over the
+    outer folds of the nested refits (``docs/tune.md``). ``None`` where the learner gives no such output
+    (no instance scores: no AUC; no witness: no precision) or no fold had a figure. A row holds them as
+    its flat keys ``instance_auc``, ``instance_auc_std``, ``witness_precision``, ``witness_precision_std``."""
+
+    instance_auc: float | None = None
+    instance_auc_std: float | None = None
+    witness_precision: float | None = None
+    witness_precision_std: float | None = None
+
+
+_INSTANCE_KEYS = tuple(f.name for f in fields(InstanceFigures))
+
+
 @dataclass
 class LearnerResult:
     """One learner's leaderboard row, read as a few named parts. :meth:`to_dict` gives the row as
@@ -258,6 +275,7 @@ class LearnerResult:
     choices: list | None = None
     model: ModelRecord = _part(ModelRecord)
     status: Status | None = None
+    instance: InstanceFigures | None = None  # only on data with instance labels, for learners that find instances
 
     def __post_init__(self):
         if self.status is not None:
@@ -270,13 +288,15 @@ class LearnerResult:
             flat["status"] = flat["status"].value
         if self.status == Status.SKIPPED:
             return {key: flat[key] for key in _SKIPPED_KEYS}
+        instance = flat.pop("instance") or {}  # its figures are keys of the row, and absent without them
         row = {key: flat.pop(key) for key in _ROW_KEYS} | flat  # a key not in the order goes last
-        return {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS}
+        return {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS} | instance
 
     @classmethod
     def from_dict(cls, row: dict) -> LearnerResult:
         """A row read back (a study's stored result); unknown keys are an error naming them."""
-        unknown = sorted(set(row) - set(_flat(cls())))
+        known = set(_flat(cls())) - {"instance"}
+        unknown = sorted(set(row) - known - set(_INSTANCE_KEYS))
         if unknown:
             raise ValueError(f"result row has unknown keys {unknown}")
         values = {}
@@ -286,7 +306,8 @@ class LearnerResult:
                 values[f.name] = f.default_factory(**{name: row[key] for name, key in keys.items() if key in row})
             elif f.name in row:
                 values[f.name] = row[f.name]
-        return cls(**values)
+        instance = {key: row[key] for key in _INSTANCE_KEYS if key in row}
+        return cls(**values, instance=InstanceFigures(**instance) if instance else None)
 
     def metric_value(self) -> float | None:
         """The headline figure of the metric the study maximized."""
@@ -313,3 +334,15 @@ def _flat(result: LearnerResult) -> dict:
         else:
             flat[f.name] = plain[f.name]
     return flat
+
+
+@dataclass(frozen=True)
+class TrackingBacklog:
+    """What tracking could not log because its server did not answer: how many ``records`` it keeps, in
+    which ``path`` (a backlog file that ``automil track replay`` logs), for which ``tracking_uri`` (a password
+    in it hidden), and the last ``reason`` the server gave."""
+
+    records: int
+    path: str
+    tracking_uri: str
+    reason: str

@@ -78,6 +78,7 @@ def test_the_table_shows_each_front_and_the_store_the_scatter_of_every_trial(par
 
 def test_a_study_made_for_two_objectives_refuses_a_run_with_one(pareto_run, fresh_plugins):
     from automil import load_bags, plugins
+    from automil.run_folds import RunFolds
     from automil.tune.options import TuneOptions
     from automil.tune.studies import prepare_studies
 
@@ -85,9 +86,10 @@ def test_a_study_made_for_two_objectives_refuses_a_run_with_one(pareto_run, fres
     load_in_process(fresh_plugins, tmp_path / "records")  # the built-in plugins come back after the test
     storage = f"journal:{tmp_path / 'studies.journal'}"
     options = TuneOptions(storage=storage, folds=3, protocol="tuned")
+    bags = load_bags("test-bags")
+    folds = RunFolds.drawn("test-bags", bags, options.folds, options.seed, options.repeats)
     with pytest.raises(ValueError) as refused:
-        prepare_studies(open_storage(storage), "test-bags", load_bags("test-bags"), [plugins.get_learner("centroid")],
-                        options)
+        prepare_studies(open_storage(storage), "test-bags", bags, [plugins.get_learner("centroid")], options, folds)
     message = str(refused.value)
     assert "study 'test-bags/centroid'" in message and "balanced_accuracy, fit_seconds" in message
     assert "another --storage" in message

@@ -178,6 +178,17 @@ def test_built_in_learners_take_first_trials_by_name_from_spaces_and_leave_the_s
         assert not seeded, f"{seeded} set random_state in defaults; LearnerSpec.build seeds it"
 
 
+def test_published_figures_name_registered_datasets_and_accuracies_in_percent():
+    datasets = plugins.datasets()
+    cited = {name: spec.published for name, spec in plugins.learners().items() if spec.published is not None}
+    assert {"mi-svm", "MI-SVM", "nsk", "miles", "mivlad", "mifv"} <= set(cited)
+    for name, published in cited.items():
+        assert published.paper and published.accuracy, name
+        for dataset, accuracy in published.accuracy.items():
+            assert dataset in datasets, f"{name}: published figure for unknown dataset {dataset!r}"
+            assert 50 <= accuracy <= 100, f"{name} on {dataset}: {accuracy} is not a binary accuracy in %"
+
+
 def test_unknown_learner_name_suggests_close_matches(fresh_plugins):
     with pytest.raises(plugins.UnknownNameError, match="did you mean mi-svm"):
         plugins.get_learner("mi-svn")

@@ -119,3 +119,14 @@ def test_the_fit_seconds_column_is_asked_for_or_absent():
     assert markdown_rows(render(build_table([plain], cost=True), "markdown"))["SIL"][2] == "2.5"
     assert markdown_rows(render(build_table([plain, study("NSK", "fox", status="T/O")], cost=True),
                                 "markdown"))["NSK"] == ["T/O", "T/O", ""]
+
+
+def test_instance_figures_are_columns_only_when_a_study_logged_them_and_blank_for_the_others():
+    assert "inst AUC" not in render(build_table(STUDIES), "markdown")
+    sil = study("SIL", "digits", 0.8, 0.8, instance_auc=0.91, instance_auc_std=0.03, witness_precision=0.7)
+    nsk = study("NSK", "digits", 0.85, 0.85)  # bag-level: no instance scores, no witness
+    text = render(build_table([sil, nsk]), "markdown")
+    assert text.splitlines()[0] == "| learner | digits ACC | digits BACC | digits inst AUC | digits wit prec |"
+    rows = markdown_rows(text)
+    assert rows["SIL"][2:] == ["**91.0 ± 3.0**", "**70.0**"] and rows["NSK"][2:] == ["", ""]
+    assert "wit prec: share of positive bags whose witness is a positive instance" in text

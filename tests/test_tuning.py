@@ -339,6 +339,7 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     from functools import partial
 
     from automil import load_bags, plugins
+    from automil.run_folds import RunFolds
     from automil.track import Tracker
     from automil.tune.driver import TrackingRecorder
     from automil.tune.final_evaluation import final_evaluation
@@ -356,10 +357,11 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
                           storage=f"journal:{tmp_path / 'studies.journal'}")
     bags, learners = load_bags("test-bags"), ["centroid", "recorder"]
     storage = open_storage(options.storage)
-    assignment = prepare_studies(storage, "test-bags", bags, [plugins.get_learner(n) for n in learners], options)
+    folds = RunFolds.drawn("test-bags", bags, options.folds, options.seed, options.repeats)
+    prepare_studies(storage, "test-bags", bags, [plugins.get_learner(n) for n in learners], options, folds)
     worker = fit_worker(options)
     try:
-        plan = Plan("test-bags", learners, options, assignment, time.time())
+        plan = Plan("test-bags", learners, options, folds, time.time())
         recorder = TrackingRecorder(plan, open_tracking(partial(Tracker, mlflow_store(tmp_path)), Silent()))
         rows, choice = final_evaluation(plan, bags, storage, worker, recorder, Silent())
         rows = {row.learner: row for row in rows}

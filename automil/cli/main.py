@@ -11,6 +11,7 @@ from automil.cli.common import add_common
 from automil.cli.listing import add_datasets, add_learners
 from automil.cli.predict import add_predict
 from automil.cli.report import add_report
+from automil.cli.track import add_track
 from automil.cli.tune import add_run, add_tune
 from automil.cli.ui import add_ui
 
@@ -67,6 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"automil {automil.__version__}")
     add_common(parser)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for add in (add_learners, add_datasets, add_tune, add_run, add_predict, add_report, add_ui):
+    for add in (add_learners, add_datasets, add_tune, add_run, add_predict, add_report, add_track, add_ui):
         add(commands)
     return parser

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
-from automil.records import LearnerResult
+from automil.records import LearnerResult, TrackingBacklog
 from automil.tune.listener import Standing, StudyProgress
 from automil.tune.trial_records import best_trial, trial_counts
 
@@ -62,6 +63,13 @@ class Progress:
                 else f"{result.counts.trials} trials ({result.counts.timed_out} T/O)")
         print(f"  {result.learner}: {result.status}, {work}, {result.headline.kind} BACC {figure} "
               f"[{_clock(time.time() - self.start)}]", file=self.stream, flush=True)
+
+    def unlogged(self, backlog: TrackingBacklog):
+        self._close()
+        directory = Path(backlog.path).parent
+        self.message(f"{backlog.records} MLflow record(s) not logged ({backlog.tracking_uri} did not answer: "
+                     f"{backlog.reason}); they are kept in {backlog.path}; once the server answers, log them "
+                     f"with: automil track replay {directory}")
 
     def _draw(self, standing: Standing):
         from tqdm import tqdm

@@ -19,6 +19,10 @@ def add_report(commands):
                      help="only this dataset (repeatable; the columns keep this order)")
     sub.add_argument("--format", choices=FORMATS, default="markdown",
                      help="output format (default markdown)")
+    sub.add_argument("--published", action="store_true",
+                     help="instead of the grid, one table per dataset: each learner's nested figure, its "
+                          "figure on the papers' protocol (repeated CV at the tuned parameters) and the "
+                          "accuracy its paper published, with the difference and the trials it had")
     sub.add_argument("--fit-seconds", action="store_true",
                      help="add each study's mean seconds per fit (shown anyway when a study was tuned for "
                           "accuracy against cost)")
@@ -36,5 +40,16 @@ def _run_report(args) -> int:
         raise ValueError(f"no automil study in the tracking store {shown_storage(uri)}"
                          + (f" for dataset {', '.join(args.dataset)}" if args.dataset else "")
                          + "; run automil tune first, or pass --tracking-uri")
+    if args.published:
+        print(_against_published(studies, args.dataset), end="")
+        return 0
     print(render(build_table(studies, args.dataset, cost=args.fit_seconds), args.format), end="")
     return 0
+
+
+def _against_published(studies, datasets) -> str:
+    from automil import learners
+    from automil.track.against_published import render_comparisons
+
+    published = {name: spec.published for name, spec in learners().items() if spec.published is not None}
+    return render_comparisons(studies, published, datasets or sorted({study.dataset for study in studies}))

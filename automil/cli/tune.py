@@ -27,7 +27,16 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.tune.options import ALLOCATIONS, METRICS, OBJECTIVES, PROTOCOLS, SAMPLERS, TuneOptions, parse_size
+    from automil.tune.options import (
+        ALLOCATIONS,
+        DEFAULT_FOLDS,
+        METRICS,
+        OBJECTIVES,
+        PROTOCOLS,
+        SAMPLERS,
+        TuneOptions,
+        parse_size,
+    )
     from automil.tune.storage import DEFAULT_STORAGE
 
     d = TuneOptions() if defaults else None
@@ -44,9 +53,11 @@ def _add_tune_options(sub, defaults: bool):
         sub.add_argument("--fit-timeout", type=float, default=d.fit_timeout, metavar="SECONDS",
                          help=f"a fit running longer is killed and its trial recorded T/O (default "
                               f"{int(d.fit_timeout)})")
-        sub.add_argument("--folds", type=int, default=d.folds, help=f"k of k-fold CV (default {d.folds})")
+        sub.add_argument("--folds", type=int, default=None,
+                         help=f"k of k-fold CV (default {DEFAULT_FOLDS}, or as many as --folds-file holds)")
         sub.add_argument("--repeats", type=int, default=d.repeats,
-                         help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats})")
+                         help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats}; with "
+                              "--folds-file at most as many as it holds)")
         sub.add_argument("--metric", choices=METRICS, default=None,
                          help="what the tuner maximizes (both are recorded; default balanced_accuracy)")
         sub.add_argument("--objective", dest="objectives", action="append", default=[], metavar="NAME",
@@ -65,6 +76,9 @@ def _add_tune_options(sub, defaults: bool):
                               "similar other dataset tuned in the same storage")
         sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",
                          help="kill a fit whose process passes this resident memory (e.g. 4G; Linux)")
+    sub.add_argument("--folds-file", metavar="PATH",
+                     help="the folds (and repeats) of a folds.json, such as the artifact of an earlier run "
+                          "(docs/tune.md, \"Shareable folds\")")
     sub.add_argument("--no-ensemble", dest="ensemble", action="store_false", default=True if defaults else None,
                      help="no ensemble row (by default, with two or more learners, ensemble selection over "
                           "their best trials is scored like a learner and can be the chosen model)")
@@ -101,12 +115,13 @@ def _tracking(options):
 
 
 def open_tracker(tracking_uri: str | None):
-    """The MLflow tracker; a store that cannot be opened stops the run before any tuning, since results
-    that silently go untracked are lost to the UI and the report."""
-    from automil.track import Tracker
+    """The MLflow tracker, which keeps what a server outage keeps it from logging (see
+    :mod:`automil.track.outage`); a store that cannot be opened stops the run before any tuning, since
+    results that silently go untracked are lost to the UI and the report."""
+    from automil.track.outage import OutageTolerant
 
     try:
-        return Tracker(tracking_uri)
+        return OutageTolerant.open(tracking_uri)
     except Exception as error:
         store = shown_storage(tracking_uri) if tracking_uri else "(default)"
         reason = str(error) if store in str(error) else f"cannot open the MLflow tracking store {store}: {error}"
@@ -133,14 +148,15 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     fronts = any(row.tuning.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
+    instance = any(row.instance is not None for row in rows)
     header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC", "reps",
               f"tuning {metric}*", "fit s", "budget s", "trials", "T/O") + (
         ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
-        else ()) + ("best parameters",)
+        else ()) + (("inst AUC", "wit prec") if instance else ()) + ("best parameters",)
     table = []
     for row in rows:
         status = row.status
-        extra = _front_cells(row, cost) if fronts else ()
+        extra = (_front_cells(row, cost) if fronts else ()) + (_instance_cells(row) if instance else ())
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
             timed_out = "" if status == Status.SKIPPED else row.counts.timed_out  # a skipped row has no count
@@ -175,6 +191,9 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     if any(row.learner == PROCEDURE for row in rows):
         print(f"{PROCEDURE}: the procedure itself; each outer split takes the row best on its inner folds "
               "(as the final choice does on all bags) and is scored on its outer fold.")
+    if instance:
+        print("inst AUC: AUC of the instance scores against the instance labels; wit prec: share of positive "
+              "bags whose witness is a positive instance (test bags of the nested refits; '-': no such output).")
     for row in rows:
         if row.status in (Status.OK, Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.error:
             print(f"{row.learner}: {row.status}: {row.error}")
@@ -219,6 +238,15 @@ def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
     metric = row.metric
     fast = front[cheapest_near_best([p[metric] for p in front], [p[cost] for p in front])]
     return (len(front), f"{fast[cost]:.3g}", _percent(fast[metric]))
+
+
+def _instance_cells(row: LearnerResult) -> tuple:
+    """The instance figures of a row: its instance AUC and witness precision, '-' where it has none."""
+    figures = row.instance
+    if figures is None:
+        return ("-", "-")
+    return (_measured(figures.instance_auc, figures.instance_auc_std),
+            _measured(figures.witness_precision, figures.witness_precision_std))
 
 
 def _measured(mean, std) -> str:
@@ -277,7 +305,8 @@ def _run_run(args) -> int:
     from automil.tune.driver import tune
     from automil.tune.options import read_study_file
 
-    overrides = {name: getattr(args, name) for name in ("jobs", "storage", "ensemble", "track", "tracking_uri")
+    overrides = {name: getattr(args, name) for name in ("jobs", "storage", "folds_file", "ensemble", "track",
+                                                         "tracking_uri")
                  if getattr(args, name) is not None}
     rows = []
     for dataset, learners, options in read_study_file(args.study_file, overrides):

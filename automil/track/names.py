@@ -39,6 +39,7 @@ TRIAL_TAG_ATTRS = ("learner", "plugin", "plugin_version", "dataset", "seed", "n_
 RESULT_TAG_KEYS = ("seed", "folds", "best_trial")
 
 MODEL_NAME = "model"  # the pyfunc model of a parent run
+FOLDS = "folds.json"  # on a parent run with a result: the folds it is scored on (automil.run_folds)
 CHART = "figures/comparison.png"  # on every ranked learner's run: the dataset's learners compared
 SCATTER = "figures/pareto.png"  # beside it after a study with several objectives
 

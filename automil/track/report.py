@@ -23,6 +23,8 @@ __all__ = ["Table", "build_table", "render", "FORMATS"]
 
 FORMATS = ("markdown", "html", "csv")
 METRICS = (("accuracy", "ACC"), ("balanced_accuracy", "BACC"))
+# how well a learner finds the positive instances, on data with instance labels (columns only when logged)
+INSTANCE_METRICS = (("instance_auc", "inst AUC"), ("witness_precision", "wit prec"))
 COST = ("fit_seconds", "fit s")  # mean seconds per fit: the cost an --objective can trade accuracy for
 OPTIMISTIC = "†"  # marks figures from the tuned protocol (tuned and reported on the same folds)
 
@@ -77,15 +79,18 @@ def build_table(studies: list[StoredStudy], datasets=None, cost: bool = False) -
     A learner-dataset pair logged by several studies shows the most recently finished one. ``datasets``
     fixes the columns and their order (default: every dataset found, sorted). ``cost`` adds the fit
     seconds of each study, as does any study tuned for several objectives (it logged its front's size).
+    The instance figures (``inst AUC``, ``wit prec``) are columns when some study logged them; a study
+    without them has an empty cell there.
     """
     latest = latest_per_learner(studies)
     columns = list(datasets) if datasets else sorted({study.dataset for study in latest})
     kept = [study for study in latest if study.dataset in columns]
     cost = cost or any("pareto_front_size" in study.metrics for study in kept)
+    instance = tuple(m for m in INSTANCE_METRICS if any(m[0] in study.metrics for study in kept))
     # the procedure's row (a learner chosen per outer split, automil's own nested figure) first
     learners = sorted({study.learner for study in kept}, key=lambda name: (name != PROCEDURE, name.lower()))
     table = Table(datasets=columns, learners=learners,
-                  metrics=METRICS + ((COST,) if cost else ()))
+                  metrics=METRICS + instance + ((COST,) if cost else ()))
     for study in kept:
         learner, dataset = study.learner, study.dataset
         for metric, _ in METRICS:
@@ -94,12 +99,15 @@ def build_table(studies: list[StoredStudy], datasets=None, cost: bool = False) -
                 table.cells[learner, dataset, metric] = Cell(mean, study.metrics.get(f"{metric}_std"),
                                                              optimistic=study.optimistic)
             else:
-                table.cells[learner, dataset, metric] = Cell(text=_status_text(study.status))
+                table.cells[learner, dataset, metric] = Cell(text=status_text(study.status))
+        for metric, _ in instance:
+            if study.metrics.get(metric) is not None:
+                table.cells[learner, dataset, metric] = Cell(study.metrics[metric], study.metrics.get(f"{metric}_std"))
         if cost:
             seconds = study.metrics.get(COST[0])
             table.cells[learner, dataset, COST[0]] = Cell(seconds, seconds=True) if seconds is not None else Cell()
     for dataset in columns:
-        for metric, _ in METRICS:
+        for metric, _ in METRICS + instance:
             figures = [table.cell(learner, dataset, metric) for learner in table.learners]
             shown = [round(100 * c.mean, 1) for c in figures if c.mean is not None]
             for c in figures:  # ties as the reader sees them (one decimal) are all bold
@@ -112,7 +120,7 @@ def _seconds(value: float) -> str:
     return f"{value:.2g}" if value < 10 else f"{value:.0f}"
 
 
-def _status_text(status: str) -> str:
+def status_text(status: str) -> str:
     return {"": "running", "ok": "-", "partial": "-"}.get(status, status)
 
 
@@ -131,6 +139,9 @@ def legend(table: Table) -> str:
     text = ("ACC and BACC in %, mean ± sd of each study's headline evaluation (nested cross-validation"
             + (f" unless marked {OPTIMISTIC}" if table.any_optimistic else "")
             + "); bold: best of each column; T/O: every trial timed out.")
+    if any(m in table.metrics for m in INSTANCE_METRICS):
+        text += (" inst AUC: AUC of the instance scores against the instance labels; wit prec: share of positive "
+                 "bags whose witness is a positive instance (both over the test bags of the nested refits).")
     if COST in table.metrics:
         text += " fit s: mean seconds of one fit."
     if table.any_optimistic:

@@ -47,17 +47,26 @@ class StudyRuns:
         return run.info.run_id
 
     def _open(self, experiment_id: str, study_name: str, run_name: str, tags: dict):
-        same_study = f"tags.`{STUDY_TAG}` = {quote(study_name)} and tags.`{KIND_TAG}` = '{STUDY_KIND}'"
-        parents = self.store.search(experiment_id, same_study)
+        parents = self.store.search(experiment_id, parent_filter(study_name))
         if not parents:
             retry(self.store.client.create_run, experiment_id, run_name=run_name, tags=tags)
             # another process may have created one meanwhile: look again, and keep the oldest
-            parents = self.store.search(experiment_id, same_study)
+            parents = self.store.search(experiment_id, parent_filter(study_name))
         run = self.merge_parents(experiment_id, parents, study_name)
         self.store.log_batch(run.info.run_id, tags=tags)
         if run.info.status != RUNNING:
             retry(self.store.client.update_run, run.info.run_id, status=RUNNING)
         return run
+
+    def find(self, experiment_id: str, study_name: str) -> str | None:
+        """The id of the study's one parent run if the store has one (merged as :meth:`open` merges), left
+        in its state: a replay of kept trials must not reopen a study whose result is logged."""
+        parents = self.store.search(experiment_id, parent_filter(study_name))
+        if not parents:
+            return None
+        run = self.merge_parents(experiment_id, parents, study_name)
+        self._parents[run.info.run_id] = run
+        return run.info.run_id
 
     def merge_parents(self, experiment_id: str, parents: list, study_name: str):
         """The study's one parent run: the oldest (by start time, then run id) of ``parents``, the
@@ -125,6 +134,11 @@ class StudyRuns:
         run_id = self.one_run_per_trial(copies)[0].info.run_id
         self._trials.setdefault(study_name, {})[number] = run_id
         return run_id
+
+
+def parent_filter(study_name: str) -> str:
+    """The search for the study's parent runs."""
+    return f"tags.`{STUDY_TAG}` = {quote(study_name)} and tags.`{KIND_TAG}` = '{STUDY_KIND}'"
 
 
 def trial_filter(study_name: str, number: int | None = None) -> str:

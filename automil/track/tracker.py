@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import automil
 from automil.records import LearnerResult, StudyRecord, TrialRecord
+from automil.run_folds import RunFolds
 from automil.track import comparison
 from automil.track.names import (
     DATASET_TAG,
+    FOLDS,
     KIND_TAG,
     LEARNER_TAG,
     NOTE_TAG,
@@ -25,7 +27,7 @@ from automil.track.names import (
 from automil.track.registry import register_model
 from automil.track.results import ResultLogging
 from automil.track.runs import StudyRuns
-from automil.track.store import Store
+from automil.track.store import Store, retry
 from automil.track.stored import StoredStudy, read_studies
 from automil.track.trials import TrialLogging
 from automil.track.values import MAX_TAG_CHARS, clip_text
@@ -97,6 +99,14 @@ class Tracker:
         :meth:`automil.track.trials.TrialLogging.log`)."""
         return self.trial_logging.log(parent_run_id, trial, study_name)
 
+    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
+        """``folds.json`` on the parent run: the folds its result is scored on, for ``--folds-file``."""
+        self.log_folds_json(parent_run_id, folds.to_json())
+
+    def log_folds_json(self, parent_run_id: str, text: str) -> None:
+        """``folds.json`` from its text (:meth:`automil.run_folds.RunFolds.to_json`), as a kept call replays it."""
+        retry(self.store.client.log_text, parent_run_id, text, FOLDS)
+
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> str | None:
         """The study's final result (and its fitted best model) on its parent run, which is then marked
@@ -119,6 +129,18 @@ class Tracker:
         """Mark the parent run ``FINISHED`` again after a sweep that logged no result (the result was
         logged before, by this or another process, and :meth:`study_run` marked the run running)."""
         self.store.terminate(parent_run_id)
+
+    def find_study_run(self, study_name: str, dataset: str) -> str | None:
+        """The id of the study's parent run if the store has one, as it is (not marked running)."""
+        return self.runs.find(self.experiment_id(dataset), study_name)
+
+    def flush(self) -> None:
+        """Nothing to do: a Tracker keeps nothing back, a call the server misses raises (see
+        :class:`automil.track.outage.OutageTolerant` for the tracker that keeps it)."""
+
+    def backlog(self) -> None:
+        """Always ``None``: see :meth:`flush`."""
+        return None
 
     def studies(self, datasets=None) -> list[StoredStudy]:
         """Every study (parent run) in the store, optionally only of some datasets."""

@@ -130,8 +130,7 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
         first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
         return Step(first.name, 0, "defaults", share)
-    weights = ({s.name: 1.0 for s in learners if s.main.best is not None and s.open_studies(n_trials)} if equal
-               else contenders(learners, n_trials))
+    weights = shares(learners, n_trials, equal)
     if weights:
         by_name = {s.name: s for s in learners}
         name = min(weights, key=lambda n: (by_name[n].seconds / weights[n], by_name[n].seconds, n))
@@ -150,6 +149,14 @@ def waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:
     main = learner.main
     return (not learner.too_slow and main.best is None and main.trials < FIRST_TRIES
             and (n_trials is None or main.trials < n_trials))
+
+
+def shares(learners: list[LearnerState], n_trials: int | None, equal: bool) -> dict[str, float]:
+    """The learners that share the seconds after the defaults, with their weights: :func:`contenders`, or
+    with ``equal`` every learner with a score and an open study, weight 1."""
+    if equal:
+        return {s.name: 1.0 for s in learners if s.main.best is not None and s.open_studies(n_trials)}
+    return contenders(learners, n_trials)
 
 
 def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, float]:
@@ -187,9 +194,11 @@ def worth_probing(values: int, share: float | None) -> bool:
 
 
 def probe_limits(share: float) -> list[float]:
-    """The time limit of each probe fit: ``PROBE_SHARE`` of the ``share``, in proportion to the sample sizes."""
+    """The time limit of each probe fit: first the warm-up's (a fit on a few bags that bears the one-time
+    costs and is not timed), ``PROBE_SHARE`` of the ``share``; then the samples', another ``PROBE_SHARE`` of it in
+    proportion to their sizes."""
     total = sum(PROBE_FRACTIONS)
-    return [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
+    return [PROBE_SHARE * share] + [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
 
 
 def estimated_trial_seconds(sizes: list[int], seconds: list[float], full: int, fits: int,
@@ -268,7 +277,7 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
     """What the listener shows: every learner's trials, best score and phase in the policy, and the time
     left until tuning stops at ``deadline``."""
     n_trials = plan.options.n_trials
-    weights = contenders(states, n_trials)
+    weights = shares(states, n_trials, plan.options.allocation == "equal")
     rows = []
     for state in states:
         if state.too_slow:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from automil.records import LearnerResult, TrialRecord
+from automil.run_folds import RunFolds, read_fold_file
 from automil.tune.ensembling import ENSEMBLE
 from automil.tune.final_evaluation import final_evaluation
 from automil.tune.fits import fit_worker
@@ -51,11 +52,14 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     from automil.data import dataset_name, load_bags
 
     options = options or TuneOptions()
+    given = None if options.folds_file is None else read_fold_file(options.folds_file)
+    if given is not None:
+        options = options.with_fold_file(given)
     options.check()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     listener = listener or Silent()
     start = time.time()
-    worker = fit_worker(options)
+    worker = fit_worker(options, learners)
     worker.start()  # it imports the learners while the data loads and the studies are prepared
     bags = None
     try:
@@ -68,12 +72,15 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         note = changed_data_note(storage, dataset, source)
         if note is not None:
             listener.message(note)
-        assignment = prepare_studies(storage, dataset, bags, specs, options)
-        plan = Plan(dataset, [s.name for s in specs], options, assignment, start)
+        folds = given.run_folds(dataset, bags, options.repeats) if given is not None else RunFolds.drawn(
+            dataset, bags, options.folds, options.seed, options.repeats)
+        folds = replace(folds, tuning=prepare_studies(storage, dataset, bags, specs, options, folds))
+        plan = Plan(dataset, [s.name for s in specs], options, folds, start)
         tracker = open_tracking(tracking, listener)
         recorder = TrackingRecorder(plan, tracker)
-        listener.message(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds, "
-                 f"protocol {options.protocol}; studies in {shown_storage(options.storage)})")
+        given_note = "" if given is None else f" from {given.path}"
+        listener.message(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds"
+                         f"{given_note}, protocol {options.protocol}; studies in {shown_storage(options.storage)})")
         helpers = [_start_helper(plan, bags, index, tracking) for index in range(1, options.jobs)]
         try:
             with _sigterm_interrupts():
@@ -92,6 +99,9 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     if procedure is not None:
         recorder.procedure_done(procedure)
     tracker.refresh_comparison(dataset, _select(rows, choice, dataset, tracker, listener))
+    backlog = tracker.flush()
+    if backlog is not None:
+        listener.unlogged(backlog)
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
     return [procedure] * (procedure is not None) + sorted(rows, key=rank)
 
@@ -144,6 +154,7 @@ class TrackingRecorder:
         if result is None:
             self.tracking.end_study(parent)
             return None
+        self.tracking.log_folds(parent, self.plan.folds)
         return self.tracking.log_result(parent, result, model, bags, found)
 
     def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
@@ -155,7 +166,10 @@ class TrackingRecorder:
 
     def _row_done(self, result: LearnerResult, spec, model=None, bags=None) -> str | None:
         parent = self._parent(result.study, spec)
-        return None if parent is None else self.tracking.log_result(parent, result, model, bags)
+        if parent is None:
+            return None
+        self.tracking.log_folds(parent, self.plan.folds)
+        return self.tracking.log_result(parent, result, model, bags)
 
     def _parent(self, name: str, spec) -> str | None:
         return self.tracking.study_run(name, self.plan.dataset, spec, {"automil.protocol": self.plan.options.protocol})
@@ -205,7 +219,7 @@ def _helper_main(plan: Plan, bags, index: int, parent_pid: int, tracking):
     if os.getppid() != parent_pid:
         return
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    worker = fit_worker(plan.options)
+    worker = fit_worker(plan.options, plan.learners)
     try:
         with _sigterm_interrupts():
             tune_studies(plan, bags, open_storage(plan.options.storage), worker,

@@ -11,7 +11,7 @@ import numpy as np
 
 from automil.ensemble import Ensemble, calibrate, calibrated, rounded, score, select
 from automil.evaluation import fold_scores
-from automil.folds import bag_folds, fold_splits, repeat_seeds
+from automil.folds import fold_splits
 from automil.records import LearnerResult, Status, TrialAttr, TrialCounts, TrialRecord
 from automil.tune.leaderboard import Evaluation, Refit, RowSpec, result_row
 from automil.tune.studies import Plan
@@ -67,7 +67,7 @@ class Candidate:
         bags: fold ``i``'s bags are scored by neither.
         """
         options = plan.options
-        order = _out_of_fold_order(plan.assignment, i)
+        order = _out_of_fold_order(plan.folds.tuning, i)
         tuned = best_trial(self.sub_trials[i], options.directions)
         if tuned is not None:
             return tuned.value, _oof_scores(tuned, len(order))
@@ -76,11 +76,11 @@ class Candidate:
             return None, None
         folds = defaults.attrs.get(f"fold_{options.metric}", [])
         value = float(np.mean([v for f, v in enumerate(folds) if f != i])) if len(folds) > 1 else None
-        everywhere = _oof_scores(defaults, len(plan.assignment))
+        everywhere = _oof_scores(defaults, len(plan.folds.tuning))
         if everywhere is None:
             return value, None
-        position = np.empty(len(plan.assignment), dtype=np.int64)
-        position[_out_of_fold_order(plan.assignment)] = np.arange(len(plan.assignment))
+        position = np.empty(len(plan.folds.tuning), dtype=np.int64)
+        position[_out_of_fold_order(plan.folds.tuning)] = np.arange(len(plan.folds.tuning))
         return value, everywhere[position[order]]
 
 
@@ -151,8 +151,8 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
     classes = np.unique(bags.y)
     evaluation = replace(nested, repeated={}, predictions=dict(nested.predictions),
                          fit_seconds=[sum(candidates[n].fit_seconds or 0.0 for n in main.names)])
-    for r, seed in enumerate(repeat_seeds(options.seed, options.repeats)):
-        for _, test in fold_splits(bag_folds(bags.y, options.folds, seed)):
+    for r, assignment in enumerate(plan.folds.repeats):
+        for _, test in fold_splits(assignment):
             y_pred = main.predict(candidates, ScoreKey(Refit.REPEAT, r), test, classes)
             if y_pred is None:
                 break
@@ -174,7 +174,7 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
 def main_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> Members | None:
     """The members chosen on the main studies' out-of-fold scores (the model's members and weights), when
     two or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
-    order = _out_of_fold_order(plan.assignment)
+    order = _out_of_fold_order(plan.folds.tuning)
     oof = {n: _oof_scores(best_trial(c.trials, plan.options.directions), len(order)) for n, c in candidates.items()}
     if sum(scores is not None for scores in oof.values()) < 2:
         return None
@@ -189,7 +189,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     evaluation.nested, evaluation.inner = [None] * folds, [None] * folds
     tuned = 0
     for i in range(folds):
-        order = _out_of_fold_order(plan.assignment, i)
+        order = _out_of_fold_order(plan.folds.tuning, i)
         oof = {n: c.inner(plan, i)[1] for n, c in candidates.items()}
         members = choose_members(oof, order, bags.y, plan.options.metric)
         if members is None:
@@ -197,7 +197,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
             continue
         tuned += 1
         evaluation.inner[i] = _inner_score(plan, bags, members, oof, i, classes)
-        test = np.flatnonzero(plan.assignment == i)
+        test = np.flatnonzero(plan.folds.tuning == i)
         y_pred = members.predict(candidates, NESTED_SCORES, test, classes)
         if y_pred is None:
             evaluation.errors.append(f"a member's nested fit of outer split {i} is missing: no nested figure")
@@ -213,7 +213,7 @@ def _inner_score(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray],
     total = sum(w * calibrated(c, oof[n]) for n, c, w in zip(members.names, members.calibrators, members.weights,
                                                               strict=True))
     y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
-    for _, test in fold_splits(plan.assignment, exclude=i):
+    for _, test in fold_splits(plan.folds.tuning, exclude=i):
         values.append(fold_scores(bags.y[test], y_pred[start:start + len(test)])[plan.options.metric])
         start += len(test)
     return float(np.mean(values))

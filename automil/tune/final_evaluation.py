@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from automil.evaluation import fold_scores
-from automil.folds import bag_folds, fold_splits, repeat_seeds
+from automil.folds import fold_splits
 from automil.records import LearnerResult, TrialAttr
 from automil.tune.budget import extras_deadline, final_deadline, run_seconds
 from automil.tune.ensembling import (
@@ -56,8 +56,9 @@ class FitTask:
 
     def call(self, seed: int) -> tuple:
         """The task as a fit worker runs it: :func:`~automil.tune.fits.fit_predict` and its arguments."""
-        model = (True,) if self.refit is Refit.MODEL else ()
-        return (fit_predict, self.learner, self.params, self.train, self.test, seed, *model)
+        # the instance figures are nested like the bag figures: scored on the outer folds only
+        return (fit_predict, self.learner, self.params, self.train, self.test, seed, self.refit is Refit.MODEL,
+                self.refit is Refit.NESTED)
 
 
 @dataclass
@@ -85,12 +86,12 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     has run out (a run may pass ``--timeout`` by that one fit): a run must end with a model.
     """
     options = plan.options
-    rows, pending, candidates = _evaluations(plan, storage, recorder, listener)
+    rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
     modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model.uri is None]
     members = main_members(plan, bags, candidates) if options.ensemble else None
     nested = options.protocol == "nested"
-    seeds = repeat_seeds(options.seed, options.repeats)
-    workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
+    repeats = plan.folds.repeats
+    workers = [worker] + [fit_worker(options, plan.learners, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:
         w.set_data(bags)
 
@@ -106,7 +107,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     # what the headline does not need leaves the time to log every result before the budget ends
     extras = extras_deadline(plan, len(pending) + 1, recorder.enabled)
     try:
-        run(_nested_tasks(plan, pending) if nested else _repeat_tasks(plan, bags, pending, 0, seeds[0]))
+        run(_nested_tasks(plan, pending) if nested else _repeat_tasks(pending, 0, repeats[0]))
         ensemble = ensemble_nested(plan, bags, candidates) if members is not None else None
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
@@ -115,10 +116,10 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
             first, rest = _model_order(choice, [*pending, *modelless], members)
             run(_model_tasks(plan, bags, candidates, first), deadline=None)
             run(_model_tasks(plan, bags, candidates, rest), deadline=extras)
-        for r in range(0 if nested else 1, len(seeds)):
+        for r in range(0 if nested else 1, len(repeats)):
             if time.time() >= extras:
                 break
-            run(_repeat_tasks(plan, bags, pending, r, seeds[r]), deadline=extras)
+            run(_repeat_tasks(pending, r, repeats[r]), deadline=extras)
     finally:
         for w in workers[1:]:
             w.close()
@@ -144,9 +145,10 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     return ordered, choice
 
 
-def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
+def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, instance_labels: bool):
     """Every learner's stored row when it is still valid (``rows``), else what its final evaluation starts
-    from (``pending``), and every learner as the ensemble sees it (``candidates``)."""
+    from (``pending``), and every learner as the ensemble sees it (``candidates``). On data with
+    ``instance_labels`` a row is valid only when its final evaluation scored the instances."""
     import optuna
 
     from automil import plugins
@@ -169,6 +171,10 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
         key = {"trials": [len(t) for t in [trials, *sub_trials]],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
+        if plan.folds.source is not None:  # drawn repeats follow from the seed the studies hold already
+            key["folds"] = plan.folds.digest
+        if instance_labels:  # a result stored before the instance figures is computed again
+            key["instance_figures"] = True
         candidates[learner] = Candidate(trials, sub_trials)
         stored = main.user_attrs.get(RESULT_ATTR)
         # a result stored before ensembles kept no scores, one stored before the procedure's figure no
@@ -183,6 +189,7 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
             continue
         pending[learner] = _Pending(spec, main, key, Evaluation(learner, spec.plugin, main.study_name, trials, best,
                                                                 outer_best, nested=[None] * len(subs),
+                                                                instance=[None] * len(subs),
                                                                 tuned_splits=sum(t is not None for t in tuned),
                                                                 inner=[candidates[learner].inner(plan, i)[0]
                                                                        for i in range(len(subs))]))
@@ -193,15 +200,15 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener):
 
 def _nested_tasks(plan: Plan, pending: dict[str, _Pending]) -> list[FitTask]:
     """The refits of every outer split's best parameters, scored on its outer fold."""
-    outer = fold_splits(plan.assignment)
+    outer = fold_splits(plan.folds.tuning)
     return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i)
             for learner, job in pending.items()
             for i, trial in enumerate(job.evaluation.outer_best) if trial is not None]
 
 
-def _repeat_tasks(plan: Plan, bags, pending: dict[str, _Pending], r: int, seed: int) -> list[FitTask]:
-    """Repeat ``r`` of the repeated CV of every learner's best parameters, on folds drawn with ``seed``."""
-    splits = fold_splits(bag_folds(bags.y, plan.options.folds, seed))
+def _repeat_tasks(pending: dict[str, _Pending], r: int, assignment) -> list[FitTask]:
+    """Repeat ``r`` of the repeated CV of every learner's best parameters, on its folds ``assignment``."""
+    splits = fold_splits(assignment)
     tasks = []
     for learner, job in pending.items():  # a learner's folds together: a repeat counts only when complete
         if job.evaluation.best is not None:
@@ -299,6 +306,7 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
             evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out["y_pred"]))
         if task.refit is Refit.NESTED:
             evaluation.nested[task.index] = scores
+            evaluation.instance[task.index] = out["instance"]
         else:
             evaluation.repeated.setdefault(task.index, []).append(scores)
             evaluation.fit_seconds.append(out["fit_seconds"])

@@ -14,12 +14,14 @@ from enum import StrEnum
 import numpy as np
 
 from automil.evaluation import mean_std
+from automil.instance_metrics import InstanceFold
 from automil.pareto import non_dominated
 from automil.records import (
     PROCEDURE,
     Costs,
     Figure,
     Headline,
+    InstanceFigures,
     LearnerResult,
     NestedFigure,
     RepeatedFigure,
@@ -33,8 +35,8 @@ from automil.records import (
 from automil.tune.options import METRICS, TuneOptions
 from automil.tune.trial_records import trial_counts
 
-__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "Choice", "result_row", "row_status", "skipped_row",
-           "rank", "choose", "procedure_row", "pareto_front"]
+__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "Choice", "result_row", "instance_figures",
+           "row_status", "skipped_row", "rank", "choose", "procedure_row", "pareto_front"]
 
 
 class Refit(StrEnum):
@@ -63,7 +65,8 @@ class Evaluation:
     """What tuning and the final evaluation found for one learner: the trials of its study on all bags,
     the best trial there and in every outer split, and the scores of the refits.
 
-    ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.fold_scores` dicts;
+    ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.fold_scores` dicts,
+    ``instance[i]`` outer fold ``i``'s instance figures (``None`` without instance labels or output);
     ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
     procedure chooses by, :func:`procedure_row`);
     ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
@@ -87,6 +90,7 @@ class Evaluation:
     tuned_splits: int | None = None
     budget_seconds: float | None = None
     inner: list[float | None] = field(default_factory=list)
+    instance: list[InstanceFold | None] = field(default_factory=list)
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
@@ -123,7 +127,8 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
                         costs=Costs(fit_seconds=float(np.mean(fit_seconds)) if fit_seconds else None,
                                     budget_seconds=None if job.budget_seconds is None
                                     else round(job.budget_seconds, 1)),
-                        error=_first_error(job, counts, finished))
+                        error=_first_error(job, counts, finished),
+                        instance=instance_figures(job.instance) if nested_figure.accuracy is not None else None)
     too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
     if best is None and too_slow:
         row.status, row.error = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
@@ -150,6 +155,19 @@ def _outer_splits(job: Evaluation) -> list[dict | None]:
     return [None if s is None else {"inner": None if i >= len(job.inner) else job.inner[i],
                                     "accuracy": s["accuracy"], "balanced_accuracy": s["balanced_accuracy"]}
             for i, s in enumerate(job.nested)]
+
+
+def instance_figures(folds: list[InstanceFold | None]) -> InstanceFigures | None:
+    """Mean and sd over the outer folds of their instance figures; a fold without a figure (an AUC of test
+    bags with one instance class) is left out. ``None`` when no fold has any: no instance labels, or a
+    learner with neither instance scores nor a witness."""
+    scored = [fold for fold in folds if fold is not None]
+    auc, auc_std = mean_std(fold.instance_auc for fold in scored)
+    precision, precision_std = mean_std(fold.witness_precision for fold in scored)
+    if auc is None and precision is None:
+        return None
+    return InstanceFigures(instance_auc=auc, instance_auc_std=auc_std, witness_precision=precision,
+                           witness_precision_std=precision_std)
 
 
 def _confusion(predictions: list[tuple]) -> tuple[list, list]:

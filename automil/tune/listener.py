@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from automil.records import LearnerResult, TrialRecord
+from automil.records import LearnerResult, TrackingBacklog, TrialRecord
 
 __all__ = ["Listener", "StudyProgress", "LearnerStanding", "Standing", "Silent"]
 
@@ -28,8 +28,8 @@ class StudyProgress:
 class LearnerStanding:
     """One learner as the budget sees it: its counted trials over all its studies and the most it may
     have (``None``: no ``--n-trials`` cap), its best tuning score, and its ``phase``: ``defaults``
-    (waiting for its defaults), ``contender`` (close to the leader: it gets time), ``behind``, ``full``,
-    ``no score`` or ``too slow``."""
+    (waiting for its defaults), ``contender`` (it gets time: close to the leader, or under the equal
+    allocation any learner with a score), ``behind``, ``full``, ``no score`` or ``too slow``."""
 
     learner: str
     trials: int
@@ -66,6 +66,9 @@ class Listener(Protocol):
     def learner_done(self, result: LearnerResult) -> None:
         """A learner's final evaluation is done."""
 
+    def unlogged(self, backlog: TrackingBacklog) -> None:
+        """The run has ended with records that tracking could not log (its server did not answer)."""
+
 
 class Silent:
     """A listener that ignores everything: ``tune`` called as a library, and its helper processes."""
@@ -80,4 +83,7 @@ class Silent:
         pass
 
     def learner_done(self, result: LearnerResult) -> None:
+        pass
+
+    def unlogged(self, backlog: TrackingBacklog) -> None:
         pass

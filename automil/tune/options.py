@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 
+from automil.run_folds import FoldFile
 from automil.tune.storage import DEFAULT_STORAGE
 
 __all__ = ["TuneOptions", "default_jobs", "parse_size", "read_study_file", "SAMPLERS", "METRICS", "OBJECTIVES",
@@ -13,6 +15,7 @@ __all__ = ["TuneOptions", "default_jobs", "parse_size", "read_study_file", "SAMP
 
 SAMPLERS = ("tpe", "random")
 METRICS = ("balanced_accuracy", "accuracy")
+DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol
 DEFAULT_METRIC = "balanced_accuracy"
 # What --objective may name, with its direction: the metrics (mean over the folds) and the costs (mean
 # seconds per fold of the trial's fits or predictions).
@@ -29,7 +32,9 @@ class TuneOptions:
     """The budget and protocol of a tuning run (the options of ``automil tune``).
 
     ``objectives`` (``--objective``, two or more) makes multi-objective studies; ``metric`` is then their
-    first, and ``None`` means that first objective, else balanced accuracy. ``track`` and ``tracking_uri``
+    first, and ``None`` means that first objective, else balanced accuracy. ``folds_file`` (a ``folds.json``)
+    gives the folds and the repeats; ``folds`` is then ``None`` until :meth:`with_fold_file` takes the
+    file's number (without a file ``None`` means 6). ``track`` and ``tracking_uri``
     are read by the command line, which opens the tracking store and hands
     ``tune`` a factory for it; the driver itself never opens one.
     """
@@ -37,8 +42,9 @@ class TuneOptions:
     n_trials: int | None = 20
     timeout: float | None = 300.0
     fit_timeout: float = 1000.0
-    folds: int = 6
+    folds: int | None = None  # None: DEFAULT_FOLDS, or as many as the folds file holds
     repeats: int = 10
+    folds_file: str | None = None
     metric: str | None = None  # None: the first of ``objectives``, else balanced_accuracy
     objectives: tuple[str, ...] = ()
     seed: int = 0
@@ -57,6 +63,16 @@ class TuneOptions:
         self.objectives = tuple(self.objectives or ())
         if self.metric is None:
             self.metric = self.objectives[0] if self.objectives else DEFAULT_METRIC
+        if self.folds is None and self.folds_file is None:
+            self.folds = DEFAULT_FOLDS
+
+    def with_fold_file(self, given: FoldFile) -> TuneOptions:
+        """These options on the folds a file gives: its number of folds (a ``--folds`` that differs is an
+        error naming both) and its repeats, at most ``--repeats`` of them."""
+        if self.folds is not None and self.folds != given.n_folds:
+            raise ValueError(f"{given.path} holds {given.n_folds} folds and --folds says {self.folds}: leave "
+                             "--folds out to take the file's, or give another folds file")
+        return replace(self, folds=given.n_folds, repeats=min(self.repeats, len(given.repeats)))
 
     @property
     def multi_objective(self) -> bool:
@@ -83,9 +99,10 @@ class TuneOptions:
                 raise ValueError(f"{name} must be positive, got {value}")
         if self.n_trials is None and self.timeout is None:
             raise ValueError("give --n-trials or --timeout (or both): without either tuning never ends")
-        if self.folds < 2:
+        folds = DEFAULT_FOLDS if self.folds is None else self.folds  # None: a folds file not read yet
+        if folds < 2:
             raise ValueError(f"--folds must be at least 2, got {self.folds}")
-        if self.protocol == "nested" and self.folds < 3:
+        if self.protocol == "nested" and folds < 3:
             raise ValueError("--protocol nested needs --folds 3 or more (each outer split is tuned with "
                              "the other folds)")
         self._check_objectives()
@@ -172,6 +189,8 @@ def read_study_file(path, overrides: dict | None = None) -> list[tuple[str, list
                 values[key] = None
         if isinstance(values.get("fit_memory"), str):
             values["fit_memory"] = parse_size(values["fit_memory"])
+        if values.get("folds_file") is not None:  # a path in the file is relative to the file
+            values["folds_file"] = str(Path(path).parent / Path(values["folds_file"]).expanduser())
         options = TuneOptions(**{**values, **(overrides or {})})
         options.check()
         runs += [(dataset, learners, options) for dataset in datasets]

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from automil.folds import bag_folds, fold_digest
+from automil.folds import fold_digest
 from automil.meta_features import MetaFeatures, meta_features, nearest
 from automil.records import TrialAttr
+from automil.run_folds import RunFolds
 from automil.tune.options import TuneOptions
 from automil.tune.trial_records import best_trial, counts_toward_budget, fail_stale_trials, records, trial_record
 from automil.uris import shown_storage
@@ -33,7 +34,7 @@ class Plan:
     dataset: str
     learners: list[str]
     options: TuneOptions
-    assignment: np.ndarray  # the stored fold of every bag
+    folds: RunFolds  # its tuning folds are the studies' stored ones
     start: float  # time.time() when the run began
 
 
@@ -61,18 +62,17 @@ def _labels_digest(bags) -> str:
     return hashlib.sha256("\x1f".join(map(str, bags.y)).encode()).hexdigest()[:16]
 
 
-def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
-    """Create or load every study of the run; the fold assignment is stored once and reused.
+def prepare_studies(storage, dataset, bags, specs, options, folds: RunFolds) -> np.ndarray:
+    """Create or load every study of the run; the studies' fold assignment is stored once and reused.
 
     The assignment of the first study that has one wins; a study made with other folds, another seed or
-    another metric is an error (its scores could not be compared), never silently overwritten.
+    another metric is an error (its scores could not be compared), never silently overwritten. ``folds``
+    are the run's: drawn from the seed, or a folds file's (whose tuning folds must then be the stored ones).
     """
     import optuna
 
-    fresh = bag_folds(bags.y, options.folds, options.seed)
-    folds = {"n_splits": options.folds, "seed": options.seed}
     labels = _labels_digest(bags)
-    assignment = None
+    assignment, identity = None, None
     studies = []
     for spec in specs:
         for split in options.splits:
@@ -82,24 +82,21 @@ def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
             attrs = study.user_attrs
             _check_objectives(study, attrs, options)
             if "fold_assignment" in attrs:
-                stored = {k: attrs["folds"][k] for k in ("n_splits", "seed")}
-                if stored != folds or attrs.get("metric") != options.metric:
-                    raise ValueError(
-                        f"study {name!r} in {shown_storage(options.storage)} was made with {stored['n_splits']} "
-                        f"folds, seed {stored['seed']} and metric {attrs.get('metric')}; this run asks for "
-                        f"{options.folds} folds, seed {options.seed} and metric {options.metric}. Use the same options "
-                        "to continue it, or another --storage for a new study")
+                _check_folds(name, attrs, options, folds)
                 if attrs.get("labels_digest") != labels:
                     raise ValueError(f"study {name!r} was made on different bag labels than {dataset!r} has "
                                      "now (the data changed); use another --storage for a new study")
                 if assignment is None:
                     assignment = np.asarray(attrs["fold_assignment"], dtype=np.int64)
+                    identity = attrs["folds"]
             studies.append((study, spec, split))
     if assignment is None:
-        assignment = fresh
-    record = {"dataset": dataset, "metric": options.metric, "seed": options.seed,
-              "folds": {**folds, "digest": fold_digest(assignment)}, "labels_digest": labels,
-              META_FEATURES_ATTR: meta_features(bags).to_dict()}
+        assignment = folds.tuning
+        # a seed of None marks folds from a file: a run drawing them from its seed is refused on them
+        identity = {"n_splits": options.folds, "seed": None if folds.source else options.seed,
+                    "digest": fold_digest(assignment)}
+    record = {"dataset": dataset, "metric": options.metric, "seed": options.seed, "folds": identity,
+              "labels_digest": labels, META_FEATURES_ATTR: meta_features(bags).to_dict()}
     if options.multi_objective:  # a single-objective study stays as it was: its metric says it all
         record["objectives"] = list(options.objectives)
     stored_assignment = assignment.tolist()
@@ -115,6 +112,29 @@ def prepare_studies(storage, dataset, bags, specs, options) -> np.ndarray:
                 study.set_user_attr(key, value)
     return assignment
 
+
+def _check_folds(name: str, attrs: dict, options, folds: RunFolds) -> None:
+    """A stored study continues only on its own folds and metric: a folds file must give its fold
+    assignment; a run without one must ask for its number of folds and seed."""
+    where = f"study {name!r} in {shown_storage(options.storage)}"
+    stored = attrs["folds"]
+    if folds.source is not None:
+        if stored["digest"] != fold_digest(folds.tuning):
+            raise ValueError(f"{where} was tuned on other folds than {folds.source} gives (fold digest "
+                             f"{stored['digest']}, the file's {fold_digest(folds.tuning)}): give the folds it was "
+                             "made with, or another --storage for studies on these")
+    elif stored["seed"] is None:
+        raise ValueError(f"{where} was tuned on the folds of a folds file (fold digest {stored['digest']}): give "
+                         "that file as --folds-file to continue it, or another --storage for a new study")
+    elif (stored["n_splits"], stored["seed"]) != (options.folds, options.seed):
+        raise ValueError(
+            f"{where} was made with {stored['n_splits']} folds, seed {stored['seed']} and metric "
+            f"{attrs.get('metric')}; this run asks for {options.folds} folds, seed {options.seed} and metric "
+            f"{options.metric}. Use the same options to continue it, or another --storage for a new study")
+    if attrs.get("metric") != options.metric:
+        raise ValueError(f"{where} was made with metric {attrs.get('metric')}; this run asks for "
+                         f"{options.metric}. Use the same --metric to continue it, or another --storage for a "
+                         "new study")
 
 
 def _check_objectives(study, attrs: dict, options) -> None:

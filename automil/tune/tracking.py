@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from automil.records import LearnerResult, StudyRecord, TrialRecord
+from automil.records import LearnerResult, StudyRecord, TrackingBacklog, TrialRecord
+from automil.run_folds import RunFolds
 from automil.tune.listener import Listener
 
 __all__ = ["Tracking", "Untracked", "Guarded", "open_tracking", "Recorder"]
@@ -22,6 +23,9 @@ class Tracking(Protocol):
 
     def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str:
         """Record a finished trial once (idempotent per trial number); its run id."""
+
+    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
+        """Record the folds the result is scored on (``folds.json``), before the result."""
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> str | None:
@@ -38,6 +42,12 @@ class Tracking(Protocol):
     def end_study(self, parent_run_id: str) -> None:
         """Close the parent run after a sweep that logged no result."""
 
+    def flush(self) -> None:
+        """Try now to log what the server did not take (at the end of a run)."""
+
+    def backlog(self) -> TrackingBacklog | None:
+        """What is kept because the server did not answer (``None``: nothing)."""
+
 
 class Untracked:
     """Tracking switched off (``--no-track``): nothing is recorded and there is no parent run."""
@@ -46,6 +56,9 @@ class Untracked:
         return None
 
     def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> None:
+        return None
+
+    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
         return None
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
@@ -61,14 +74,22 @@ class Untracked:
     def end_study(self, parent_run_id: str) -> None:
         return None
 
+    def flush(self) -> None:
+        return None
+
+    def backlog(self) -> None:
+        return None
+
 
 class Guarded:
     """The driver's tracking: a failing call is reported to the listener and tuning goes on (a rerun
-    logs what is missing)."""
+    logs what is missing). When the tracking starts or stops keeping calls back (its server away, then
+    back), the listener hears it once each time."""
 
     def __init__(self, tracking: Tracking, listener: Listener):
         self.tracking = tracking
         self.listener = listener
+        self.held: TrackingBacklog | None = None
 
     @property
     def enabled(self) -> bool:
@@ -80,6 +101,9 @@ class Guarded:
 
     def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str | None:
         return self._call(self.tracking.log_trial, parent_run_id, trial, study_name)
+
+    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
+        self._call(self.tracking.log_folds, parent_run_id, folds)
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> str | None:
@@ -94,6 +118,11 @@ class Guarded:
     def end_study(self, parent_run_id: str) -> None:
         self._call(self.tracking.end_study, parent_run_id)
 
+    def flush(self) -> TrackingBacklog | None:
+        """A last attempt to log what was kept back; what is still kept."""
+        self._call(self.tracking.flush)
+        return self.held
+
     def _call(self, method, *args):
         try:
             return method(*args)
@@ -101,6 +130,18 @@ class Guarded:
             self.listener.message(f"warning: MLflow {method.__name__} failed ({type(error).__name__}: {error}); "
                                   "tuning goes on and a rerun logs what is missing")
             return None
+        finally:
+            self._note_backlog()
+
+    def _note_backlog(self):
+        backlog = self.tracking.backlog()
+        if backlog is not None and self.held is None:
+            self.listener.message(f"warning: MLflow at {backlog.tracking_uri} does not answer ({backlog.reason}); "
+                                  f"tuning goes on, and what it cannot log is kept in {backlog.path} and "
+                                  "logged once it answers")
+        elif backlog is None and self.held is not None:
+            self.listener.message(f"MLflow at {self.held.tracking_uri} answers again: what was kept back is logged")
+        self.held = backlog
 
 
 def open_tracking(factory: Callable[[], Tracking] | None, listener: Listener) -> Guarded:

@@ -120,7 +120,10 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             and not any(t.state is TrialState.WAITING for t in trials):
         study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
     best = best_trial(trials, plan.options.directions)
-    fits = _Fits(fold_splits(plan.assignment, exclude=split), plan.options.fit_timeout)
+    fits = _Fits(fold_splits(plan.folds.tuning, exclude=split), plan.options.fit_timeout)
+    # the replacement of a worker killed in an earlier trial starts up (imports its learners' libraries)
+    # before this trial's clock, so that its start-up does not eat this learner's share
+    worker.wait_started()
     started = time.time()
     # A share that ends before the deadline is the learner's own: passing it makes the learner too slow.
     # One that the deadline cuts is the run's budget running out, as for any other trial.
@@ -234,7 +237,7 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
     multi = plan.options.multi_objective
     attrs = fits.attrs
     for fold, (train, test) in enumerate(fits.splits):
-        step = int(plan.assignment[test[0]])  # the fold's identity, stable across trials
+        step = int(plan.folds.tuning[test[0]])  # the fold's identity, stable across trials
         fits.limit = min(plan.options.fit_timeout, max(hard_stop - time.time(), 0.01))
         out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed, timeout=fits.limit,
                           heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()))
@@ -274,12 +277,19 @@ def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, 
     extrapolate to the trial's fits (:func:`~automil.tune.budget.estimated_trial_seconds`); raises
     ``_TooSlow`` when the estimate passes ``share``. The larger sample's fit passing its small time limit
     (:func:`~automil.tune.budget.probe_limits`) gives a lower bound, a linear extrapolation of that limit.
-    The smaller sample's fit passing its limit, or a sample fit that fails, says nothing about the cost (the
-    first fit in a fresh worker carries one-time costs: imports, compilation): the trial goes on as usual."""
+    A warm-up fit on two bags of each class comes first and is not timed: the first fit of a learner in a
+    worker carries one-time costs (imports, compilation) that would pass for the cost of the sample. The
+    warm-up or the smaller sample's fit passing its limit, or a sample fit that fails, says nothing about
+    the cost: the trial goes on as usual."""
     train = np.asarray(fits.splits[0][0])
     full = int(bags.sizes[train].sum())
+    (warm_up, *samples), (warm_up_limit, *limits) = _samples(bags, train, plan.options.seed), probe_limits(share)
+    try:
+        worker.call(fit_predict, spec.name, params, warm_up, None, plan.options.seed, timeout=warm_up_limit)
+    except (FitTimeout, FitError):
+        return
     sizes, seconds = [], []
-    for sample, limit in zip(_samples(bags, train, plan.options.seed), probe_limits(share), strict=True):
+    for sample, limit in zip(samples, limits, strict=True):
         size = int(bags.sizes[sample].sum())
         try:
             out = worker.call(fit_predict, spec.name, params, sample, None, plan.options.seed, timeout=limit)
@@ -301,13 +311,14 @@ def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, 
 
 
 def _samples(bags, train: np.ndarray, seed: int) -> list[np.ndarray]:
-    """Nested samples of the ``train`` bags, one per ``PROBE_FRACTIONS`` entry: the same fraction of every
-    class (at least two bags of each), so that every sample fits a classifier."""
+    """Nested samples of the ``train`` bags: two bags of each class (the warm-up), then one per
+    ``PROBE_FRACTIONS`` entry, the same fraction of every class (at least two bags of each), so that every
+    sample fits a classifier."""
     rng = np.random.default_rng(seed)
     labels = bags.y[train]
     shuffled = [rng.permutation(train[labels == c]) for c in np.unique(labels)]
     return [np.sort(np.concatenate([bags_of_class[:max(2, int(np.ceil(f * len(bags_of_class))))]
-                                    for bags_of_class in shuffled])) for f in PROBE_FRACTIONS]
+                                    for bags_of_class in shuffled])) for f in (0.0, *PROBE_FRACTIONS)]
 
 
 def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float | None) -> dict:

@@ -42,4 +42,9 @@ def register_learners(register):
          "DSMIL: dual-stream MIL, critical instance and attention by similarity (Li, Li & Eliceiri 2021)"),
     )
     for name, estimator, space, description in learners:
-        register(LearnerSpec(name, estimator, space, description, first_trial=spaces.FIRST_TRIALS[name]))
+        # An epoch costs in proportion to the instances (whole bags: their sizes stay) and the epochs are
+        # bounded: linear growth, declared, since two small samples' times differ by their early stopping.
+        # torch, and torch._dynamo that Adam's first step imports, take seconds to import (15 s on a busy
+        # machine): in a fit worker's start-up, not inside the first deep fit's fair share.
+        register(LearnerSpec(name, estimator, space, description, first_trial=spaces.FIRST_TRIALS[name],
+                             fit_growth=1.0, imports=("torch", "torch._dynamo")))

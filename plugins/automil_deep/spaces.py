@@ -28,7 +28,7 @@ def MI_net_space(trial) -> dict:  # noqa: N802 - named after the learner MI-Net
 
 
 # The estimators' defaults as points of the spaces above: the first trial of every new study.
-_TRAINING_FIRST_TRIAL = {"learning_rate": 2e-3, "weight_decay": 1e-4, "hidden": 256, "dropout": 0.25, "epochs": 100}
+_TRAINING_FIRST_TRIAL = {"learning_rate": 2e-3, "weight_decay": 1e-4, "hidden": 128, "dropout": 0.25, "epochs": 50}
 FIRST_TRIALS = {
     "abmil": {**_TRAINING_FIRST_TRIAL, "gated": False},
     "mi-net": {**_TRAINING_FIRST_TRIAL, "pooling": "max"},

@@ -12,7 +12,7 @@ import automil
 def register_learners(register):
     """Register bag-stats, miles, mivlad and mifv."""
     from automil import LearnerSpec
-    from automil_embedding import spaces
+    from automil_embedding import published, spaces
     from automil_embedding.bag_stats import BagStats
     from automil_embedding.coding import MiFV, MiVLAD
     from automil_embedding.miles import MILES
@@ -25,10 +25,13 @@ def register_learners(register):
     register(LearnerSpec("miles", MILES, spaces.miles_space,
                          "MILES: similarity to concept instances + 1-norm SVM; witness through the selected "
                          "concepts (Chen, Bi & Wang 2006)",
-                         sparse=True, first_trial=spaces.FIRST_TRIALS["miles"]))
+                         sparse=True, first_trial=spaces.FIRST_TRIALS["miles"],
+                         published=published.PUBLISHED["miles"]))
     register(LearnerSpec("mivlad", MiVLAD, spaces.codebook_space,
                          "miVLAD: VLAD codes over k-means codewords + linear SVM (Wei, Wu & Zhou 2017)",
-                         first_trial=spaces.FIRST_TRIALS["mivlad"]))
+                         first_trial=spaces.FIRST_TRIALS["mivlad"],
+                         published=published.PUBLISHED["mivlad"]))
     register(LearnerSpec("mifv", MiFV, spaces.codebook_space,
                          "miFV: Fisher vectors over a diagonal Gaussian mixture + linear SVM (Wei, Wu & Zhou 2017)",
-                         first_trial=spaces.FIRST_TRIALS["mifv"]))
+                         first_trial=spaces.FIRST_TRIALS["mifv"],
+                         published=published.PUBLISHED["mifv"]))

@@ -84,10 +84,14 @@ class _ID3MIForest(TreeEnsemble):
         proba = id3mi_bag_proba(X, offsets, *self.forest_, NO_SKIP)
         return move_threshold(proba, self.threshold_) if len(self.classes_) == 2 else proba
 
+    def _instance_scores(self, bags):
+        """11: every instance as a bag of one, its forest-mean leaf distribution (n_instances, n_classes)."""
+        return id3mi_instance_proba(bags.X, *self.forest_)
+
     def _witness(self, bags):
         """11: the instance with the largest forest-mean singleton score for the predicted class
         (binary: for the positive class, whose maximum decides the bag)."""
-        instance = id3mi_instance_proba(bags.X, *self.forest_)
+        instance = self._instance_scores(bags)
         # the predicted class has the largest per-class maximum (10.4), so the arg-max column decides
         return witness(bags.offsets, instance[:, 1] if len(self.classes_) == 2 else instance)
 

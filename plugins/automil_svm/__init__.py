@@ -11,7 +11,7 @@ import automil
 def register_learners(register):
     """Register sil, mi-svm, MI-SVM, nsk, smil and sbmil."""
     from automil import LearnerSpec
-    from automil_svm import spaces
+    from automil_svm import published, spaces
     from automil_svm.andrews import MISVM, MiSVM
     from automil_svm.nsk import NSK
     from automil_svm.sil import SIL
@@ -37,4 +37,5 @@ def register_learners(register):
     # standard_mil: the bag score is the maximum instance score (for sMIL its default bag_score="max").
     for name, estimator, space, standard_mil, description in learners:
         register(LearnerSpec(name, estimator, space, description=description, multiclass=True, sparse=True,
-                             standard_mil=standard_mil, first_trial=spaces.FIRST_TRIALS[name]))
+                             standard_mil=standard_mil, first_trial=spaces.FIRST_TRIALS[name],
+                             published=published.PUBLISHED.get(name)))

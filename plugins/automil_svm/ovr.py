@@ -35,7 +35,7 @@ def best_cut(scores, t) -> float:
 
 class OneVsRestBagSVM(BagClassifier):
     """Shared machinery; subclasses implement ``_fit_binary(bags, t, space) -> model`` and
-    ``_bag_scores(model, bags)``. Instance-based subclasses also get ``_witness`` from
+    ``_bag_scores(model, bags)``. Instance-based subclasses also get ``_witness`` and ``_instance_scores`` from
     :class:`MaxInstanceMixin`."""
 
     accepts_sparse = True
@@ -132,8 +132,13 @@ class MaxInstanceMixin:
     def _bag_scores(self, model, bags):
         return bag_max(bags.offsets, model(bags.X))[0]
 
+    def _instance_scores(self, bags):
+        """``f(x)`` of every instance: one column per class model (the positive class's margin for K = 2)."""
+        scores = np.column_stack([model(bags.X) for model in self.models_])
+        return scores[:, 0] if len(self.classes_) == 2 else scores
+
     def _witness(self, bags):
-        return witness(bags.offsets, np.column_stack([model(bags.X) for model in self.models_]))
+        return witness(bags.offsets, self._instance_scores(bags))
 
 
 # numpydoc text of the parameters every learner of the family shares (composed into each class docstring).

@@ -20,8 +20,8 @@ def test_mlflow_server_stopped_mid_run_and_restarted_loses_no_trial_and_logs_non
         harness.wait_for(lambda: [r for r in harness.trial_runs(server.url)
                                   if r.data.tags.get("automil.study") == study], 120, "the first trial in MLflow")
         server.stop()
-        # While the server is down the MLflow client retries its calls with back-off (about 4 minutes
-        # by default), so the run waits for the server rather than losing the trial's run.
+        # While the server is down the run keeps what it cannot log and logs it once the server answers
+        # (test_mlflow_outage.py keeps it away until the run ends).
         time.sleep(2)
         server.start()
         result = tune.wait(240)

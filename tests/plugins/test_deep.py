@@ -3,6 +3,7 @@ per-epoch validation losses, weights-only pickles that load in a fresh process, 
 PyTorch is missing."""
 
 import dataclasses
+import functools
 import pickle
 import subprocess
 import sys
@@ -17,6 +18,8 @@ import automil_deep  # noqa: E402 - after the skip: the plugin's tests need torc
 from automil import plugins  # noqa: E402
 from automil.checks import learner_checks, witness_bags  # noqa: E402
 from automil.cli.main import main  # noqa: E402
+from automil.tune.fits import load_learners  # noqa: E402
+from automil.tune.isolation import FitWorker  # noqa: E402
 
 # Small and short: the contract's bags are a few dozen, and its checks fit about fifteen models per learner;
 # nothing held out (no second training on all bags) except where early stopping is the point.
@@ -110,6 +113,19 @@ def test_a_fitted_model_pickles_its_weights_as_arrays_and_predicts_the_same_in_a
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=120)
     np.testing.assert_allclose(np.load(tmp_path / "proba.npy"), model.predict_proba(test), rtol=1e-6)
     np.testing.assert_array_equal(np.load(tmp_path / "witness.npy"), model.witness(test))
+
+
+def _imported(_data, module: str) -> bool:
+    """In a fit worker: whether ``module`` is imported there."""
+    return module in sys.modules
+
+
+@pytest.mark.parametrize(("learners", "preloaded"), [(("abmil",), True), (("nsk",), False)])
+def test_a_fit_worker_imports_torch_at_start_only_for_a_run_with_a_deep_learner(monkeypatch, learners, preloaded):
+    monkeypatch.setenv(plugins.LOAD_PLUGINS_ENV, "svm,deep")  # what the worker process loads
+    with FitWorker(threads=1, preload=functools.partial(load_learners, learners=learners)) as worker:
+        worker.wait_started()
+        assert worker.call(_imported, "torch._dynamo", timeout=60) is preloaded
 
 
 def test_without_torch_automil_learners_says_in_one_line_how_to_get_the_deep_learners(fresh_plugins, capsys):

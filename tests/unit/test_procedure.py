@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from automil.records import PROCEDURE, LearnerResult, Status, TrialRecord, TrialState
+from automil.run_folds import RunFolds
 from automil.tune.ensembling import NESTED_SCORES, Candidate, ensemble_nested
 from automil.tune.leaderboard import Evaluation, choose, procedure_row, result_row
 from automil.tune.options import TuneOptions
@@ -66,7 +67,7 @@ def test_the_tuned_protocol_has_no_procedure_row_and_rows_round_trip_through_jso
 
 def test_a_split_left_untuned_sees_the_defaults_on_its_inner_folds_only():
     assignment = np.array([0, 1, 2, 0, 1, 2])
-    plan = Plan("fox", ["a"], OPTIONS, assignment, 0.0)
+    plan = Plan("fox", ["a"], OPTIONS, _folds(assignment), 0.0)
     # the main study's out-of-fold order is fold by fold: bags 0 3 | 1 4 | 2 5; bag b scored 10 * b
     defaults = TrialRecord(0, TrialState.COMPLETE, 0.7, queued=True,
                            attrs={"fold_balanced_accuracy": [0.5, 0.7, 0.9], "oof_scores": [0, 30, 10, 40, 20, 50]})
@@ -83,7 +84,7 @@ def test_a_split_left_untuned_sees_the_defaults_on_its_inner_folds_only():
 def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults():
     # two learners, no outer split tuned: each split refits the defaults, and the ensemble builds from them
     y = np.array([0, 1, 0, 1, 0, 1, 0, 1, 0])
-    plan = Plan("fox", ["a", "b"], OPTIONS, np.array([0, 0, 0, 1, 1, 1, 2, 2, 2]), 0.0)
+    plan = Plan("fox", ["a", "b"], OPTIONS, _folds(np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])), 0.0)
     signs = np.where(y == 1, 1.0, -1.0)
     candidates = {}
     for name, noise in (("a", [1, 1, 1, 1, -1, 1, 1, 1, 1]), ("b", [1, 1, -1, 1, 1, 1, 1, 1, 1])):
@@ -94,3 +95,8 @@ def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults(
     evaluation = ensemble_nested(plan, SimpleNamespace(y=y), candidates)
     assert evaluation.errors == [] and evaluation.tuned_splits == 3
     assert all(s is not None for s in evaluation.nested) and all(v is not None for v in evaluation.inner)
+
+
+def _folds(assignment) -> RunFolds:
+    """The studies' folds ``assignment`` over bags named by position, no repeats."""
+    return RunFolds("fox", tuple(str(i) for i in range(len(assignment))), assignment, ())

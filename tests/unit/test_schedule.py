@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from automil.records import TrialRecord, TrialState
+from automil.run_folds import RunFolds
 from automil.tune.budget import (
     EDGE_WEIGHT,
     FINAL_SHARE,
@@ -25,11 +26,14 @@ from automil.tune.budget import (
     next_step,
     probe_limits,
     run_seconds,
+    standing,
     tuning_deadline,
     worth_probing,
 )
 from automil.tune.options import TuneOptions
 from automil.tune.studies import Plan
+
+SIX_BAGS = RunFolds("d", tuple("abcdef"), np.zeros(6, dtype=int), ())  # a plan's folds, never read here
 
 
 def learner(name, best=None, trials=1, seconds=0.0, stderr=0.0, splits=0, expected=None, too_slow=False):
@@ -186,17 +190,27 @@ def test_the_equal_allocation_gives_every_learner_with_a_score_the_same_seconds(
     assert states["behind"].seconds == pytest.approx(states["leader"].seconds, abs=1.0)
 
 
+def test_under_the_equal_allocation_no_learner_with_a_score_is_shown_behind():
+    states = [learner("leader", best=0.90, stderr=0.01), learner("far", best=0.60)]
+    phases = {}
+    for allocation in ("promise", "equal"):
+        plan = Plan("d", ["leader", "far"], TuneOptions(allocation=allocation), np.zeros(6, dtype=int), start=0.0)
+        phases[allocation] = {row.learner: row.phase for row in standing(states, plan, None, 1.0, None).learners}
+    assert phases["promise"] == {"leader": "contender", "far": "behind"}
+    assert phases["equal"] == {"leader": "contender", "far": "contender"}
+
+
 def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and_models():
     states = [learner("a", best=0.8, expected=6.0), learner("b", best=0.7, expected=12.0),
               learner("unmeasured", expected=None), learner("no score", expected=30.0)]
     # a trial's worth of refits (6 folds) and one model fit per scored learner, shared by 2 workers
     assert final_reserve(states, folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * (6.0 + 12.0) * (7 / 6) / 2)
-    plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0), np.zeros(6, dtype=int), start=1000.0)
+    plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0), SIX_BAGS, start=1000.0)
     low, high = FINAL_SHARE
     assert tuning_deadline(plan, 0.0) == pytest.approx(1000.0 + 400.0 * (1 - low))  # room for repeats
     assert tuning_deadline(plan, 130.0) == pytest.approx(1000.0 + 400.0 - 130.0)
     assert tuning_deadline(plan, 1e6) == pytest.approx(1000.0 + 400.0 * (1 - high))  # tuning keeps its part
-    assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None), np.zeros(6, dtype=int), 0.0), 50.0) is None
+    assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None), SIX_BAGS, 0.0), 50.0) is None
 
 
 def test_the_cost_estimate_extrapolates_the_measured_growth_to_every_fit_of_the_trial():
@@ -221,7 +235,8 @@ def test_only_large_data_under_a_fair_share_is_probed_and_the_probe_keeps_to_its
     assert worth_probing(PROBE_CELLS, share=50.0)
     assert not worth_probing(PROBE_CELLS - 1, share=50.0)  # small data: a fit costs seconds anyway
     assert not worth_probing(10 * PROBE_CELLS, share=None)  # no fair share: nothing to save
-    limits = probe_limits(60.0)
+    warm_up, *limits = probe_limits(60.0)
+    assert warm_up == pytest.approx(PROBE_SHARE * 60.0)  # one-time costs: imports, compilation
     assert sum(limits) == pytest.approx(PROBE_SHARE * 60.0)
     assert limits[0] < limits[1]  # the larger sample may take longer
 

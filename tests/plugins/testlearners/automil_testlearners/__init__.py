@@ -37,6 +37,9 @@ def register_learners(register):
     register(automil.LearnerSpec(name="quadratic", estimator=learners.Quadratic,
                                  search_space=learners.quadratic_space, first_trial={"seconds_at_1000": 1.2},
                                  description="sleeps in fit for a time quadratic in its instances"))
+    register(automil.LearnerSpec(name="cold-quadratic", estimator=learners.ColdQuadratic,
+                                 search_space=learners.quadratic_space, first_trial={"seconds_at_1000": 1.2},
+                                 description="quadratic, and its first fit in a process costs 2 s more"))
     register(automil.LearnerSpec(name="plain", estimator=plain.MeanMaxLogistic, search_space=plain.search_space,
                                  first_trial={"C": 1.0}, multiclass=True,
                                  description="a plain scikit-learn estimator on a list of 2-D arrays"))

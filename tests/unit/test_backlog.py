@@ -1,0 +1,51 @@
+"""The backlog file of kept MLflow calls: plain JSON lines that read back as the records that were kept."""
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from automil.records import Headline, LearnerResult, Status, TrialRecord, TrialState, Tuning
+from automil.track.backlog import BacklogFile, Kept, Kind, Learner, Study
+
+STUDY = Study("bags/centroid", "bags", Learner("centroid", "testlearners", "nearest centroid"),
+              {"automil.protocol": "tuned"})
+TRIAL = TrialRecord(3, TrialState.COMPLETE, 0.75, {"shrink": 0.5}, {"fold_accuracy": [0.5, 1.0], "error": None},
+                    datetime(2026, 12, 3, 2, 0, tzinfo=UTC), datetime(2026, 12, 3, 2, 1, tzinfo=UTC),
+                    queued=True, values=(0.75, 0.1))
+RESULT = LearnerResult(dataset="bags", learner="centroid", study="bags/centroid",
+                       headline=Headline(balanced_accuracy=0.8), tuning=Tuning(best_params={"shrink": 0.5}),
+                       status=Status.OK)
+
+
+def test_kept_calls_read_back_from_the_file_as_they_were_kept_in_order(tmp_path):
+    file = BacklogFile(tmp_path / "host-1.jsonl", "http://127.0.0.1:5000")
+    kept = [Kept(Kind.STUDY_RUN, STUDY), Kept(Kind.LOG_TRIAL, STUDY, trial=TRIAL),
+            Kept(Kind.LOG_RESULT, STUDY, result=RESULT, model=object()),
+            Kept(Kind.REFRESH_COMPARISON, dataset="bags", result=RESULT),
+            Kept(Kind.LOG_FOLDS, STUDY, folds='{"format": "automil-folds"}')]
+    for call in kept:
+        file.append(call)
+    read, calls = BacklogFile.read(file.path)
+    assert read.tracking_uri == "http://127.0.0.1:5000"
+    assert [c.kind for c in calls] == [c.kind for c in kept]
+    assert calls[1].trial == TRIAL and calls[1].study == STUDY
+    assert calls[2].result == RESULT and calls[2].model is None  # a model is never written
+    assert calls[4].folds == '{"format": "automil-folds"}' and calls[4].study == STUDY
+    assert all(json.loads(line) for line in file.path.read_text().splitlines())  # plain JSON, line by line
+
+
+def test_rewriting_keeps_only_what_is_left_and_removes_an_empty_file(tmp_path):
+    file = BacklogFile(tmp_path / "host-1.jsonl", "http://127.0.0.1:5000")
+    file.append(Kept(Kind.STUDY_RUN, STUDY))
+    file.rewrite([Kept(Kind.END_STUDY, STUDY)])
+    assert [c.kind for c in BacklogFile.read(file.path)[1]] == [Kind.END_STUDY]
+    file.rewrite([])
+    assert not file.path.exists()
+
+
+def test_a_file_that_is_not_a_backlog_is_refused_by_name(tmp_path):
+    other = tmp_path / "notes.jsonl"
+    other.write_text('{"a": 1}\n')
+    with pytest.raises(ValueError, match="not an automil MLflow backlog file"):
+        BacklogFile.read(other)
