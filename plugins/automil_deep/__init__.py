@@ -18,7 +18,7 @@ def register_learners(register):
         raise ModuleNotFoundError("PyTorch is not installed; pip install 'automil[deep]' adds the learners abmil, "
                                   "mi-net, MI-Net, transmil and dsmil")
     from automil import LearnerSpec
-    from automil_deep import spaces
+    from automil_deep import published, spaces
     from automil_deep.estimators import (
         ABMILClassifier,
         DSMILClassifier,
@@ -47,4 +47,5 @@ def register_learners(register):
         # torch, and torch._dynamo that Adam's first step imports, take seconds to import (15 s on a busy
         # machine): in a fit worker's start-up, not inside the first deep fit's fair share.
         register(LearnerSpec(name, estimator, space, description, first_trial=spaces.FIRST_TRIALS[name],
-                             fit_growth=1.0, imports=("torch", "torch._dynamo")))
+                             fit_growth=1.0, imports=("torch", "torch._dynamo"),
+                             published=published.PUBLISHED.get(name)))
