@@ -28,6 +28,8 @@ _EXPORTS = {
     "witness": "automil.bag_scores",
     "bag_folds": "automil.folds",
     "fold_splits": "automil.folds",
+    "report_epoch": "automil.epochs",
+    "FitPruned": "automil.epochs",
 }
 
 __all__ = ["__version__", *_EXPORTS]

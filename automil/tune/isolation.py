@@ -26,16 +26,16 @@ import warnings
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 
+from automil.epochs import epoch_listener
 from automil.tune.processes import die_with_parent, exit_reason, resident_bytes
 
 __all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "OutOfTime", "run_tasks"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS")
-# How often the parent looks at the child's memory while it waits (only with a memory limit).
-MEMORY_POLL_SECONDS = 0.1
-# How often a waiting caller is told the fit is alive (a study's trial heartbeat).
-HEARTBEAT_SECONDS = 30.0
+MEMORY_POLL_SECONDS = 0.1  # how often the parent looks at the child's memory while it waits (with a limit)
+HEARTBEAT_SECONDS = 30.0  # how often a waiting caller is told the fit is alive (a study's trial heartbeat)
+_EPOCH = object()  # what collect() returns for an epoch report it answered: the task is still running
 
 
 class FitTimeout(Exception):
@@ -107,6 +107,7 @@ class FitWorker:
         self._data = None
         self._data_sent = False
         self._deadline = None
+        self._on_epoch = None
 
     # ---- life cycle ----------------------------------------------------------------------------------
     @property
@@ -149,7 +150,7 @@ class FitWorker:
             os.close(task_read)
             os.close(reply_write)
         send, recv = Connection(task_write, readable=False), Connection(reply_read, writable=False)
-        send.send(("call", self.preload or _ready, ()))
+        send.send(("call", self.preload or _ready, (), False))
         return process, send, recv
 
     def wait_started(self):
@@ -224,8 +225,10 @@ class FitWorker:
                 process.kill()
 
     # ---- tasks ---------------------------------------------------------------------------------------
-    def submit(self, fn: Callable, *args, timeout: float | None = None):
-        """Send one task; collect it with :meth:`result`. ``timeout`` counts from now."""
+    def submit(self, fn: Callable, *args, timeout: float | None = None,
+               on_epoch: Callable[[int, float], bool] | None = None):
+        """Send one task; collect it with :meth:`result`. ``timeout`` counts from now. ``on_epoch`` answers
+        the task's :func:`automil.report_epoch` calls (true: stop the fit, a :class:`FitError` FitPruned)."""
         if self.busy:
             raise RuntimeError("this worker is still running a task")
         for attempt in (0, 1):
@@ -235,13 +238,14 @@ class FitWorker:
                 if not self._data_sent:
                     self._send.send(("data", self._data))
                     self._data_sent = True
-                self._send.send(("call", fn, args))
+                self._send.send(("call", fn, args, on_epoch is not None))
                 break
             except (BrokenPipeError, OSError, WorkerDied) as error:  # an idle child died: replace it once
                 self.kill()
                 if attempt:
                     raise WorkerDied(f"the worker process could not be started: {error}") from None
         self._deadline = float("inf") if timeout is None else time.monotonic() + timeout
+        self._on_epoch = on_epoch
 
     def result(self, heartbeat: Callable | None = None, heartbeat_every: float = HEARTBEAT_SECONDS):
         """Wait for the task's reply and return it, or raise.
@@ -251,11 +255,14 @@ class FitWorker:
         called every ``heartbeat_every`` seconds while waiting (to tell a shared store the work is alive).
         """
         next_beat = time.monotonic() + heartbeat_every
-        while not self.ready(min(next_beat, self._deadline) - time.monotonic()):
-            if heartbeat is not None and time.monotonic() >= next_beat:
-                heartbeat()
-                next_beat = time.monotonic() + heartbeat_every
-        return self.collect()
+        reply = _EPOCH
+        while reply is _EPOCH:
+            while not self.ready(min(next_beat, self._deadline) - time.monotonic()):
+                if heartbeat is not None and time.monotonic() >= next_beat:
+                    heartbeat()
+                    next_beat = time.monotonic() + heartbeat_every
+            reply = self.collect()
+        return reply
 
     def ready(self, wait_seconds: float) -> bool:
         """True when the reply can be collected (or the time or memory limit already passed)."""
@@ -278,6 +285,9 @@ class FitWorker:
                 self._deadline = None
                 raise WorkerDied(f"the worker process ended with {exit_reason(code)} during the fit") \
                     from None
+            if status == "epoch":  # the fit goes on once answered
+                self._send.send(bool(self._on_epoch(*payload)))
+                return _EPOCH
             self._deadline = None
             if status == "ok":
                 return payload
@@ -290,9 +300,9 @@ class FitWorker:
                                     f"{self.memory_limit / 2**20:.0f} MiB; its process was killed")
         raise FitTimeout("the fit ran past its time limit; its process was killed")
 
-    def call(self, fn: Callable, *args, timeout: float | None = None, heartbeat=None):
+    def call(self, fn: Callable, *args, timeout: float | None = None, heartbeat=None, on_epoch=None):
         """:meth:`submit` then :meth:`result`."""
-        self.submit(fn, *args, timeout=timeout)
+        self.submit(fn, *args, timeout=timeout, on_epoch=on_epoch)
         return self.result(heartbeat=heartbeat)
 
     def _over_memory(self) -> bool:
@@ -353,6 +363,10 @@ def _serve(tasks: Connection, replies: Connection, parent_pid: int):
     if os.getppid() != parent_pid:  # the parent died before PR_SET_PDEATHSIG took effect
         return
     data = None
+
+    def ask(epoch: int, score: float) -> bool:  # an epoch report of a call whose caller answers them
+        replies.send_bytes(pickle.dumps(("epoch", (epoch, score)), protocol=pickle.HIGHEST_PROTOCOL))
+        return tasks.recv()  # true: stop the fit
     while True:
         try:
             message = tasks.recv()
@@ -364,9 +378,9 @@ def _serve(tasks: Connection, replies: Connection, parent_pid: int):
         if kind == "data":
             data = payload[0]
             continue
-        fn, args = payload
+        fn, args, epochs = payload
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), epoch_listener(ask if epochs else None):
                 warnings.simplefilter("ignore")
                 reply = ("ok", fn(data, *args))
         except Exception as error:  # noqa: BLE001 - reported to the parent, the worker lives on
@@ -374,8 +388,7 @@ def _serve(tasks: Connection, replies: Connection, parent_pid: int):
         try:
             reply = pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as error:  # noqa: BLE001 - an unpicklable result is the task's fault
-            reply = pickle.dumps(("error", (type(error).__name__, f"the result cannot be sent back: {error}",
-                                            "")))
+            reply = pickle.dumps(("error", (type(error).__name__, f"the result cannot be sent back: {error}", "")))
         try:
             replies.send_bytes(reply)
         except OSError:

@@ -1,5 +1,6 @@
 """The Optuna studies of a run: its plan, their names, their stored folds and labels, the sampler and
-pruner each process tunes them with, and the warm start that seeds a new study.
+pruner (between folds and between a fit's epochs) each process tunes them with, and the warm start that
+seeds a new study.
 
 Warm start across datasets: right after a learner's defaults, a study tries the best parameters of the
 same learner's study on the most similar other dataset in the storage (the meta-learning step of
@@ -7,6 +8,7 @@ auto-sklearn, Feurer et al., 2015). Similar means near in :mod:`automil.meta_fea
 
 from __future__ import annotations
 
+import copy
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -22,9 +24,16 @@ from automil.tune.trial_records import best_trial, counts_toward_budget, fail_st
 from automil.uris import shown_storage
 
 __all__ = ["Plan", "study_name", "changed_data_note", "prepare_studies", "configure_study", "sampler",
-           "META_FEATURES_ATTR", "warm_start", "warm_start_note", "WARM_START_ATTR"]
+           "FoldAndEpochPruner", "EPOCH_STEP", "META_FEATURES_ATTR", "warm_start", "warm_start_note",
+           "WARM_START_ATTR"]
 
 META_FEATURES_ATTR = "meta_features"  # the dataset's meta-features: what a warm start elsewhere compares
+# A trial's intermediate values: each tuning fold's score at the fold's number (0 to k-1), and the epochs
+# its first fit reported (automil.report_epoch) at EPOCH_STEP + epoch, so that the two never meet in one
+# comparison.
+EPOCH_STEP = 1_000_000
+EPOCH_STARTUP_TRIALS = 5  # completed trials with a report at an epoch before a fit can be stopped there
+EPOCH_WARMUP = 5  # epochs every fit runs before it can be stopped
 
 
 @dataclass
@@ -154,8 +163,8 @@ def _check_objectives(study, attrs: dict, options) -> None:
 
 
 def configure_study(study, plan: Plan, index: int):
-    """A study as this process tunes it: its own sampler stream, the fold-wise pruner (single objective
-    only), no trials left open by dead processes of this machine (an RDB storage also fails those of any
+    """A study as this process tunes it: its own sampler stream, the pruner over folds and epochs (single
+    objective only), no trials left open by dead processes of this machine (an RDB storage also fails those of any
     machine by their heartbeat, before every ask)."""
     import optuna
 
@@ -163,10 +172,61 @@ def configure_study(study, plan: Plan, index: int):
     if plan.options.multi_objective:  # Optuna prunes single-objective studies only (trial.report raises)
         study.pruner = optuna.pruners.NopPruner()
     else:
+        study.pruner = FoldAndEpochPruner()
+    fail_stale_trials(study)
+
+
+class FoldAndEpochPruner:
+    """The pruner of a single-objective study (Optuna calls ``prune``). Between folds, Optuna's Wilcoxon
+    test of the trial's fold scores against the best trial's, paired by fold. Inside the first fold's fit,
+    before any fold score, the median rule over epochs (as Optuna's MedianPruner, on the epoch steps only):
+    after ``EPOCH_WARMUP`` epochs, a fit whose best held-out score so far is below the median of the
+    completed trials' scores at the same epoch is stopped, once ``EPOCH_STARTUP_TRIALS`` of them reached it."""
+
+    def __init__(self):
+        import optuna
+
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            study.pruner = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
-    fail_stale_trials(study)
+            self._wilcoxon = optuna.pruners.WilcoxonPruner(p_threshold=0.1, n_startup_steps=2)
+
+    def prune(self, study, trial) -> bool:
+        if not any(step < EPOCH_STEP for step in trial.intermediate_values):
+            return _epoch_rule(study, trial)
+        try:
+            best = _folds_only(study.best_trial)
+        except ValueError:  # no completed trial yet
+            return False
+        return self._wilcoxon.prune(_StudyView(study.direction, best), _folds_only(trial))
+
+
+@dataclass(frozen=True)
+class _StudyView:
+    """The study as the Wilcoxon test reads it: its direction and its best trial without epoch reports."""
+
+    direction: object
+    best_trial: object
+
+
+def _folds_only(trial):
+    """A copy of a frozen trial with only its fold scores as intermediate values."""
+    view = copy.copy(trial)
+    view.intermediate_values = {s: v for s, v in trial.intermediate_values.items() if s < EPOCH_STEP}
+    return view
+
+
+def _epoch_rule(study, trial) -> bool:
+    """The median rule over the epochs of the trial's first fit (higher scores better)."""
+    import optuna
+
+    step = trial.last_step
+    if step is None or step - EPOCH_STEP < EPOCH_WARMUP - 1:
+        return False
+    others = [t.intermediate_values[step] for t in study.get_trials(deepcopy=False, states=(
+        optuna.trial.TrialState.COMPLETE,)) if step in t.intermediate_values]
+    if len(others) < EPOCH_STARTUP_TRIALS:
+        return False
+    return max(trial.intermediate_values.values()) < float(np.median(others))
 
 
 def sampler(plan: Plan, name: str, index: int, n_existing: int):

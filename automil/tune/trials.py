@@ -9,10 +9,12 @@ import signal
 import time
 import warnings
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from automil.ensemble import rounded
+from automil.epochs import FitPruned
 from automil.evaluation import fold_scores, mean_std
 from automil.folds import fold_splits
 from automil.records import TrialAttr, TrialRecord, TrialState
@@ -32,7 +34,15 @@ from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, Work
 from automil.tune.listener import Listener, StudyProgress
 from automil.tune.processes import process_identity, signals_held
 from automil.tune.storage import trial_heartbeat
-from automil.tune.studies import WARM_START_ATTR, Plan, configure_study, study_name, warm_start, warm_start_note
+from automil.tune.studies import (
+    EPOCH_STEP,
+    WARM_START_ATTR,
+    Plan,
+    configure_study,
+    study_name,
+    warm_start,
+    warm_start_note,
+)
 from automil.tune.tracking import Recorder
 from automil.tune.trial_records import best_trial, counts_toward_budget, records, tell
 
@@ -239,8 +249,16 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
     for fold, (train, test) in enumerate(fits.splits):
         step = int(plan.folds.tuning[test[0]])  # the fold's identity, stable across trials
         fits.limit = min(plan.options.fit_timeout, max(hard_stop - time.time(), 0.01))
-        out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed, timeout=fits.limit,
-                          heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()))
+        # the first fit's epoch reports, if the learner makes any, go to the pruner before any fold score
+        on_epoch = None if multi or fold else partial(_epoch_pruned, trial)
+        try:
+            out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed, timeout=fits.limit,
+                              heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()),
+                              on_epoch=on_epoch)
+        except FitError as error:
+            if error.error_type == FitPruned.__name__:
+                raise optuna.TrialPruned() from None
+            raise
         scores = fold_scores(bags.y[test], out["y_pred"])
         attrs[TrialAttr.FOLD_ACCURACY].append(scores["accuracy"])
         attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores["balanced_accuracy"])
@@ -256,6 +274,12 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
         if not multi and fold < len(fits.splits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
     return objective_values(attrs, plan.options)
+
+
+def _epoch_pruned(trial, epoch: int, score: float) -> bool:
+    """Report a fit's epoch to the trial; whether the pruner stops the fit."""
+    trial.report(score, step=EPOCH_STEP + epoch)
+    return trial.should_prune()
 
 
 class _TooSlow(Exception):

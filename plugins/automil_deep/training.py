@@ -8,7 +8,10 @@ import os
 
 import numpy as np
 import torch
+from sklearn.metrics import balanced_accuracy_score
 from torch import nn
+
+from automil import report_epoch
 
 __all__ = ["Batches", "evaluate", "fit_network", "seeded_torch"]
 
@@ -85,7 +88,8 @@ def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndar
 
 def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
                 *, learning_rate, weight_decay, epochs, batch_size, patience, rng) -> tuple[list[float], int]:
-    """Adam on the ``train`` bags; after each epoch the loss on the ``validation`` bags. The weights of the
+    """Adam on the ``train`` bags; after each epoch the loss on the ``validation`` bags, and their balanced
+    accuracy reported to the driver (:func:`automil.report_epoch`, which may stop the fit). The weights of the
     best validation epoch are kept; training stops after ``patience`` epochs without a better one. Returns
     the validation loss of every epoch run (empty without validation bags: then all epochs run) and the
     number of epochs of the weights kept."""
@@ -105,8 +109,10 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
             optimizer.step()
         if len(validation) == 0:
             continue
-        loss = evaluate(network, batches, validation, y[validation])[2]
+        logits, _, loss = evaluate(network, batches, validation, y[validation])
         losses.append(loss)
+        # the driver's pruner may stop a fit whose held-out bags score below other trials' at this epoch
+        report_epoch(epoch, balanced_accuracy_score(y[validation], logits.argmax(axis=1)))
         # a NaN loss never compares lower, so diverged weights are never the ones kept
         if loss < best * (1 - MIN_IMPROVEMENT):
             best, best_epochs, waited = loss, epoch + 1, 0

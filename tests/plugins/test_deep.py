@@ -15,9 +15,10 @@ import pytest
 pytest.importorskip("torch")
 
 import automil_deep  # noqa: E402 - after the skip: the plugin's tests need torch
-from automil import plugins  # noqa: E402
+from automil import FitPruned, plugins  # noqa: E402
 from automil.checks import learner_checks, witness_bags  # noqa: E402
 from automil.cli.main import main  # noqa: E402
+from automil.epochs import epoch_listener  # noqa: E402
 from automil.tune.fits import load_learners  # noqa: E402
 from automil.tune.isolation import FitWorker  # noqa: E402
 
@@ -77,6 +78,20 @@ def test_each_epoch_leaves_a_validation_loss_and_the_seed_fixes_the_model(learne
     other = spec.build(random_state=4, **held_out).fit(train)
     np.testing.assert_array_equal(again.predict_proba(test), first.predict_proba(test))
     assert not np.array_equal(other.predict_proba(test), first.predict_proba(test))
+
+
+def test_each_epoch_is_reported_to_the_driver_which_can_stop_the_fit():
+    train = witness_bags(10)
+    spec = _fast(SPECS["abmil"])
+    held_out = {"validation_fraction": 0.2, "patience": 3}
+    heard = []
+    with epoch_listener(lambda epoch, score: heard.append((epoch, score)) and False):
+        fitted = spec.build(random_state=3, **held_out).fit(train)
+    # one report per epoch of the early-stopped training, none from the second training on all bags
+    assert [epoch for epoch, _ in heard] == list(range(len(fitted.validation_loss_)))
+    assert all(0.0 <= score <= 1.0 for _, score in heard)  # the held-out bags' balanced accuracy
+    with epoch_listener(lambda epoch, score: epoch == 1), pytest.raises(FitPruned, match="after epoch 2"):
+        spec.build(random_state=3, **held_out).fit(train)
 
 
 def test_instance_scores_give_the_witness_and_attention_sums_to_one_per_bag():

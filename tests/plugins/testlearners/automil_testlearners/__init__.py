@@ -1,5 +1,5 @@
 """Test-only learners for the driver: one that works, one that sleeps, one that crashes, one that records,
-and a plain scikit-learn estimator on lists of arrays (``plain``: no automil in it).
+one that reports epochs, and a plain scikit-learn estimator on lists of arrays (``plain``: no automil in it).
 
 Installed into a temporary directory by the tests (like any third-party plugin) so that the driver's worker
 processes load it exactly as they load real plugins.
@@ -40,6 +40,9 @@ def register_learners(register):
     register(automil.LearnerSpec(name="cold-quadratic", estimator=learners.ColdQuadratic,
                                  search_space=learners.quadratic_space, first_trial={"seconds_at_1000": 1.2},
                                  description="quadratic, and its first fit in a process costs 2 s more"))
+    register(automil.LearnerSpec(name="epochs", estimator=learners.Epochs, search_space=learners.epochs_space,
+                                 first_trial={"quality": 0.5},
+                                 description="trains in epochs, reporting its quality after each"))
     register(automil.LearnerSpec(name="plain", estimator=plain.MeanMaxLogistic, search_space=plain.search_space,
                                  first_trial={"C": 1.0}, multiclass=True,
                                  description="a plain scikit-learn estimator on a list of 2-D arrays"))

@@ -1,0 +1,68 @@
+"""Pruning inside a fit: a learner that trains in epochs reports each to the driver, whose pruner stops a
+fit whose held-out score is below the median of the completed trials' at the same epoch."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import optuna
+import pytest
+from driver_support import plugin_env, plugin_site
+
+import automil
+from automil.tune.storage import open_storage
+from automil.tune.studies import EPOCH_STARTUP_TRIALS, EPOCH_STEP, EPOCH_WARMUP
+
+EPOCHS = 12  # the test learner's epochs (automil_testlearners.learners.EPOCHS)
+
+
+def test_a_fit_reporting_epochs_below_the_median_is_stopped_inside_the_fit(tmp_path):
+    journal = f"journal:{tmp_path / 'studies.journal'}"
+    records = tmp_path / "records"
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
+                           "--learner", "epochs", "--storage", journal, "--n-trials", "24", "--timeout", "none",
+                           "--protocol", "tuned", "--repeats", "1", "--no-track", "--jobs", "1",
+                           "--json", "out.json"],
+                          cwd=tmp_path, env=plugin_env(plugin_site(), records), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    trials = optuna.load_study(study_name="test-bags/epochs", storage=open_storage(journal)).trials
+    complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    stopped = [t for t in trials if t.state == optuna.trial.TrialState.PRUNED
+               and not any(step < EPOCH_STEP for step in t.intermediate_values)]
+    assert len(complete) >= EPOCH_STARTUP_TRIALS and stopped
+    for trial in complete:  # every epoch of the first fit, then the folds' scores
+        assert sorted(s for s in trial.intermediate_values if s >= EPOCH_STEP) == \
+            [EPOCH_STEP + e for e in range(EPOCHS)]
+    for trial in stopped:
+        epochs = sorted(trial.intermediate_values)
+        last = epochs[-1]
+        assert epochs == list(range(EPOCH_STEP, last + 1))
+        assert EPOCH_WARMUP - 1 <= last - EPOCH_STEP < EPOCHS - 1
+        earlier = [t.intermediate_values[last] for t in complete if t.number < trial.number]
+        assert trial.params["quality"] < np.median(earlier)
+        assert trial.user_attrs.get("error") is None  # stopped, not failed
+    # the fit itself stopped: its process ran only the epochs it reported, not all twelve
+    ran = [json.loads(p.read_text()) for p in records.glob("epoch-*.json")]
+    for trial in stopped:
+        epochs_run = [r["epoch"] for r in ran if r["quality"] == trial.params["quality"]]
+        assert max(epochs_run) == max(trial.intermediate_values) - EPOCH_STEP
+    # the best trial is one that ran to the end
+    row = json.loads((tmp_path / "out.json").read_text())[-1]
+    assert row["learner"] == "epochs" and row["status"] == "ok"
+    assert row["best_trial"] in {t.number for t in complete}
+
+
+def test_report_epoch_outside_a_driver_is_a_no_op_and_a_listener_can_stop_the_fit():
+    automil.report_epoch(0, 0.3)  # nobody listens: returns
+    from automil.epochs import epoch_listener
+
+    heard = []
+    with epoch_listener(lambda epoch, score: heard.append((epoch, score)) or epoch >= 2):
+        automil.report_epoch(0, 0.5)
+        automil.report_epoch(1, 0.6)
+        with pytest.raises(automil.FitPruned, match="after epoch 3"):
+            automil.report_epoch(2, 0.7)
+    assert heard == [(0, 0.5), (1, 0.6), (2, 0.7)]
+    automil.report_epoch(3, 0.1)  # the listener is gone with its block
