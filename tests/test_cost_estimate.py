@@ -13,12 +13,14 @@ from driver_support import plugin_env, plugin_site
 from automil.tune.storage import open_storage
 
 
-@pytest.mark.parametrize("learner", ["quadratic", "cold-quadratic"])
+@pytest.mark.parametrize("learner", ["quadratic", "cold-quadratic", "slow-linear"])
 def test_a_learner_estimated_too_slow_is_reported_after_a_small_part_of_its_share(tmp_path, learner):
     # wide-bags holds 4 million values; quadratic's defaults need about 6 x 8 s on the 6,667 training
     # instances of a fold, far past a share of 2 x 60 s divided between two learners. cold-quadratic's first
     # fit in the worker costs 2 s more, which the untimed warm-up fit bears: timed, it would pass the
-    # probe's limit for the smaller sample and leave the estimate inconclusive.
+    # probe's limit for the smaller sample and stand for the cost of that sample. slow-linear's fit on the
+    # smaller sample (417 instances, 2.5 s) passes its limit (2 s): that limit extrapolated linearly to the
+    # six fits (192 s) is a lower bound past the share, while its defaults need 6 x 40 s.
     journal = f"journal:{tmp_path / 'studies.journal'}"
     done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "wide-bags",
                            "--learner", learner, "--learner", "centroid", "--storage", journal,
@@ -40,6 +42,8 @@ def test_a_learner_estimated_too_slow_is_reported_after_a_small_part_of_its_shar
     # a learner whose estimate fits its share runs its defaults as usual
     assert rows["centroid"]["status"] == "ok" and rows["centroid"]["budget_seconds"] > 0
     assert re.search(rf"^{learner}\s+too slow", done.stdout, re.MULTILINE)
+    if learner == "slow-linear":  # concluded from the smaller sample's limit
+        assert re.search(r"a fit on \d+ bags ran \d\.\d s without finishing", slow["error"])
 
 
 def fixed_trial(params: dict, n_instances: int, n_classes: int = 2, n_features: int = 64):

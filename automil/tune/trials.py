@@ -299,12 +299,12 @@ def _values(bags) -> int:
 def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, fits: _Fits):
     """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
     extrapolate to the trial's fits (:func:`~automil.tune.budget.estimated_trial_seconds`); raises
-    ``_TooSlow`` when the estimate passes ``share``. The larger sample's fit passing its small time limit
+    ``_TooSlow`` when the estimate passes ``share``. A sample's fit passing its small time limit
     (:func:`~automil.tune.budget.probe_limits`) gives a lower bound, a linear extrapolation of that limit.
     A warm-up fit on two bags of each class comes first and is not timed: the first fit of a learner in a
     worker carries one-time costs (imports, compilation) that would pass for the cost of the sample. The
-    warm-up or the smaller sample's fit passing its limit, or a sample fit that fails, says nothing about
-    the cost: the trial goes on as usual."""
+    warm-up passing its limit, or a probe fit that fails, says nothing about the cost: the trial goes on
+    as usual."""
     train = np.asarray(fits.splits[0][0])
     full = int(bags.sizes[train].sum())
     (warm_up, *samples), (warm_up_limit, *limits) = _samples(bags, train, plan.options.seed), probe_limits(share)
@@ -317,9 +317,7 @@ def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, 
         size = int(bags.sizes[sample].sum())
         try:
             out = worker.call(fit_predict, spec.name, params, sample, None, plan.options.seed, timeout=limit)
-        except FitTimeout:
-            if not seconds:
-                return
+        except FitTimeout:  # no fit grows slower than linearly: the limit extrapolated so is a lower bound
             estimate = estimated_trial_seconds([size], [limit], full, len(fits.splits), growth=1.0)
             measured = f"a fit on {len(sample)} bags ran {limit:.1f} s without finishing"
             break

@@ -40,6 +40,9 @@ def register_learners(register):
     register(automil.LearnerSpec(name="cold-quadratic", estimator=learners.ColdQuadratic,
                                  search_space=learners.quadratic_space, first_trial={"seconds_at_1000": 1.2},
                                  description="quadratic, and its first fit in a process costs 2 s more"))
+    register(automil.LearnerSpec(name="slow-linear", estimator=learners.Linear,
+                                 search_space=learners.quadratic_space, first_trial={"seconds_at_1000": 6.0},
+                                 description="sleeps in fit for a time linear in its instances"))
     register(automil.LearnerSpec(name="epochs", estimator=learners.Epochs, search_space=learners.epochs_space,
                                  first_trial={"quality": 0.5},
                                  description="trains in epochs, reporting its quality after each"))

@@ -144,6 +144,14 @@ class Quadratic(Centroid):
         super()._fit(bags, y)
 
 
+class Linear(Quadratic):
+    """A centroid whose fit first sleeps ``seconds_at_1000 * n_instances / 1000``: a slow linear solver."""
+
+    def _fit(self, bags, y):
+        time.sleep(self.seconds_at_1000 * bags.n_instances / 1000)
+        Centroid._fit(self, bags, y)
+
+
 COLD_SECONDS = 2.0  # the one-time cost of a learner's first fit in a process (imports, compilation)
 _warm = False
 
