@@ -23,7 +23,7 @@ deep_accuracy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(deep_accuracy)
 
 # The cells measured more than 3 points below the paper (docs/deep.md, "Accuracy"): known misses, kept visible.
-MISSES = {("abmil", "fox"), ("abmil", "tiger"), ("mi-net", "fox"), ("mi-net", "tiger")}
+MISSES = {("abmil", "musk2"), ("abmil", "fox"), ("abmil", "tiger"), ("mi-net", "fox"), ("mi-net", "tiger")}
 CELLS = [(learner, dataset) for learner in ("abmil", "mi-net", "MI-Net")
          for dataset in ("musk1", "musk2", "elephant", "fox", "tiger")]
 
