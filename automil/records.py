@@ -21,7 +21,7 @@ PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner 
 
 class TrialState(StrEnum):
     """A trial's state. The values are Optuna's state names (what tracking tags a trial with);
-    :mod:`automil.tune.trial_records` is the one place that converts between the two."""
+    :mod:`automil.tune.backend.optuna_trials` is the one place that converts between the two."""
 
     @staticmethod
     def _generate_next_value_(name, start, count, last_values):

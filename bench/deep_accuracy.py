@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import automil
-from automil.evaluation import cross_validated_predictions, mean_std
+from automil.evaluation.standardized import cross_validated_predictions, mean_std
 
 N_FOLDS = 10
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"

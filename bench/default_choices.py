@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import automil
-from automil.evaluation import cross_validated_predictions
+from automil.evaluation.standardized import cross_validated_predictions
 
 DATASETS = ("digits-bags", "synthetic", "hockey", "musk1", "elephant", "fox", "tiger")
 KERNELS = {"linear": {"kernel": "linear", "C": 1.0}, "rbf": {"kernel": "rbf", "C": 10.0}}

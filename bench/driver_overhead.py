@@ -27,7 +27,7 @@ def trial_overhead(dataset: str, learner: str, n_trials: int, storage: str):
     import optuna
 
     from automil.tune import TuneOptions, study_name, tune
-    from automil.tune.storage import open_storage
+    from automil.tune.backend.optuna_storage import open_storage
 
     options = TuneOptions(n_trials=n_trials, timeout=None, protocol="tuned", repeats=1, track=False,
                           storage=storage)
@@ -46,8 +46,8 @@ def trial_overhead(dataset: str, learner: str, n_trials: int, storage: str):
 
 
 def worker_costs(repeats: int = 200):
-    from automil.tune.fits import load_learners
-    from automil.tune.isolation import FitWorker
+    from automil.tune.workers.fits import load_learners
+    from automil.tune.workers.isolation import FitWorker
 
     start = time.perf_counter()
     worker = FitWorker(threads=1, preload=load_learners)
@@ -60,7 +60,7 @@ def worker_costs(repeats: int = 200):
     round_trip = (time.perf_counter() - start) / repeats
     worker.close()
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "from automil.tune.fits import load_learners; load_learners()"],
+    subprocess.run([sys.executable, "-c", "from automil.tune.workers.fits import load_learners; load_learners()"],
                    check=True)
     interpreter = time.perf_counter() - start
     return start_seconds, round_trip, interpreter
@@ -71,7 +71,7 @@ def journal_write_costs(directory: Path, writes: int = 100):
     from optuna.storages import JournalStorage
     from optuna.storages.journal import JournalFileBackend
 
-    from automil.tune.storage import open_storage
+    from automil.tune.backend.optuna_storage import open_storage
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     costs = {}

@@ -26,7 +26,7 @@ from sklearn.metrics import balanced_accuracy_score
 
 import automil
 from automil import Bags
-from automil.evaluation import cross_validated_predictions, mean_std
+from automil.evaluation.standardized import cross_validated_predictions, mean_std
 
 DATASETS = ("musk1", "elephant", "fox", "tiger", "musk2")
 LEARNERS = ("bag-stats", "miles", "mivlad", "mifv")

@@ -6,7 +6,8 @@ learners' stored scores in a journal that ``bench/ensemble.py --storage-dir DIR`
 
 For outer split ``i`` every rule selects on the out-of-fold scores of each learner's best trial of sub-study
 ``i`` (Platt-calibrated as in automil) and combines the outer refits' scores of fold ``i``, as the ``ensemble``
-row does. Rules: ``log-loss`` (automil's :func:`automil.ensemble.select`); ``metric``, the greedy selection
+row does. Rules: ``log-loss`` (automil's :func:`automil.tune.final.ensemble_selection.select`); ``metric``, the
+greedy selection
 maximizing balanced accuracy of the average (the rule before it); ``metric+gain``, which stops when no
 addition raises it by 0.01; ``bagged-*``, Caruana et al. (2004) section 4: the rule on 20 random halves of
 the learners, weights averaged; ``sorted-init``, Caruana et al.'s sorted initialization: the climb on the
@@ -29,11 +30,11 @@ import numpy as np
 import optuna
 
 from automil import load_bags
-from automil.ensemble import ROUNDS, calibrate, calibrated, log_loss, score, select
 from automil.records import TrialAttr
-from automil.tune.ensembling import NESTED_SCORES, _out_of_fold_order, loaded_scores
-from automil.tune.storage import open_storage
-from automil.tune.trial_records import best_trial, records
+from automil.tune.backend.optuna_storage import open_storage
+from automil.tune.backend.optuna_trials import best_trial, records
+from automil.tune.final.ensemble_row import NESTED_SCORES, _out_of_fold_order, loaded_scores
+from automil.tune.final.ensemble_selection import ROUNDS, calibrate, calibrated, log_loss, score, select
 
 METRIC = "balanced_accuracy"
 

@@ -18,7 +18,7 @@ import numpy as np
 
 import automil
 from automil import Bags
-from automil.evaluation import cross_validated_predictions
+from automil.evaluation.standardized import cross_validated_predictions
 
 DATASETS = ("musk1", "musk2", "elephant", "fox", "tiger")
 LEARNERS = ("mirf", "blrt", "midf")

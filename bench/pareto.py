@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from automil.pareto import cheapest_near_best, non_dominated
+from automil.evaluation.pareto import cheapest_near_best, non_dominated
 
 OBJECTIVES = ["--objective", "balanced_accuracy", "--objective", "fit_seconds"]
 
@@ -55,9 +55,9 @@ def pair(points: list[dict], tolerance: float) -> tuple[dict, dict]:
 
 def rescore(bags, point: dict, seed: int, folds: int) -> dict:
     """BACC and mean fit seconds of ``point`` on fresh folds (another seed than the tuning folds)."""
-    from automil.evaluation import fold_scores
-    from automil.folds import bag_folds, fold_splits
-    from automil.tune.fits import fit_predict
+    from automil.evaluation.folds import bag_folds, fold_splits
+    from automil.evaluation.standardized import fold_scores
+    from automil.tune.workers.fits import fit_predict
 
     scores, seconds = [], []
     for train, test in fold_splits(bag_folds(bags.y, folds, seed)):
@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
 
-    from automil.data import load_bags
+    from automil.data.datasets import load_bags
 
     start = time.time()
     with tempfile.TemporaryDirectory(prefix="automil-pareto-") as tmp:

@@ -19,7 +19,7 @@ import argparse
 import numpy as np
 
 import automil
-from automil.evaluation import cross_validated_predictions
+from automil.evaluation.standardized import cross_validated_predictions
 
 DATASETS = ("musk1", "musk2", "elephant", "fox", "tiger", "digits-bags")
 LEARNERS = ("pdmisvm", "pdmisvm-inexact")

@@ -58,9 +58,9 @@ def run_workers(storage: str, workers: int, n_trials: int, dataset: str, learner
 def measure(storage: str, dataset: str, learner: str) -> dict:
     import optuna
 
-    from automil.data import dataset_name, load_bags
-    from automil.tune.storage import open_storage
-    from automil.tune.studies import study_name
+    from automil.data.datasets import dataset_name, load_bags
+    from automil.tune.backend.optuna_storage import open_storage
+    from automil.tune.studies.plan import study_name
 
     name = study_name(dataset_name(dataset, load_bags(dataset)), learner)
     trials = [t for t in optuna.load_study(study_name=name, storage=open_storage(storage)).trials

@@ -22,7 +22,7 @@ import optuna
 
 from automil import LearnerSpec
 from automil.track import Tracker
-from automil.tune.trial_records import trial_record
+from automil.tune.backend.optuna_trials import trial_record
 
 
 def finished_trials(n_trials: int, n_folds: int, seed: int = 0):

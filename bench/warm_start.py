@@ -43,7 +43,7 @@ def copy_sources(sources: list[Path], datasets: list[str], learners: list[str], 
     """The main studies of ``learners`` on ``datasets`` (one storage each) copied into the storage ``to``."""
     import optuna
 
-    from automil.tune.storage import open_storage
+    from automil.tune.backend.optuna_storage import open_storage
 
     target = open_storage(f"journal:{to}")
     for storage, dataset in zip(sources, datasets):
@@ -55,7 +55,7 @@ def copy_sources(sources: list[Path], datasets: list[str], learners: list[str], 
 def warm_start_of(storage: Path, dataset: str, learner: str) -> dict:
     import optuna
 
-    from automil.tune.storage import open_storage
+    from automil.tune.backend.optuna_storage import open_storage
 
     study = optuna.load_study(study_name=f"{dataset}/{learner}", storage=open_storage(f"journal:{storage}"))
     trials = sorted(study.trials, key=lambda t: t.number)

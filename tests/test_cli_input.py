@@ -122,7 +122,7 @@ def test_an_unreachable_postgresql_tracking_store_is_one_error_line_naming_it(tm
     assert "tracking store postgresql+psycopg2://nobody:***@127.0.0.1:9/none" in line and "refused" in line
     assert "secret" not in line
     if "tune" in argv:
-        from automil.tune.storage import open_storage
+        from automil.tune.backend.optuna_storage import open_storage
 
         storage = open_storage(f"journal:{tmp_path / 's.journal'}")
         assert not any(storage.get_all_trials(study._study_id) for study in storage.get_all_studies()), \

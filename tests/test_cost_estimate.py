@@ -10,7 +10,7 @@ import optuna
 import pytest
 from driver_support import plugin_env, plugin_site
 
-from automil.tune.storage import open_storage
+from automil.tune.backend.optuna_storage import open_storage
 
 
 @pytest.mark.parametrize("learner", ["quadratic", "cold-quadratic", "slow-linear"])

@@ -7,11 +7,11 @@ import optuna
 from driver_support import load_in_process
 from test_warm_start import Notes
 
-from automil.data import bags_digest, dataset_name, load_bags
+from automil.data.datasets import bags_digest, dataset_name, load_bags
+from automil.tune.backend.optuna_storage import open_storage
 from automil.tune.driver import tune
 from automil.tune.options import TuneOptions
-from automil.tune.storage import open_storage
-from automil.tune.studies import changed_data_note
+from automil.tune.studies.plan import changed_data_note
 
 
 def _write_bags(path, seed: int):

@@ -8,9 +8,9 @@ from sklearn.base import clone
 
 from automil import plugins
 from automil.bags import Bags
-from automil.evaluation import Standardized, fold_scores, instance_scaling, mean_std
-from automil.folds import bag_folds, fold_digest, fold_splits, repeat_seeds
-from automil.tune.fits import fit_predict
+from automil.evaluation.folds import bag_folds, fold_digest, fold_splits, repeat_seeds
+from automil.evaluation.standardized import Standardized, fold_scores, instance_scaling, mean_std
+from automil.tune.workers.fits import fit_predict
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from automil import cli
-from automil.data import load_bags
-from automil.folds import fold_splits
+from automil.data.datasets import load_bags
+from automil.evaluation.folds import fold_splits
 from automil.records import TrialAttr
-from automil.tune.fits import fit_predict
-from automil.tune.storage import open_storage
+from automil.tune.backend.optuna_storage import open_storage
+from automil.tune.workers.fits import fit_predict
 
 FOLDS = 3
 

@@ -12,8 +12,8 @@ import pytest
 from driver_support import load_in_process
 
 from automil import plugins
-from automil.tune.isolation import FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, run_tasks
-from automil.tune.processes import process_alive, process_identity
+from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, run_tasks
+from automil.tune.workers.processes import process_alive, process_identity
 
 
 def gone(pid: int, wait: float = 10.0) -> bool:
@@ -140,7 +140,7 @@ def test_run_tasks_goes_on_after_a_timeout(tasks):
 def test_worker_dies_with_its_parent_even_on_sigkill(tmp_path):
     script = textwrap.dedent("""
         import sys, time, operator
-        from automil.tune.isolation import FitWorker
+        from automil.tune.workers.isolation import FitWorker
         w = FitWorker()
         w.set_data(1)
         w.call(operator.add, 1, timeout=60)

@@ -11,7 +11,7 @@ import pytest
 from driver_support import load_in_process, plugin_env, plugin_site
 from mlflow import MlflowClient
 
-from automil.tune.storage import open_storage
+from automil.tune.backend.optuna_storage import open_storage
 
 OBJECTIVES = ["--objective", "balanced_accuracy", "--objective", "fit_seconds"]
 
@@ -78,9 +78,9 @@ def test_the_table_shows_each_front_and_the_store_the_scatter_of_every_trial(par
 
 def test_a_study_made_for_two_objectives_refuses_a_run_with_one(pareto_run, fresh_plugins):
     from automil import load_bags, plugins
-    from automil.run_folds import RunFolds
+    from automil.evaluation.folds_file import RunFolds
     from automil.tune.options import TuneOptions
-    from automil.tune.studies import prepare_studies
+    from automil.tune.studies.plan import prepare_studies
 
     tmp_path = pareto_run[0]
     load_in_process(fresh_plugins, tmp_path / "records")  # the built-in plugins come back after the test

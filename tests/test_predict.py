@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import automil
-from automil.prediction import BagPrediction, predict_bags
+from automil.evaluation.prediction import BagPrediction, predict_bags
 
 
 def _automil(*args, cwd, check=True):
@@ -96,7 +96,7 @@ def test_predict_names_a_file_with_other_features_and_an_unknown_model(tuned, tm
 
 
 def test_bag_predictions_carry_scores_for_every_class_and_the_witness():
-    from automil.evaluation import Standardized
+    from automil.evaluation.standardized import Standardized
 
     bags = automil.load_bags("digits-bags").subset(np.arange(60))
     model = Standardized(automil.get_learner("MI-SVM").build()).fit(bags)

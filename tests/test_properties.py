@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from automil import Bags
-from automil.formats import FORMATS, FormatError, read_bags
+from automil.data.readers.text import FORMATS, FormatError, read_bags
 
 pytestmark = pytest.mark.timeout(120)
 

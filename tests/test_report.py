@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from automil.track.report import build_table, render
-from automil.track.stored import StoredStudy
+from automil.track.reading.results_table import build_table, render
+from automil.track.reading.stored_studies import StoredStudy
 
 
 def study(learner, dataset, acc=None, bacc=None, status="ok", end_time=1, protocol="nested", sd=0.02, **more):

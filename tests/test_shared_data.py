@@ -13,10 +13,10 @@ import pytest
 
 from automil import Bags, checks, learners
 from automil.checks import learner_checks
-from automil.evaluation import Standardized, instance_scaling
-from automil.tune.fits import fit_predict, load_learners
-from automil.tune.isolation import FitTimeout, FitWorker
-from automil.tune.processes import RUN_DIRECTORY_PREFIX, release_instances, remove_orphans, share_instances
+from automil.evaluation.standardized import Standardized, instance_scaling
+from automil.tune.workers.fits import fit_predict, load_learners
+from automil.tune.workers.isolation import FitTimeout, FitWorker
+from automil.tune.workers.processes import RUN_DIRECTORY_PREFIX, release_instances, remove_orphans, share_instances
 
 N_INSTANCES, N_FEATURES = 200_000, 64  # 51 MB of float32: well above a worker's memory noise
 
@@ -139,7 +139,8 @@ def test_standardized_keeps_the_instances_dtype():
 
 
 def test_a_run_removes_the_files_of_runs_whose_main_process_was_killed(run_directories, tmp_path):
-    script = ("import sys, numpy as np; from automil import Bags; from automil.tune.processes import share_instances;"
+    script = ("import sys, numpy as np; from automil import Bags;"
+              "from automil.tune.workers.processes import share_instances;"
               "bags = share_instances(Bags(np.ones((4, 2), np.float32), [0, 2, 4], [0, 1])); print(flush=True);"
               "sys.stdin.read()")
     killed = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)},

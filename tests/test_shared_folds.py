@@ -9,7 +9,7 @@ import optuna
 import pytest
 
 from automil import cli
-from automil.tune.storage import open_storage
+from automil.tune.backend.optuna_storage import open_storage
 
 RUN = ["--dataset", "musk1", "--learner", "nsk", "--n-trials", "1", "--repeats", "2", "--timeout", "none",
        "--jobs", "1", "--protocol", "tuned"]

@@ -13,14 +13,14 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score
 
 import automil
 from automil import BagClassifier, LearnerSpec, cli
-from automil.evaluation import Standardized, fold_scores, mean_std
-from automil.folds import bag_folds, fold_splits
+from automil.evaluation.folds import bag_folds, fold_splits
+from automil.evaluation.standardized import Standardized, fold_scores, mean_std
 from automil.records import Headline, LearnerResult, ModelRecord, TrialCounts, Tuning
 from automil.track import Tracker
-from automil.track.inputs import BagsDataset
-from automil.track.runs import StudyRuns
-from automil.track.store import Store
-from automil.tune.trial_records import study_record, trial_record
+from automil.track.store.mlflow_store import Store
+from automil.track.writing.inputs import BagsDataset
+from automil.track.writing.runs import StudyRuns
+from automil.tune.backend.optuna_trials import study_record, trial_record
 
 N_TRIALS = 4
 N_FOLDS = 3

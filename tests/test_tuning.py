@@ -13,7 +13,7 @@ import pytest
 from driver_support import ctrl_c_reaches_children, load_in_process, plugin_env, plugin_site, wait_for
 from optuna.trial import TrialState
 
-from automil.tune.storage import open_storage
+from automil.tune.backend.optuna_storage import open_storage
 
 FINISHED = (TrialState.COMPLETE, TrialState.PRUNED)
 FAST = ["--no-track", "--repeats", "1", "--timeout", "none", "--jobs", "1"]
@@ -339,15 +339,15 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     from functools import partial
 
     from automil import load_bags, plugins
-    from automil.run_folds import RunFolds
+    from automil.evaluation.folds_file import RunFolds
     from automil.track import Tracker
     from automil.tune.driver import TrackingRecorder
-    from automil.tune.final_evaluation import final_evaluation
-    from automil.tune.fits import fit_worker
+    from automil.tune.final.refits import final_evaluation
     from automil.tune.listener import Silent
     from automil.tune.options import TuneOptions
-    from automil.tune.studies import Plan, prepare_studies
+    from automil.tune.studies.plan import Plan, prepare_studies
     from automil.tune.tracking import open_tracking
+    from automil.tune.workers.fits import fit_worker
 
     automil(tmp_path, "--learner", "centroid", "--learner", "recorder", "--n-trials", "1", "--folds", "3",
             "--protocol", "nested", *FAST)

@@ -25,11 +25,11 @@ def add_predict(commands):
 
 
 def _run_predict(args) -> int:
-    from automil.data import load_bags
-    from automil.evaluation import fold_scores
-    from automil.prediction import predict_bags
+    from automil.data.datasets import load_bags
+    from automil.evaluation.prediction import predict_bags
+    from automil.evaluation.standardized import fold_scores
     from automil.track import default_tracking_uri
-    from automil.track.model import load_estimator
+    from automil.track.writing.model import load_estimator
 
     model = load_estimator(args.tracking_uri or default_tracking_uri(), args.model)
     bags = load_bags(args.dataset)

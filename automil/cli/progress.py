@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from automil.records import LearnerResult, TrackingBacklog
+from automil.tune.backend.optuna_trials import best_trial, trial_counts
 from automil.tune.listener import Standing, StudyProgress
-from automil.tune.trial_records import best_trial, trial_counts
 
 __all__ = ["Progress"]
 

@@ -9,7 +9,7 @@ __all__ = ["add_report"]
 
 # ---- automil report ---------------------------------------------------------------------------------
 def add_report(commands):
-    from automil.track.report import FORMATS
+    from automil.track.reading.results_table import FORMATS
 
     sub = subcommand(commands, "report", _run_report, "the results table (datasets x learners) from MLflow",
                       "Print the paper-style table of every study in the tracking store: datasets as "
@@ -31,7 +31,7 @@ def add_report(commands):
 
 def _run_report(args) -> int:
     from automil.track import Tracker, default_tracking_uri
-    from automil.track.report import build_table, render
+    from automil.track.reading.results_table import build_table, render
     from automil.uris import shown_storage
 
     uri = args.tracking_uri or default_tracking_uri()
@@ -49,7 +49,7 @@ def _run_report(args) -> int:
 
 def _against_published(studies, datasets) -> str:
     from automil import learners
-    from automil.track.against_published import render_comparisons
+    from automil.track.reading.against_published import render_comparisons
 
     published = {name: spec.published for name, spec in learners().items() if spec.published is not None}
     return render_comparisons(studies, published, datasets or sorted({study.dataset for study in studies}))

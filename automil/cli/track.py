@@ -27,7 +27,7 @@ def add_track(commands):
 
 
 def _run_replay(args) -> int:
-    from automil.track.outage import replay
+    from automil.track.outage.tolerant import replay
 
     files = [file for path in args.paths for file in (sorted(path.glob("*.jsonl")) if path.is_dir() else [path])]
     if not files:

@@ -27,6 +27,7 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
+    from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
     from automil.tune.options import (
         ALLOCATIONS,
         DEFAULT_FOLDS,
@@ -37,7 +38,6 @@ def _add_tune_options(sub, defaults: bool):
         TuneOptions,
         parse_size,
     )
-    from automil.tune.storage import DEFAULT_STORAGE
 
     d = TuneOptions() if defaults else None
 
@@ -116,9 +116,9 @@ def _tracking(options):
 
 def open_tracker(tracking_uri: str | None):
     """The MLflow tracker, which keeps what a server outage keeps it from logging (see
-    :mod:`automil.track.outage`); a store that cannot be opened stops the run before any tuning, since
+    :mod:`automil.track.outage.tolerant`); a store that cannot be opened stops the run before any tuning, since
     results that silently go untracked are lost to the UI and the report."""
-    from automil.track.outage import OutageTolerant
+    from automil.track.outage.tolerant import OutageTolerant
 
     try:
         return OutageTolerant.open(tracking_uri)
@@ -230,7 +230,7 @@ def _objectives(rows: list[LearnerResult]) -> list[str]:
 
 def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
     """The front's size and its cheapest point (by ``cost``) within 1 point of its best metric."""
-    from automil.pareto import cheapest_near_best
+    from automil.evaluation.pareto import cheapest_near_best
 
     front = row.tuning.pareto_front
     if not front or cost is None:

@@ -6,8 +6,8 @@ It takes the driver's plain records (:mod:`automil.records`) and never imports O
 
 from automil.lazy import lazy_exports
 
-_EXPORTS = {"Tracker": "automil.track.tracker", "BagModel": "automil.track.model",
-            "default_tracking_uri": "automil.track.locations", "ui_command": "automil.track.server"}
+_EXPORTS = {"Tracker": "automil.track.writing.tracker", "BagModel": "automil.track.writing.model",
+            "default_tracking_uri": "automil.track.store.locations", "ui_command": "automil.track.server"}
 
 __all__ = list(_EXPORTS)
 __getattr__ = lazy_exports(__name__, _EXPORTS)

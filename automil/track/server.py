@@ -17,9 +17,9 @@ import time
 import urllib.parse
 import urllib.request
 
-from automil.track.locations import artifact_root, default_tracking_uri, sqlite_path
-from automil.track.names import KIND_TAG, STUDY_KIND
-from automil.track.store import Store, retry
+from automil.track.store.locations import artifact_root, default_tracking_uri, sqlite_path
+from automil.track.store.mlflow_store import Store, retry
+from automil.track.store.names import KIND_TAG, STUDY_KIND
 
 __all__ = ["ui_command", "start_server", "stop_server", "wait_until_ready", "dataset_experiments",
            "save_leaderboard_views", "runs_table_url", "trials_table_url", "ServerError"]

@@ -9,7 +9,7 @@ Entry points: :func:`automil.tune.driver.tune`, :class:`automil.tune.options.Tun
 from automil.lazy import lazy_exports
 
 _EXPORTS = {"tune": "automil.tune.driver", "TuneOptions": "automil.tune.options",
-            "read_study_file": "automil.tune.options", "study_name": "automil.tune.studies"}
+            "read_study_file": "automil.tune.options", "study_name": "automil.tune.studies.plan"}
 
 __all__ = list(_EXPORTS)
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -18,20 +18,20 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from automil.evaluation.folds_file import RunFolds, read_fold_file
 from automil.records import LearnerResult, TrialRecord
-from automil.run_folds import RunFolds, read_fold_file
-from automil.tune.ensembling import ENSEMBLE
-from automil.tune.final_evaluation import final_evaluation
-from automil.tune.fits import fit_worker
-from automil.tune.leaderboard import PROCEDURE_SPEC, Choice, procedure_row, rank, skipped_row
+from automil.tune.backend.optuna_storage import open_storage
+from automil.tune.backend.optuna_trials import records, study_record
+from automil.tune.final.ensemble_row import ENSEMBLE
+from automil.tune.final.leaderboard import PROCEDURE_SPEC, Choice, procedure_row, rank, skipped_row
+from automil.tune.final.refits import final_evaluation
 from automil.tune.listener import Listener, Silent
+from automil.tune.loop.trial_loop import tune_studies
 from automil.tune.options import TuneOptions
-from automil.tune.processes import die_with_parent, release_instances, share_instances
-from automil.tune.storage import open_storage
-from automil.tune.studies import Plan, changed_data_note, prepare_studies, study_name
+from automil.tune.studies.plan import Plan, changed_data_note, prepare_studies, study_name
 from automil.tune.tracking import Guarded, Tracking, open_tracking
-from automil.tune.trial_records import records, study_record
-from automil.tune.trials import tune_studies
+from automil.tune.workers.fits import fit_worker
+from automil.tune.workers.processes import die_with_parent, release_instances, share_instances
 from automil.uris import shown_storage
 
 __all__ = ["tune", "TrackingRecorder"]
@@ -49,7 +49,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     """
     import optuna
 
-    from automil.data import dataset_name, load_bags
+    from automil.data.datasets import dataset_name, load_bags
 
     options = options or TuneOptions()
     given = None if options.folds_file is None else read_fold_file(options.folds_file)

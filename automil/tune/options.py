@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
-from automil.run_folds import FoldFile
-from automil.tune.storage import DEFAULT_STORAGE
+from automil.evaluation.folds_file import FoldFile
+from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
 
 __all__ = ["TuneOptions", "default_jobs", "parse_size", "read_study_file", "SAMPLERS", "METRICS", "OBJECTIVES",
            "PROTOCOLS", "ALLOCATIONS"]

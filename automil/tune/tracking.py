@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from automil.evaluation.folds_file import RunFolds
 from automil.records import LearnerResult, StudyRecord, TrackingBacklog, TrialRecord
-from automil.run_folds import RunFolds
 from automil.tune.listener import Listener
 
 __all__ = ["Tracking", "Untracked", "Guarded", "open_tracking", "Recorder"]

@@ -138,7 +138,7 @@ def study_trials(storage: str, study: str) -> list:
     """Every trial of ``study`` in ``storage`` (an automil ``--storage`` string), read afresh."""
     import optuna
 
-    from automil.tune.storage import open_storage
+    from automil.tune.backend.optuna_storage import open_storage
 
     store = open_storage(storage)
     try:

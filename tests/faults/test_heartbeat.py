@@ -44,7 +44,7 @@ def test_a_worker_killed_with_sigkill_has_its_trial_failed_and_retried_by_anothe
 def _move_to_another_machine(storage: str, trial):
     """Name the trial's process as one of another host: both workers run here, and a run on the trial's
     own machine would see at once, by its pid, that the process is gone."""
-    from automil.tune.storage import open_storage
+    from automil.tune.backend.optuna_storage import open_storage
 
     _, pid, start = trial.user_attrs["worker"].split(":")
     open_storage(storage).set_trial_user_attr(trial._trial_id, "worker", f"another-machine:{pid}:{start}")

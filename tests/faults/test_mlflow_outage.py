@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from automil.track.outage import replay
+from automil.track.outage.tolerant import replay
 from faults import harness
 from faults.harness import Tune
 

@@ -19,8 +19,8 @@ from automil import FitPruned, plugins  # noqa: E402
 from automil.checks import learner_checks, witness_bags  # noqa: E402
 from automil.cli.main import main  # noqa: E402
 from automil.epochs import epoch_listener  # noqa: E402
-from automil.tune.fits import load_learners  # noqa: E402
-from automil.tune.isolation import FitWorker  # noqa: E402
+from automil.tune.workers.fits import load_learners  # noqa: E402
+from automil.tune.workers.isolation import FitWorker  # noqa: E402
 
 # Small and short: the contract's bags are a few dozen, and its checks fit about fifteen models per learner;
 # nothing held out (no second training on all bags) except where early stopping is the point.

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import automil
-from automil.evaluation import cross_validated_predictions
+from automil.evaluation.standardized import cross_validated_predictions
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "pdmisvm_accuracy.py"
 _spec = importlib.util.spec_from_file_location("pdmisvm_accuracy", BENCH)

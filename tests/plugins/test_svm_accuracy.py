@@ -1,7 +1,8 @@
 """Accuracy of the SVM family on musk1, elephant, fox and tiger against the figures in docs/published.md.
 
 Protocol (the misvm peer's, docs/published.md, section 3): one stratified 10-fold CV over bags (seed 0),
-instances standardized with the training folds' mean and standard deviation (automil.evaluation.Standardized),
+instances standardized with the training folds' mean and standard deviation
+(automil.evaluation.standardized.Standardized),
 fixed parameters: linear C=1; RBF C=10 with gamma=1/d. The full table and the notes on every difference are in
 docs/accuracy-svm.md, made with
 
@@ -50,7 +51,7 @@ EXCEPTIONS = {
 def _dataset_table(dataset: str) -> dict:
     """Accuracy (%) of every learner and kernel setting on one dataset, and the fit time in seconds."""
     import automil
-    from automil.evaluation import cross_validated_predictions
+    from automil.evaluation.standardized import cross_validated_predictions
 
     bags = automil.load_bags(dataset)
     table = {}
@@ -114,7 +115,7 @@ ONE_CLASS_CASES = [("sil", "digits-bags", {}), ("smil", "digits-bags", {}),
                          ids=[f"{n}-{d}-{p.get('kernel', 'linear')}" for n, d, p in ONE_CLASS_CASES])
 def test_sil_and_smil_defaults_never_predict_one_class(data_dir, learner, dataset, params):
     import automil
-    from automil.evaluation import cross_validated_predictions
+    from automil.evaluation.standardized import cross_validated_predictions
 
     bags = automil.load_bags(dataset)
     predicted, folds, _ = cross_validated_predictions(automil.get_learner(learner).build(**params), bags)

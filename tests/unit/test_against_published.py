@@ -1,8 +1,8 @@
 """automil report --published: each learner beside its paper's figure, from stored study records."""
 
 from automil import Published
-from automil.track.against_published import compare, render_comparisons
-from automil.track.stored import StoredStudy
+from automil.track.reading.against_published import compare, render_comparisons
+from automil.track.reading.stored_studies import StoredStudy
 
 PAPER = Published("Someone et al., ICML 2002", {"musk1": 88.0, "fox": 60.0})
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from automil.records import Headline, LearnerResult, Status, TrialRecord, TrialState, Tuning
-from automil.track.backlog import BacklogFile, Kept, Kind, Learner, Study
+from automil.track.outage.backlog import BacklogFile, Kept, Kind, Learner, Study
 
 STUDY = Study("bags/centroid", "bags", Learner("centroid", "testlearners", "nearest centroid"),
               {"automil.protocol": "tuned"})

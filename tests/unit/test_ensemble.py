@@ -5,9 +5,9 @@ import pickle
 import numpy as np
 import pytest
 
-from automil.ensemble import Ensemble, bag_scores, calibrate, calibrated, score, select
-from automil.tune.ensembling import NESTED_SCORES, ScoreKey, loaded_scores, stored_scores
-from automil.tune.leaderboard import Refit
+from automil.tune.final.ensemble_row import NESTED_SCORES, ScoreKey, loaded_scores, stored_scores
+from automil.tune.final.ensemble_selection import Ensemble, bag_scores, calibrate, calibrated, score, select
+from automil.tune.final.leaderboard import Refit
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "automil"
 MAX_LINES = 400
 # The one module over the limit today: the text parser of six bag formats (424 lines); it may not grow.
-LONGER = {"automil/formats.py": 430}
+LONGER = {"automil/data/readers/text.py": 430}
 
 
 def _run(command):
@@ -82,10 +82,10 @@ def test_no_module_is_over_about_400_lines():
 
 
 def test_no_optuna_trial_state_is_spelled_as_a_string_outside_its_adapter():
-    """Trial states are :class:`automil.records.TrialState`; only ``automil/tune/trial_records.py``
+    """Trial states are :class:`automil.records.TrialState`; only ``automil/tune/backend/optuna_trials.py``
     converts Optuna's states, so a bare ``"COMPLETE"`` anywhere else is a state compared by hand."""
     states = {"COMPLETE", "PRUNED", "FAIL", "RUNNING", "WAITING"}
-    adapter = PACKAGE / "tune" / "trial_records.py"
+    adapter = PACKAGE / "tune" / "backend" / "optuna_trials.py"
     offences = [f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
                 for path in sorted(PACKAGE.rglob("*.py")) if path != adapter
                 for node in ast.walk(ast.parse(path.read_text()))

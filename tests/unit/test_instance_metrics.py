@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from automil import Bags
-from automil.instance_metrics import InstanceFold, instance_auc, instance_fold, witness_precision
+from automil.evaluation.instance_metrics import InstanceFold, instance_auc, instance_fold, witness_precision
 from automil.records import Headline, InstanceFigures, LearnerResult
-from automil.tune.leaderboard import instance_figures
+from automil.tune.final.leaderboard import instance_figures
 
 
 def test_instance_auc_is_the_share_of_positive_negative_pairs_ranked_right_with_ties_as_half():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from automil.records import Headline, LearnerResult, Status, TrialRecord, TrialState
-from automil.tune.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
+from automil.tune.final.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
 from automil.tune.options import TuneOptions
 
 OPTIONS = TuneOptions(folds=3, repeats=2, protocol="nested", metric="balanced_accuracy", jobs=1)

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from automil.bags import Bags
-from automil.meta_features import MetaFeatures, distance, meta_features, nearest
+from automil.tune.studies.meta_features import MetaFeatures, distance, meta_features, nearest
 
 
 def _facts(**changes) -> MetaFeatures:

@@ -6,11 +6,11 @@ import itertools
 import numpy as np
 import pytest
 
-from automil.pareto import cheapest_near_best, non_dominated
+from automil.evaluation.pareto import cheapest_near_best, non_dominated
 from automil.records import TrialRecord, TrialState
-from automil.tune.leaderboard import pareto_front
+from automil.tune.backend.optuna_trials import best_trial
+from automil.tune.final.leaderboard import pareto_front
 from automil.tune.options import OBJECTIVES, TuneOptions
-from automil.tune.trial_records import best_trial
 
 MAX_MIN = [True, False]  # (accuracy: larger is better, seconds: smaller is better)
 
@@ -141,7 +141,7 @@ def test_a_study_file_asks_for_several_objectives_like_the_command_line(tmp_path
 
 
 def test_the_scatter_draws_every_trial_one_colour_per_learner_on_a_log_time_axis():
-    from automil.track.figures import pareto_figure
+    from automil.track.writing.figures import pareto_figure
 
     points = {"fast": [(0.01, 0.70), (0.02, 0.72), (0.05, 0.71)], "slow": [(3.0, 0.80), (9.0, 0.78)], "none": []}
     axes = pareto_figure(points, "made up").axes[0]

@@ -6,12 +6,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from automil.evaluation.folds_file import RunFolds
 from automil.records import PROCEDURE, LearnerResult, Status, TrialRecord, TrialState
-from automil.run_folds import RunFolds
-from automil.tune.ensembling import NESTED_SCORES, Candidate, ensemble_nested
-from automil.tune.leaderboard import Evaluation, choose, procedure_row, result_row
+from automil.tune.final.ensemble_row import NESTED_SCORES, Candidate, ensemble_nested
+from automil.tune.final.leaderboard import Evaluation, choose, procedure_row, result_row
 from automil.tune.options import TuneOptions
-from automil.tune.studies import Plan
+from automil.tune.studies.plan import Plan
 
 pytestmark = pytest.mark.unit
 

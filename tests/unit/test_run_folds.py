@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from automil import Bags
-from automil.run_folds import RunFolds, bag_keys, read_fold_file
+from automil.evaluation.folds_file import RunFolds, bag_keys, read_fold_file
 from automil.tune.options import TuneOptions, read_study_file
 
 NAMES = [f"bag{i}" for i in range(8)]

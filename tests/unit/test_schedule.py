@@ -6,9 +6,10 @@ from datetime import datetime, timedelta
 import numpy as np
 import pytest
 
+from automil.evaluation.folds_file import RunFolds
 from automil.records import TrialRecord, TrialState
-from automil.run_folds import RunFolds
-from automil.tune.budget import (
+from automil.tune.options import TuneOptions
+from automil.tune.schedule.budget import (
     EDGE_WEIGHT,
     FINAL_SHARE,
     FIRST_TRIES,
@@ -30,8 +31,7 @@ from automil.tune.budget import (
     tuning_deadline,
     worth_probing,
 )
-from automil.tune.options import TuneOptions
-from automil.tune.studies import Plan
+from automil.tune.studies.plan import Plan
 
 SIX_BAGS = RunFolds("d", tuple("abcdef"), np.zeros(6, dtype=int), ())  # a plan's folds, never read here
 

@@ -1,10 +1,10 @@
-"""Ctrl-C and SIGTERM held while a trial is created and named, then delivered (automil.tune.processes)."""
+"""Ctrl-C and SIGTERM held while a trial is created and named, then delivered (automil.tune.workers.processes)."""
 
 import signal
 
 import pytest
 
-from automil.tune.processes import signals_held
+from automil.tune.workers.processes import signals_held
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ the caller says the row may be shared (an MLflow dataset of an experiment)."""
 import pytest
 from mlflow.exceptions import MlflowException
 
-from automil.track.store import INSERTED_BY_ANOTHER, retry
+from automil.track.store.mlflow_store import INSERTED_BY_ANOTHER, retry
 
 # What the load test's server answered when two workers logged the same bags to one experiment at once.
 DUPLICATE_DATASET = ("BAD_REQUEST: (sqlite3.IntegrityError) UNIQUE constraint failed: datasets.experiment_id, "

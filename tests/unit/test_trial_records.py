@@ -7,8 +7,8 @@ import time
 from datetime import datetime, timedelta
 
 from automil.records import TrialCounts, TrialRecord, TrialState
-from automil.tune.processes import process_identity
-from automil.tune.trial_records import STALE_AFTER_SECONDS, best_trial, counts_toward_budget, trial_counts
+from automil.tune.backend.optuna_trials import STALE_AFTER_SECONDS, best_trial, counts_toward_budget, trial_counts
+from automil.tune.workers.processes import process_identity
 
 
 def _dead_process_identity():

@@ -1,0 +1,1 @@
+"""Scoring: the standardized protocol, the folds and their file, prediction, instance metrics."""

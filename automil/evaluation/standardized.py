@@ -1,0 +1,180 @@
+"""How a learner is scored: the standardizer fitted on training bags only, fold metrics, and the
+fixed-parameter cross-validation of the accuracy checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from automil.bags import Bags, as_bags
+from automil.evaluation.folds import bag_folds, fold_splits
+from automil.learner import BagClassifier
+
+__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "fold_scores", "mean_std"]
+
+
+# Rows per block when the statistics of a float32 matrix are accumulated in float64.
+SCALING_BLOCK_ROWS = 1 << 16
+
+
+def instance_scaling(X):
+    """Instance-level mean and standard deviation of ``X``, in float64 (docs/algorithms.md 1.5).
+
+    A zero standard deviation becomes 1 so constant features pass through unchanged. For sparse ``X``
+    the mean is ``None``: centring would fill in every zero, so sparse data is only scaled. A float32
+    matrix is summed in float64 a block of rows at a time, never upcast whole.
+    """
+    if sp.issparse(X):
+        mean = np.asarray(X.mean(axis=0)).ravel()
+        var = np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2
+        scale = np.sqrt(np.maximum(var, 0.0))
+        mean = None
+    elif X.dtype == np.float64:
+        mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+    else:
+        mean = X.mean(axis=0, dtype=np.float64)
+        squares = np.zeros(X.shape[1])
+        for start in range(0, X.shape[0], SCALING_BLOCK_ROWS):
+            squares += np.square(X[start:start + SCALING_BLOCK_ROWS] - mean).sum(axis=0)
+        scale = np.sqrt(squares / X.shape[0])
+    scale[scale <= np.finfo(np.float64).eps * (1.0 if mean is None else np.maximum(1.0, np.abs(mean)))] = 1.0
+    return mean, scale
+
+
+def _inner_has(name):
+    return lambda self: hasattr(self.estimator_ if hasattr(self, "estimator_") else self.estimator, name)
+
+
+class Standardized(ClassifierMixin, BaseEstimator):
+    """A bag classifier behind instance standardization fitted on its own training bags only.
+
+    This is the unit the evaluation protocols fit on every training fold (so no statistic of a test fold
+    ever reaches a fit) and the model that tracking logs (so a loaded model standardizes new bags itself).
+
+    Any scikit-learn-style estimator on bags is a learner: a :class:`~automil.BagClassifier` receives
+    ``automil.Bags``, any other estimator a list of 2-D arrays (one per bag, the format other MIL
+    libraries take); both are fitted as ``fit(bags, y)``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The learner; cloned at ``fit``.
+
+    Attributes
+    ----------
+    estimator_ : estimator
+        The learner fitted on the standardized training bags.
+    mean_ : ndarray of shape (n_features,) or None
+        Instance mean of the training bags; ``None`` for sparse instances (scaled only).
+    scale_ : ndarray of shape (n_features,)
+        Instance standard deviation of the training bags, with zeros replaced by 1.
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    """
+
+    def __init__(self, estimator):
+        self.estimator = estimator
+
+    def fit(self, bags, y=None):
+        """Fit the scaling on the instances of ``bags``, then the learner on the scaled bags."""
+        bags = as_bags(bags, y)
+        self.mean_, self.scale_ = instance_scaling(bags.X)
+        self.n_features_in_ = bags.n_features
+        scaled, labels = self._learner_input(bags), bags.y
+        del bags  # a caller that keeps no reference of its own frees the unscaled instances while the learner fits
+        self.estimator_ = clone(self.estimator).fit(scaled, labels)
+        self.classes_ = self.estimator_.classes_
+        return self
+
+    def transform(self, bags) -> Bags:
+        """The same bags with standardized instances (statistics of the training bags)."""
+        check_is_fitted(self, "scale_")
+        bags = as_bags(bags)
+        if bags.n_features != self.n_features_in_:
+            raise ValueError(f"bags have {bags.n_features} features, but the standardizer was fitted with "
+                             f"{self.n_features_in_}")
+        if bags.is_sparse:
+            if self.mean_ is not None:
+                X = (bags.X.toarray() - self.mean_) / self.scale_
+            else:
+                X = bags.X @ sp.diags(1.0 / self.scale_)
+        else:  # in the instances' own dtype: float32 bags stay float32
+            X = bags.X if self.mean_ is None else bags.X - self.mean_.astype(bags.X.dtype, copy=False)
+            X = np.divide(X, self.scale_.astype(bags.X.dtype, copy=False), out=None if X is bags.X else X)
+        return bags.with_instances(X)
+
+    def predict(self, bags) -> np.ndarray:
+        """Bag labels."""
+        return np.asarray(self.estimator_.predict(self._learner_input(bags)))
+
+    @available_if(_inner_has("decision_function"))
+    def decision_function(self, bags) -> np.ndarray:
+        """Bag scores of the learner, shape ``(n_bags, n_classes)``."""
+        return self.estimator_.decision_function(self._learner_input(bags))
+
+    @available_if(_inner_has("predict_proba"))
+    def predict_proba(self, bags) -> np.ndarray:
+        """Class probabilities of the learner, shape ``(n_bags, n_classes)``."""
+        return self.estimator_.predict_proba(self._learner_input(bags))
+
+    @available_if(_inner_has("_witness"))
+    def witness(self, bags) -> np.ndarray:
+        """The learner's witness position inside each bag, shape ``(n_bags,)``."""
+        return self.estimator_.witness(self._learner_input(bags))
+
+    @available_if(_inner_has("instance_scores"))
+    def instance_scores(self, bags) -> np.ndarray:
+        """The learner's score of every instance for each class, shape ``(n_instances, n_classes)``."""
+        return self.estimator_.instance_scores(self._learner_input(bags))
+
+    def _learner_input(self, bags):
+        """The standardized bags as the learner takes them: ``Bags`` or a list of 2-D arrays."""
+        bags = self.transform(bags)
+        return bags if isinstance(self.estimator, BagClassifier) else bags.to_list()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = True
+        return tags
+
+
+def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed: int = 0):
+    """Out-of-fold bag predictions with fixed parameters: the protocol of the accuracy checks.
+
+    Every fold of ``bag_folds(bags.y, n_splits, seed)`` is predicted by ``Standardized(estimator)``
+    fitted on the other folds. Returns the predictions, the fold of every bag and the seconds spent
+    fitting and predicting.
+    """
+    import time
+
+    assignment = bag_folds(bags.y, n_splits, seed)
+    predicted = np.empty(bags.n_bags, dtype=bags.y.dtype)
+    start = time.perf_counter()
+    for train, test in fold_splits(assignment):
+        predicted[test] = Standardized(estimator).fit(bags.subset(train)).predict(bags.subset(test))
+    return predicted, assignment, time.perf_counter() - start
+
+
+# ---- metrics ---------------------------------------------------------------------------------------
+def fold_scores(y_true, y_pred) -> dict:
+    """ACC, BACC and whether every bag was given one class (``one_class``: a degenerate fit)."""
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score
+
+    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
+    return {"accuracy": float(accuracy_score(y_true, y_pred)),
+            "balanced_accuracy": float(balanced_accuracy_score(y_true, y_pred)),
+            "one_class": bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1)}
+
+
+def mean_std(values) -> tuple[float | None, float | None]:
+    """Mean and sample standard deviation (``ddof=1``). One value has no standard deviation (``None``, not 0:
+    a spread that was not measured must not read as no spread); no values have neither."""
+    values = np.asarray([v for v in values if v is not None], dtype=np.float64)
+    if values.size == 0:
+        return None, None
+    return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else None

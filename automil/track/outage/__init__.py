@@ -1,0 +1,1 @@
+"""Tracking through a store outage: the tolerant wrapper and the backlog it replays."""

@@ -1,0 +1,1 @@
+"""Reading back: stored studies, the results table, comparisons, the published figures."""

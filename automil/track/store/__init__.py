@@ -1,0 +1,1 @@
+"""The MLflow store and its conventions: names, values, locations."""

@@ -1,0 +1,1 @@
+"""Writing runs: the tracker, studies, trials, results, figures, the model, inputs, the registry."""

@@ -1,0 +1,1 @@
+"""The Optuna adapters: storage and the trial records kept on it."""

@@ -1,0 +1,1 @@
+"""The final evaluation: refits, the leaderboard, the ensemble and the Pareto front."""

@@ -1,0 +1,236 @@
+"""The ensemble's leaderboard row: ensemble selection (:mod:`automil.tune.final.ensemble_selection`) over the
+learners' best
+trials, scored as honestly as a learner (members and weights of outer split ``i`` chosen on its inner folds
+only), and its model assembled from the members' full-data refits. Also what outer split ``i``'s inner
+folds saw of a learner (:meth:`Candidate.inner`), which the ensemble and the procedure's choice share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from automil.evaluation.folds import fold_splits
+from automil.evaluation.standardized import fold_scores
+from automil.records import LearnerResult, Status, TrialAttr, TrialCounts, TrialRecord
+from automil.tune.backend.optuna_trials import best_trial, defaults_trial
+from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, rounded, score, select
+from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_row
+from automil.tune.studies.plan import Plan
+
+__all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Candidate", "Members", "choose_members", "main_members",
+           "ensemble_nested", "ensemble_row", "stored_scores", "loaded_scores"]
+
+
+ENSEMBLE = RowSpec("ensemble", "ensemble selection over the learners' best trials (Caruana et al., 2004)")
+
+
+@dataclass(frozen=True)
+class ScoreKey:
+    """Which out-of-fold scores of a learner: those of its nested refits (every bag from its outer split's
+    refit), or those of repeat ``repeat`` of the repeated CV. ``str()`` gives its stored name."""
+
+    refit: Refit
+    repeat: int | None = None
+
+    def __str__(self) -> str:
+        return str(self.refit) if self.repeat is None else f"{self.refit}-{self.repeat}"
+
+    @classmethod
+    def parse(cls, text: str) -> ScoreKey:
+        """The inverse of ``str()``: ``nested`` or ``repeat-R``."""
+        refit, _, repeat = text.partition("-")
+        return cls(Refit(refit), int(repeat) if repeat else None)
+
+
+NESTED_SCORES = ScoreKey(Refit.NESTED)
+
+
+@dataclass
+class Candidate:
+    """One learner as the ensemble sees it: its study trials (main study, then the outer splits), the
+    out-of-fold scores of its final evaluation by :class:`ScoreKey` (every bag; NaN where a fit is
+    missing), its mean fit seconds and its full-data refit, when made."""
+
+    trials: list[TrialRecord]
+    sub_trials: list[list[TrialRecord]]
+    scores: dict[ScoreKey, np.ndarray] = field(default_factory=dict)
+    fit_seconds: float | None = None
+    model: object = None
+
+    def inner(self, plan: Plan, i: int) -> tuple[float | None, np.ndarray | None]:
+        """What outer split ``i``'s inner folds saw of the learner: the score of the trial its nested refit
+        uses and that trial's out-of-fold scores of the inner bags (``None`` where it kept none).
+
+        The trial is split ``i``'s best; a split the budget left untuned refits the learner's defaults
+        (:func:`~automil.tune.backend.optuna_trials.defaults_trial` of the main study), whose score here is the mean
+        over the main study's folds other than ``i``, and whose out-of-fold scores are those of the inner
+        bags: fold ``i``'s bags are scored by neither.
+        """
+        options = plan.options
+        order = _out_of_fold_order(plan.folds.tuning, i)
+        tuned = best_trial(self.sub_trials[i], options.directions)
+        if tuned is not None:
+            return tuned.value, _oof_scores(tuned, len(order))
+        defaults = defaults_trial(self.trials)
+        if defaults is None:
+            return None, None
+        folds = defaults.attrs.get(f"fold_{options.metric}", [])
+        value = float(np.mean([v for f, v in enumerate(folds) if f != i])) if len(folds) > 1 else None
+        everywhere = _oof_scores(defaults, len(plan.folds.tuning))
+        if everywhere is None:
+            return value, None
+        position = np.empty(len(plan.folds.tuning), dtype=np.int64)
+        position[_out_of_fold_order(plan.folds.tuning)] = np.arange(len(plan.folds.tuning))
+        return value, everywhere[position[order]]
+
+
+@dataclass(frozen=True)
+class Members:
+    """The members an ensemble selection chose, their calibration maps and weights (summing to 1)."""
+
+    names: list[str]
+    calibrators: list
+    weights: list[float]
+
+    def predict(self, candidates: dict[str, Candidate], key: ScoreKey, where, classes) -> np.ndarray | None:
+        """Labels of the bags ``where`` from the members' scores under ``key``; ``None`` if one is missing."""
+        total = 0.0
+        for name, calibrator, weight in zip(self.names, self.calibrators, self.weights, strict=True):
+            scores = candidates[name].scores.get(key)
+            if scores is None or np.isnan(scores[where]).any():
+                return None
+            total = total + weight * calibrated(calibrator, scores[where])
+        return classes[np.argmax(total, axis=1)]
+
+
+def _oof_scores(trial: TrialRecord | None, n_bags: int) -> np.ndarray | None:
+    """The out-of-fold scores a trial kept, when they cover ``n_bags`` bags."""
+    scores = None if trial is None else trial.attrs.get(TrialAttr.OOF_SCORES)
+    return None if scores is None or len(scores) != n_bags else np.asarray(scores, dtype=np.float64)
+
+
+def choose_members(oof: dict[str, np.ndarray | None], order, y, metric: str) -> Members | None:
+    """Ensemble selection over the learners with out-of-fold scores ``oof`` of the bags ``order`` (labelled
+    ``y[order]``; ``None``: not a candidate); ``None`` without a candidate."""
+    labels = np.asarray(y)[order]
+    classes = np.unique(labels)
+    names, calibrators, probas = [], [], []
+    for name, scores in oof.items():
+        if scores is None:
+            continue
+        calibrator = calibrate(scores, labels)
+        names.append(name)
+        calibrators.append(calibrator)
+        probas.append(calibrated(calibrator, scores))
+    if not names:
+        return None
+    y_index = np.searchsorted(classes, labels)
+    # Candidates best first, so that ties go to the better single learner.
+    ranking = sorted(range(len(names)), key=lambda j: -score(y_index, probas[j], metric))
+    weights = select([probas[j] for j in ranking], y_index, metric)
+    kept = [(names[j], calibrators[j], float(w)) for j, w in zip(ranking, weights, strict=True) if w > 0]
+    kept.sort(key=lambda m: -m[2])
+    return Members(*(list(part) for part in zip(*kept, strict=True)))
+
+
+def ensemble_nested(plan: Plan, bags, candidates: dict[str, Candidate]) -> Evaluation:
+    """The ensemble's evaluation with its nested folds filled in (empty under the tuned protocol): what
+    :func:`ensemble_row` completes. It needs the members' nested refits."""
+    evaluation = Evaluation(ENSEMBLE.name, ENSEMBLE.plugin, f"{plan.dataset}/{ENSEMBLE.name}", [], None)
+    if plan.options.protocol == "nested":
+        _nested(plan, bags, candidates, evaluation, np.unique(bags.y))
+    return evaluation
+
+
+def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Members,
+                 nested: Evaluation) -> tuple[LearnerResult, Ensemble | None]:
+    """The ensemble's row and model from the members ``main`` chosen on the main studies (:func:`main_members`),
+    its nested folds (:func:`ensemble_nested`) and the repeats the members have scores of now. The model
+    needs every member's full-data refit."""
+    options = plan.options
+    classes = np.unique(bags.y)
+    evaluation = replace(nested, repeated={}, predictions=dict(nested.predictions),
+                         fit_seconds=[sum(candidates[n].fit_seconds or 0.0 for n in main.names)])
+    for r, assignment in enumerate(plan.folds.repeats):
+        for _, test in fold_splits(assignment):
+            y_pred = main.predict(candidates, ScoreKey(Refit.REPEAT, r), test, classes)
+            if y_pred is None:
+                break
+            evaluation.repeated.setdefault(r, []).append(fold_scores(bags.y[test], y_pred))
+            if r == 0:
+                evaluation.predictions.setdefault(Refit.REPEAT, []).append((bags.y[test], y_pred))
+    row = result_row(plan.dataset, options, evaluation)
+    row.members = [{"learner": n, "weight": w} for n, w in zip(main.names, main.weights, strict=True)]
+    row.error = evaluation.errors[0] if evaluation.errors else None
+    row.status = (Status.NO_RESULT if row.headline.accuracy is None
+                  else Status.PARTIAL if evaluation.errors else Status.OK)
+    row.counts = TrialCounts()
+    models = [candidates[n].model for n in main.names]
+    model = None if any(m is None for m in models) else Ensemble(models, main.calibrators, main.weights,
+                                                                 main.names)
+    return row, model
+
+
+def main_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> Members | None:
+    """The members chosen on the main studies' out-of-fold scores (the model's members and weights), when
+    two or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
+    order = _out_of_fold_order(plan.folds.tuning)
+    oof = {n: _oof_scores(best_trial(c.trials, plan.options.directions), len(order)) for n, c in candidates.items()}
+    if sum(scores is not None for scores in oof.values()) < 2:
+        return None
+    return choose_members(oof, order, bags.y, plan.options.metric)
+
+
+def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Evaluation, classes):
+    """The ensemble's nested folds: outer split ``i`` selects on the inner out-of-fold scores of every
+    learner with a nested refit there (tuned in the split, or its defaults), combines their outer refits'
+    scores of fold ``i``, and notes its own score on the inner folds (``evaluation.inner``)."""
+    folds = plan.options.folds
+    evaluation.nested, evaluation.inner = [None] * folds, [None] * folds
+    tuned = 0
+    for i in range(folds):
+        order = _out_of_fold_order(plan.folds.tuning, i)
+        oof = {n: c.inner(plan, i)[1] for n, c in candidates.items()}
+        members = choose_members(oof, order, bags.y, plan.options.metric)
+        if members is None:
+            evaluation.errors.append(f"no learner with out-of-fold scores in outer split {i}: no nested figure")
+            continue
+        tuned += 1
+        evaluation.inner[i] = _inner_score(plan, bags, members, oof, i, classes)
+        test = np.flatnonzero(plan.folds.tuning == i)
+        y_pred = members.predict(candidates, NESTED_SCORES, test, classes)
+        if y_pred is None:
+            evaluation.errors.append(f"a member's nested fit of outer split {i} is missing: no nested figure")
+            continue
+        evaluation.nested[i] = fold_scores(bags.y[test], y_pred)
+        evaluation.predictions.setdefault(Refit.NESTED, []).append((bags.y[test], y_pred))
+    evaluation.tuned_splits = tuned
+
+
+def _inner_score(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray], i: int, classes) -> float:
+    """The mean over outer split ``i``'s inner folds of the metric of ``members``' predictions from the
+    out-of-fold scores ``oof`` they were selected on: the ensemble's counterpart of a tuning score."""
+    total = sum(w * calibrated(c, oof[n]) for n, c, w in zip(members.names, members.calibrators, members.weights,
+                                                              strict=True))
+    y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
+    for _, test in fold_splits(plan.folds.tuning, exclude=i):
+        values.append(fold_scores(bags.y[test], y_pred[start:start + len(test)])[plan.options.metric])
+        start += len(test)
+    return float(np.mean(values))
+
+
+def _out_of_fold_order(assignment, exclude=None) -> np.ndarray:
+    """The bags of a trial's out-of-fold scores, in their order: its folds' test bags, fold by fold."""
+    return np.concatenate([test for _, test in fold_splits(assignment, exclude=exclude)])
+
+
+def stored_scores(scores: dict[ScoreKey, np.ndarray]) -> dict[str, list]:
+    """A candidate's scores as JSON (kept with the learner's stored result, so that a rerun that reuses
+    the result can still ensemble it), as :func:`automil.tune.final.ensemble_selection.rounded`."""
+    return {str(key): rounded(values) for key, values in scores.items()}
+
+
+def loaded_scores(stored: dict[str, list]) -> dict[ScoreKey, np.ndarray]:
+    """The inverse of :func:`stored_scores`."""
+    return {ScoreKey.parse(key): np.asarray(values, dtype=np.float64) for key, values in stored.items()}

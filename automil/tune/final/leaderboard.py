@@ -1,0 +1,317 @@
+"""The leaderboard: one row per learner from its studies and final evaluation, their ranking, the one
+model a run hands the user (:func:`choose`), and the nested figure of that choice itself
+(:func:`procedure_row`).
+
+The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints the rows and
+:mod:`automil.track` logs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
+
+import numpy as np
+
+from automil.evaluation.instance_metrics import InstanceFold
+from automil.evaluation.pareto import non_dominated
+from automil.evaluation.standardized import mean_std
+from automil.records import (
+    PROCEDURE,
+    Costs,
+    Figure,
+    Headline,
+    InstanceFigures,
+    LearnerResult,
+    NestedFigure,
+    RepeatedFigure,
+    Status,
+    TrialAttr,
+    TrialCounts,
+    TrialRecord,
+    TrialState,
+    Tuning,
+)
+from automil.tune.backend.optuna_trials import trial_counts
+from automil.tune.options import METRICS, TuneOptions
+
+__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "Choice", "result_row", "instance_figures",
+           "row_status", "skipped_row", "rank", "choose", "procedure_row", "pareto_front"]
+
+
+class Refit(StrEnum):
+    """The fits of a learner's best parameters in the final evaluation."""
+
+    NESTED = "nested"  # outer split i's best parameters, scored on outer fold i
+    REPEAT = "repeat"  # a fold of one repeat of the repeated CV
+    MODEL = "model"  # all bags: the model tracking logs
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """What tracking shows of a row that is no learner (the ensemble, the procedure), in the place of a
+    learner's spec."""
+
+    name: str
+    description: str
+    plugin: str = "automil"
+
+
+PROCEDURE_SPEC = RowSpec(PROCEDURE, "automil itself: in every outer split, the row best on its inner folds")
+
+
+@dataclass
+class Evaluation:
+    """What tuning and the final evaluation found for one learner: the trials of its study on all bags,
+    the best trial there and in every outer split, and the scores of the refits.
+
+    ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.standardized.fold_scores` dicts,
+    ``instance[i]`` outer fold ``i``'s instance figures (``None`` without instance labels or output);
+    ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
+    procedure chooses by, :func:`procedure_row`);
+    ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
+    out-of-fold predictions (of the first repeat); ``errors`` are the final evaluation's failures,
+    ``notes`` what its budget left out that the headline figure does not need (a model);
+    ``budget_seconds`` the wall seconds of this run's budget its trials and final fits took.
+    """
+
+    learner: str
+    plugin: str
+    study: str
+    trials: list[TrialRecord]
+    best: TrialRecord | None
+    outer_best: list[TrialRecord | None] = field(default_factory=list)
+    nested: list[dict | None] = field(default_factory=list)
+    repeated: dict[int, list[dict]] = field(default_factory=dict)
+    fit_seconds: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    predictions: dict[Refit, list[tuple]] = field(default_factory=dict)
+    tuned_splits: int | None = None
+    budget_seconds: float | None = None
+    inner: list[float | None] = field(default_factory=list)
+    instance: list[InstanceFold | None] = field(default_factory=list)
+
+
+def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
+    """The leaderboard row of one learner (keys documented in docs/tune.md)."""
+    best = job.best
+    counts, finished = trial_counts(job.trials)
+    nested_protocol = options.protocol == "nested"
+    nested = job.nested
+    repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
+    nested_figure = NestedFigure()
+    if nested_protocol:
+        nested_figure = _figure(NestedFigure, nested if nested and all(s is not None for s in nested) else [],
+                                tuned_splits=job.tuned_splits, outer_splits=_outer_splits(job) if nested else None)
+    # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
+    repeated = _figure(RepeatedFigure, [{metric: np.mean([s[metric] for s in scores]) for metric in METRICS}
+                                        for scores in repeats], repeats=len(repeats))
+    predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
+    classes, matrix = _confusion(predictions) if predictions and (
+        not nested_protocol or nested_figure.accuracy is not None) else (None, None)
+    one_class = any(s is not None and s["one_class"] for s in nested) or any(
+        s["one_class"] for scores in repeats for s in scores)
+    headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
+                        kind="nested" if nested_protocol else "tuned (optimistic)", one_class=one_class,
+                        classes=classes, confusion_matrix=matrix)
+    fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
+    row = LearnerResult(dataset=dataset, learner=job.learner, plugin=job.plugin, study=job.study,
+                        protocol=options.protocol, metric=options.metric, seed=options.seed, folds=options.folds,
+                        counts=counts, tuning=Tuning(
+                            score=None if best is None else best.value,
+                            best_trial=None if best is None else best.number,
+                            best_params=None if best is None else best.attrs[TrialAttr.ESTIMATOR_PARAMS],
+                            pareto_front=pareto_front(job.trials, options) if options.multi_objective else None),
+                        nested=nested_figure, repeated=repeated, headline=headline,
+                        costs=Costs(fit_seconds=float(np.mean(fit_seconds)) if fit_seconds else None,
+                                    budget_seconds=None if job.budget_seconds is None
+                                    else round(job.budget_seconds, 1)),
+                        error=_first_error(job, counts, finished),
+                        instance=instance_figures(job.instance) if nested_figure.accuracy is not None else None)
+    too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
+    if best is None and too_slow:
+        row.status, row.error = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
+    else:
+        row.status = row_status(row.headline.accuracy, counts, best, job.errors)
+    return row
+
+
+def _figure(cls, scores, **extra) -> Figure:
+    """A ``cls`` (a :class:`Figure`) of the mean and sd of each metric over ``scores`` (dicts by metric)."""
+    values = {}
+    for metric in METRICS:
+        values[metric], values[f"{metric}_std"] = mean_std(s[metric] for s in scores)
+    return cls(**values, **extra)
+
+
+def _metrics(figure: Figure) -> dict:
+    """The fields of :class:`Figure` of ``figure``, to make another part with the same figure."""
+    return {f.name: getattr(figure, f.name) for f in fields(Figure)}
+
+
+def _outer_splits(job: Evaluation) -> list[dict | None]:
+    """Each outer split's inner score and the scores of its refit on the outer fold (``None``: no refit)."""
+    return [None if s is None else {"inner": None if i >= len(job.inner) else job.inner[i],
+                                    "accuracy": s["accuracy"], "balanced_accuracy": s["balanced_accuracy"]}
+            for i, s in enumerate(job.nested)]
+
+
+def instance_figures(folds: list[InstanceFold | None]) -> InstanceFigures | None:
+    """Mean and sd over the outer folds of their instance figures; a fold without a figure (an AUC of test
+    bags with one instance class) is left out. ``None`` when no fold has any: no instance labels, or a
+    learner with neither instance scores nor a witness."""
+    scored = [fold for fold in folds if fold is not None]
+    auc, auc_std = mean_std(fold.instance_auc for fold in scored)
+    precision, precision_std = mean_std(fold.witness_precision for fold in scored)
+    if auc is None and precision is None:
+        return None
+    return InstanceFigures(instance_auc=auc, instance_auc_std=auc_std, witness_precision=precision,
+                           witness_precision_std=precision_std)
+
+
+def _confusion(predictions: list[tuple]) -> tuple[list, list]:
+    """The classes and the confusion matrix of out-of-fold ``(y_true, y_pred)`` pairs, as lists."""
+    from sklearn.metrics import confusion_matrix
+
+    classes = np.unique(np.concatenate([y for y, _ in predictions]))
+    y_true, y_pred = (np.concatenate(part) for part in zip(*predictions, strict=True))
+    return classes.tolist(), confusion_matrix(y_true, y_pred, labels=classes).tolist()
+
+
+def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[dict]:
+    """The completed trials of a multi-objective study that no other beats on every objective, best
+    metric first: ``{trial, params, <objective>: value, ...}``. Like the tuning score, the values come
+    from the folds the parameters were tuned on."""
+    complete = [t for t in trials if t.state is TrialState.COMPLETE and len(t.values) == len(options.objectives)]
+    if not complete:
+        return []
+    keep = non_dominated([t.values for t in complete], [d == "maximize" for d in options.directions])
+    front = [{"trial": t.number, "params": t.attrs.get(TrialAttr.ESTIMATOR_PARAMS),
+              **dict(zip(options.objectives, t.values, strict=True))} for t in (complete[i] for i in keep)]
+    return sorted(front, key=lambda point: (-point[options.metric], point["trial"]))
+
+
+def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecord]) -> str | None:
+    """Why the row lacks a figure or part of one, most telling reason first; else what it lacks besides."""
+    best, stopped = job.best, counts.stopped
+    missing = [i for i, t in enumerate(job.outer_best) if t is None]
+    errors = job.errors + [t.attrs[TrialAttr.ERROR] for t in finished
+                           if t.state is TrialState.FAIL and not t.attrs.get(TrialAttr.TIMED_OUT)]
+    if missing and best is not None:
+        errors.insert(0, f"no completed trial in outer split(s) {', '.join(map(str, missing))}: no nested "
+                         "figure (raise --timeout or --n-trials)")
+    one_class = sum(bool(t.attrs.get(TrialAttr.ONE_CLASS)) for t in finished)
+    if best is None and one_class:
+        errors.insert(0, f"{one_class} of {counts.trials} trials predicted one class for every bag of a test "
+                         "fold (never a result)")
+    if best is None and not counts.trials:
+        errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
+                         "--timeout" if stopped else "no trial ran: raise --timeout")
+    if best is None and not errors and counts.pruned:
+        reasons = [t.attrs[TrialAttr.ERROR] for t in finished
+                   if t.state is TrialState.PRUNED and t.attrs.get(TrialAttr.ERROR)]
+        errors.append(f"no trial completed: {counts.pruned} of {counts.trials} pruned"
+                      + (f" ({reasons[0]})" if reasons else "") + f", {counts.timed_out} timed out, "
+                      f"{stopped} stopped by the --timeout budget")
+    return errors[0] if errors else (job.notes[0] if job.notes else None)
+
+
+def row_status(accuracy, counts: TrialCounts, best, final_errors) -> Status:
+    """``ok``, ``partial``, or why there is no figure: ``T/O``, ``failed``, ``no result``, ``no trials``."""
+    if accuracy is not None:
+        return Status.OK if best is not None and not final_errors else Status.PARTIAL
+    if best is not None:
+        return Status.PARTIAL
+    if not counts.trials:
+        return Status.NO_TRIALS
+    if counts.timed_out == counts.trials:
+        return Status.TIMED_OUT
+    return Status.FAILED if counts.failed == counts.trials else Status.NO_RESULT
+
+
+def skipped_row(dataset, spec, reason, options) -> LearnerResult:
+    return LearnerResult(dataset=dataset, learner=spec.name, plugin=spec.plugin, status=Status.SKIPPED,
+                         error=reason, protocol=options.protocol, metric=options.metric, counts=TrialCounts(trials=0))
+
+
+def rank(result: LearnerResult):
+    """Best headline figure of the tuned metric first; rows without a figure last, by name."""
+    value = result.metric_value()
+    return (value is None, -(value or 0.0), result.learner)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The model a run hands the user, decided once (:func:`choose`, in the final evaluation, on the
+    headline rows) so that the model fitted first is the one the run registers: ``learner`` names the
+    chosen row, ``None`` when no row has a usable figure."""
+
+    learner: str | None
+
+    def row(self, rows: list[LearnerResult]) -> LearnerResult | None:
+        """The chosen learner's row among ``rows`` (the final ones)."""
+        return next((r for r in rows if r.learner == self.learner), None) if self.learner is not None else None
+
+
+def choose(rows: list[LearnerResult]) -> Choice:
+    """The chosen learner, ``Choice(None)`` when no learner has a usable figure.
+
+    Candidates have status ``ok``, a headline figure (nested CV under the nested protocol) and never
+    predicted one class for every bag of a headline fold. The best headline value of the run's metric
+    wins; ties go to the cheaper learner (lower mean fit seconds), then to the name.
+    """
+    candidates = [r for r in rows if _admissible(r)]
+    if not candidates:
+        return Choice(None)
+    return Choice(min(candidates, key=lambda r: _preference(r, r.metric_value())).learner)
+
+
+def _admissible(row: LearnerResult) -> bool:
+    """A row :func:`choose` may choose: status ``ok``, a headline figure, no fold predicted as one class."""
+    return row.status == Status.OK and not row.headline.one_class and row.metric_value() is not None \
+        and row.learner != PROCEDURE
+
+
+def _preference(row: LearnerResult, value: float) -> tuple:
+    """The order of :func:`choose` for a row scored ``value``: highest first, then cheaper, then by name."""
+    return -value, row.costs.fit_seconds is None, row.costs.fit_seconds or 0.0, row.learner
+
+
+def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
+    """automil's own nested figure: the row ``automil``, or ``None`` without nested rows.
+
+    A learner's nested figure is honest for that learner, but the run then picks the best of many such
+    figures. Here outer split ``i`` makes that choice blind to its outer fold: among the rows
+    :func:`choose` admits (the ensemble's too), the best score on split ``i``'s inner folds wins (ties:
+    cheaper, then by name), and that row's score on outer fold ``i`` is the procedure's. ``choices`` names
+    the row chosen in each split; ``outer_splits`` holds the chosen row's inner and outer scores. No fit.
+    """
+    nested = [r for r in rows if r.protocol == "nested" and r.learner != PROCEDURE and r.status != Status.SKIPPED]
+    if not nested:
+        return None
+    first = nested[0]
+    row = LearnerResult(dataset=first.dataset, learner=PROCEDURE, plugin=PROCEDURE_SPEC.plugin,
+                        study=f"{first.dataset}/{PROCEDURE}",
+                        protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
+                        headline=Headline(kind="nested", one_class=False))
+    candidates = [r for r in nested if _admissible(r) and r.nested.outer_splits]
+    choices, outer_splits = [], []
+    for i in range(first.folds or 0):
+        scored = [(r, r.nested.outer_splits[i]) for r in candidates
+                  if i < len(r.nested.outer_splits) and r.nested.outer_splits[i] is not None
+                  and r.nested.outer_splits[i]["inner"] is not None]
+        chosen = min(scored, key=lambda pair: _preference(pair[0], pair[1]["inner"]), default=(None, None))
+        choices.append(chosen[0] and chosen[0].learner)
+        outer_splits.append(chosen[1])
+    row.choices, row.nested = choices, NestedFigure(outer_splits=outer_splits)
+    missing = [str(i) for i, choice in enumerate(choices) if choice is None]
+    if missing:
+        row.status = Status.NO_RESULT
+        row.error = (f"no learner with an ok nested figure and an inner score in outer split(s) "
+                     f"{', '.join(missing)}")
+        return row
+    row.status = Status.OK
+    row.nested = _figure(NestedFigure, outer_splits, outer_splits=outer_splits)
+    row.headline = replace(row.headline, **_metrics(row.nested))
+    return row

@@ -1,0 +1,312 @@
+"""The final evaluation: nested refits, models and repeated cross-validation of every learner's best parameters.
+
+It runs in the order the run needs its parts: the headline figure first (the nested refits, or the first
+repeat under the tuned protocol), the run's one choice of model on it, then the models, the chosen one
+first, then more repeats while the budget lasts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from automil.evaluation.folds import fold_splits
+from automil.evaluation.standardized import fold_scores
+from automil.records import LearnerResult, TrialAttr
+from automil.tune.backend.optuna_trials import best_trial, defaults_trial, records
+from automil.tune.final.ensemble_row import (
+    ENSEMBLE,
+    NESTED_SCORES,
+    Candidate,
+    Members,
+    ScoreKey,
+    ensemble_nested,
+    ensemble_row,
+    loaded_scores,
+    main_members,
+    stored_scores,
+)
+from automil.tune.final.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
+from automil.tune.listener import Listener
+from automil.tune.schedule.budget import extras_deadline, final_deadline, run_seconds
+from automil.tune.studies.plan import Plan, study_name
+from automil.tune.tracking import Recorder
+from automil.tune.workers.fits import fit_predict, fit_worker
+from automil.tune.workers.isolation import OutOfTime, run_tasks
+
+__all__ = ["final_evaluation", "FitTask"]
+
+# The study user attribute holding the learner's result, valid while its studies match the key in it.
+RESULT_ATTR = "result"
+
+
+@dataclass(frozen=True)
+class FitTask:
+    """One fit of the final evaluation: ``learner``'s ``params`` fitted on the ``train`` bags and scored
+    on the ``test`` bags (none for a model); ``index`` is the outer split (nested) or the repeat."""
+
+    learner: str
+    refit: Refit
+    params: dict
+    train: np.ndarray
+    test: np.ndarray | None = None
+    index: int | None = None
+
+    def call(self, seed: int) -> tuple:
+        """The task as a fit worker runs it: :func:`~automil.tune.workers.fits.fit_predict` and its arguments."""
+        # the instance figures are nested like the bag figures: scored on the outer folds only
+        return (fit_predict, self.learner, self.params, self.train, self.test, seed, self.refit is Refit.MODEL,
+                self.refit is Refit.NESTED)
+
+
+@dataclass
+class _Pending:
+    """A learner whose final evaluation runs: its spec, its Optuna study on all bags, the key its stored
+    result will be valid for, and its evaluation so far."""
+
+    spec: object
+    study: object
+    key: dict
+    evaluation: Evaluation
+
+
+def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
+                     listener: Listener) -> tuple[list[LearnerResult], Choice]:
+    """Nested refits, models and repeated CV of every learner's best parameters, run on ``--jobs`` workers;
+    every learner's row (and the ensemble's) and the run's choice of model.
+
+    The choice (:func:`~automil.tune.final.leaderboard.choose`) is made once, on the headline rows, before any
+    model is fitted: the chosen model is fitted first, and the run registers that one.
+
+    A learner whose stored result matches its studies (same best trials, trial count, repeats and
+    protocol) is not evaluated again; if the budget left that result without a model, the model is fitted
+    and logged now (as the budget allows). The chosen model is fitted even when the budget
+    has run out (a run may pass ``--timeout`` by that one fit): a run must end with a model.
+    """
+    options = plan.options
+    rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
+    modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model.uri is None]
+    members = main_members(plan, bags, candidates) if options.ensemble else None
+    nested = options.protocol == "nested"
+    repeats = plan.folds.repeats
+    workers = [worker] + [fit_worker(options, plan.learners, spare=False) for _ in range(options.jobs - 1)]
+    for w in workers:
+        w.set_data(bags)
+
+    end = final_deadline(plan)
+
+    def run(tasks: list[FitTask], deadline=end):
+        budget = None if deadline is None else max(deadline - time.time(), 0.0)
+        calls = [task.call(options.seed) for task in tasks]
+        for index, out in run_tasks(workers, calls, timeout=options.fit_timeout, budget=budget):
+            task = tasks[index]
+            _collect(pending.get(task.learner), candidates[task.learner], task, out, bags, nested)
+
+    # what the headline does not need leaves the time to log every result before the budget ends
+    extras = extras_deadline(plan, len(pending) + 1, recorder.enabled)
+    try:
+        run(_nested_tasks(plan, pending) if nested else _repeat_tasks(pending, 0, repeats[0]))
+        ensemble = ensemble_nested(plan, bags, candidates) if members is not None else None
+        now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
+        pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
+        choice = choose(list(now.values()))
+        if recorder.enabled:
+            first, rest = _model_order(choice, [*pending, *modelless], members)
+            run(_model_tasks(plan, bags, candidates, first), deadline=None)
+            run(_model_tasks(plan, bags, candidates, rest), deadline=extras)
+        for r in range(0 if nested else 1, len(repeats)):
+            if time.time() >= extras:
+                break
+            run(_repeat_tasks(pending, r, repeats[r]), deadline=extras)
+    finally:
+        for w in workers[1:]:
+            w.close()
+    for learner, job in pending.items():
+        row = result_row(plan.dataset, options, job.evaluation)
+        candidate = candidates[learner]
+        candidate.fit_seconds = row.costs.fit_seconds
+        _set_model_uri(row, recorder.study_done(job.spec, job.study, row, candidate.model, bags))
+        # one attribute, so that a worker never pairs one worker's row with another's key
+        job.study.set_user_attr(RESULT_ATTR, {"key": job.key, "row": row.to_dict(),
+                                              "scores": stored_scores(candidate.scores)})
+        rows[learner] = row
+        listener.learner_done(row)
+    for learner in modelless:
+        if candidates[learner].model is not None:
+            _log_model(plan, storage, recorder, rows[learner], candidates[learner].model, bags)
+    ordered = [rows[learner] for learner in plan.learners]
+    if members is not None:
+        row, model = ensemble_row(plan, bags, candidates, members, ensemble)
+        _set_model_uri(row, recorder.ensemble_done(row, model, bags))
+        listener.learner_done(row)
+        ordered.append(row)
+    return ordered, choice
+
+
+def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, instance_labels: bool):
+    """Every learner's stored row when it is still valid (``rows``), else what its final evaluation starts
+    from (``pending``), and every learner as the ensemble sees it (``candidates``). On data with
+    ``instance_labels`` a row is valid only when its final evaluation scored the instances."""
+    import optuna
+
+    from automil import plugins
+
+    options = plan.options
+    rows, pending, candidates = {}, {}, {}
+    for learner in plan.learners:
+        spec = plugins.get_learner(learner)
+        main = optuna.load_study(study_name=study_name(plan.dataset, learner), storage=storage)
+        subs = [optuna.load_study(study_name=study_name(plan.dataset, learner, i), storage=storage)
+                for i in options.splits[1:]]
+        trials = records(main)
+        sub_trials = [records(s) for s in subs]
+        best = best_trial(trials, options.directions)
+        # An outer split the budget left untuned takes the learner's defaults: chosen before any data
+        # was seen, they are as blind to its outer fold as a tuning on the other folds.
+        defaults = defaults_trial(trials)
+        tuned = [best_trial(t, options.directions) for t in sub_trials]
+        outer_best = [t or defaults for t in tuned]
+        key = {"trials": [len(t) for t in [trials, *sub_trials]],
+               "best": [None if t is None else t.number for t in [best, *outer_best]],
+               "repeats": options.repeats, "protocol": options.protocol}
+        if plan.folds.source is not None:  # drawn repeats follow from the seed the studies hold already
+            key["folds"] = plan.folds.digest
+        if instance_labels:  # a result stored before the instance figures is computed again
+            key["instance_figures"] = True
+        candidates[learner] = Candidate(trials, sub_trials)
+        stored = main.user_attrs.get(RESULT_ATTR)
+        # a result stored before ensembles kept no scores, one stored before the procedure's figure no
+        # outer splits: it is computed again
+        if stored is not None and stored.get("key") == key and ("scores" in stored or not options.ensemble) \
+                and ("outer_splits" in stored["row"] or options.protocol != "nested"):
+            rows[learner] = LearnerResult.from_dict(stored["row"])
+            candidates[learner].scores = loaded_scores(stored.get("scores", {}))
+            candidates[learner].fit_seconds = rows[learner].costs.fit_seconds
+            recorder.study_done(spec, main)  # what this worker could not log as it went
+            listener.learner_done(rows[learner])
+            continue
+        pending[learner] = _Pending(spec, main, key, Evaluation(learner, spec.plugin, main.study_name, trials, best,
+                                                                outer_best, nested=[None] * len(subs),
+                                                                instance=[None] * len(subs),
+                                                                tuned_splits=sum(t is not None for t in tuned),
+                                                                inner=[candidates[learner].inner(plan, i)[0]
+                                                                       for i in range(len(subs))]))
+        # the seconds this run's budget gave its trials so far; its final fits add theirs
+        pending[learner].evaluation.budget_seconds = run_seconds([trials, *sub_trials], plan.start, time.time())
+    return rows, pending, candidates
+
+
+def _nested_tasks(plan: Plan, pending: dict[str, _Pending]) -> list[FitTask]:
+    """The refits of every outer split's best parameters, scored on its outer fold."""
+    outer = fold_splits(plan.folds.tuning)
+    return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i)
+            for learner, job in pending.items()
+            for i, trial in enumerate(job.evaluation.outer_best) if trial is not None]
+
+
+def _repeat_tasks(pending: dict[str, _Pending], r: int, assignment) -> list[FitTask]:
+    """Repeat ``r`` of the repeated CV of every learner's best parameters, on its folds ``assignment``."""
+    splits = fold_splits(assignment)
+    tasks = []
+    for learner, job in pending.items():  # a learner's folds together: a repeat counts only when complete
+        if job.evaluation.best is not None:
+            params = job.evaluation.best.attrs[TrialAttr.ESTIMATOR_PARAMS]
+            tasks += [FitTask(learner, Refit.REPEAT, params, train, test, index=r) for train, test in splits]
+    return tasks
+
+
+def _model_tasks(plan: Plan, bags, candidates: dict[str, Candidate], learners: list[str]) -> list[FitTask]:
+    """The full-data refits of the ``learners``' best parameters (those with a best trial): the models
+    tracking logs."""
+    tasks = []
+    for learner in learners:
+        best = best_trial(candidates[learner].trials, plan.options.directions)
+        if best is not None:
+            tasks.append(FitTask(learner, Refit.MODEL, best.attrs[TrialAttr.ESTIMATOR_PARAMS], np.arange(bags.n_bags)))
+    return tasks
+
+
+def _rows_now(plan: Plan, rows: dict, pending: dict[str, _Pending], candidates: dict[str, Candidate],
+              members: Members | None, ensemble, bags) -> dict[str, LearnerResult]:
+    """Every learner's row (and the ensemble's) from the headline fits made so far."""
+    now = dict(rows)
+    for learner, job in pending.items():
+        now[learner] = result_row(plan.dataset, plan.options, job.evaluation)
+        candidates[learner].fit_seconds = now[learner].costs.fit_seconds
+    if members is not None:
+        now[ENSEMBLE.name] = ensemble_row(plan, bags, candidates, members, ensemble)[0]
+    return now
+
+
+def _model_order(choice: Choice, fitted: list[str], members: Members | None) -> tuple[list[str], list[str]]:
+    """The learners whose model is fitted, split into those of the chosen model (the ensemble's members
+    when it is chosen) and the others, in the order of ``fitted`` (the learners evaluated now, then those
+    whose stored result has no model).
+
+    A learner whose stored result is reused keeps its logged model (one stored without a model is in
+    ``fitted``), unless it is a member of the ensemble (whose model is assembled from its members' refits).
+    """
+    names = [] if members is None else members.names
+    if choice.learner == ENSEMBLE.name:
+        first = names
+    else:
+        first = [choice.learner] if choice.learner in fitted else []
+    return first, [n for n in dict.fromkeys([*fitted, *names]) if n not in first]
+
+
+def _log_model(plan: Plan, storage, recorder: Recorder, row: LearnerResult, model, bags):
+    """Log the model of a stored result that had none, with the result, and store its URI in the result."""
+    import optuna
+
+    from automil import plugins
+
+    study = optuna.load_study(study_name=study_name(plan.dataset, row.learner), storage=storage)
+    _set_model_uri(row, recorder.study_done(plugins.get_learner(row.learner), study, row, model, bags))
+    stored = study.user_attrs[RESULT_ATTR]
+    if row.model.uri is not None and stored["row"].get("model_uri") is None:
+        study.set_user_attr(RESULT_ATTR, {**stored, "row": {**stored["row"], "model_uri": row.model.uri}})
+
+
+def _set_model_uri(row: LearnerResult, uri: str | None):
+    """The row's model is the one logged at ``uri`` (``None``: none logged)."""
+    row.model = replace(row.model, uri=uri)
+
+
+def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bags, nested: bool):
+    """File one finished task (or its exception) under its learner (``job`` is ``None`` for a learner
+    whose stored result is reused: only its model is made again).
+
+    What the budget left out is no error when the headline does not need it: a repeat is left out
+    (``repeats`` counts the complete ones), a model is noted as missing.
+    """
+    if isinstance(out, OutOfTime) and task.refit is Refit.REPEAT and (nested or task.index > 0):
+        return
+    if isinstance(out, OutOfTime) and task.refit is Refit.MODEL:
+        if job is not None:
+            job.evaluation.notes.append(f"no model: its full-data fit was {out}")
+        return
+    if isinstance(out, Exception):
+        if job is not None:
+            job.evaluation.errors.append(f"{task.refit} fit: {out}")
+        return
+    if job is not None:
+        job.evaluation.budget_seconds += out["fit_seconds"] + out["predict_seconds"]
+    if task.refit is Refit.MODEL:
+        candidate.model = out["model"]
+    else:
+        evaluation, test = job.evaluation, task.test
+        key = NESTED_SCORES if task.refit is Refit.NESTED else ScoreKey(Refit.REPEAT, task.index)
+        if key not in candidate.scores:  # every bag's out-of-fold scores, for the ensemble
+            candidate.scores[key] = np.full((bags.n_bags, *out["scores"].shape[1:]), np.nan)
+        candidate.scores[key][test] = out["scores"]
+        scores = fold_scores(bags.y[test], out["y_pred"])
+        if task.refit is Refit.NESTED or task.index == 0:  # out-of-fold predictions for the confusion matrix
+            evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out["y_pred"]))
+        if task.refit is Refit.NESTED:
+            evaluation.nested[task.index] = scores
+            evaluation.instance[task.index] = out["instance"]
+        else:
+            evaluation.repeated.setdefault(task.index, []).append(scores)
+            evaluation.fit_seconds.append(out["fit_seconds"])

@@ -1,0 +1,1 @@
+"""The trial loop: one Optuna trial after the other within the schedule."""

@@ -1,0 +1,387 @@
+"""The tuning loop of a run and its unit, one trial: ask the budget (:mod:`automil.tune.schedule.budget`) where the
+next trial goes, ask its study for parameters, fit and score them fold by fold in the worker, tell the
+outcome; repeat until the tuning deadline or until every study is full."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import warnings
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+
+from automil.epochs import FitPruned
+from automil.evaluation.folds import fold_splits
+from automil.evaluation.standardized import fold_scores, mean_std
+from automil.records import TrialAttr, TrialRecord, TrialState
+from automil.tune.backend.optuna_storage import trial_heartbeat
+from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
+from automil.tune.final.ensemble_selection import rounded
+from automil.tune.listener import Listener, StudyProgress
+from automil.tune.schedule.budget import (
+    PROBE_FRACTIONS,
+    estimated_trial_seconds,
+    final_reserve,
+    learner_state,
+    next_step,
+    probe_limits,
+    standing,
+    tuning_deadline,
+    worth_probing,
+)
+from automil.tune.studies.plan import (
+    EPOCH_STEP,
+    WARM_START_ATTR,
+    Plan,
+    configure_study,
+    study_name,
+    warm_start,
+    warm_start_note,
+)
+from automil.tune.tracking import Recorder
+from automil.tune.workers.fits import fit_predict
+from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
+from automil.tune.workers.processes import process_identity, signals_held
+
+__all__ = ["tune_studies", "run_trial", "objective_values"]
+
+
+def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener: Listener, index: int):
+    """Run trials where the budget policy sends them until it has none left or the tuning time is up;
+    ``recorder`` hears of every learner tuned and every finished trial of its study on all bags.
+
+    ``index`` numbers this process among the ``--jobs`` processes sharing the studies: they all follow
+    the policy on the studies' shared state, so they agree on where the time goes.
+    """
+    import optuna
+
+    from automil import plugins
+
+    worker.set_data(bags)
+    worker.wait_started()  # outside any trial: start-up is not a trial's cost
+    studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
+                         for split in plan.options.splits] for learner in plan.learners}
+    configured, warmed = set(), set()
+    while True:
+        now = time.time()
+        trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
+        states = [learner_state(learner, trials[learner], plan.options.metric, plan.start, now,
+                                plan.options.directions)
+                  for learner in plan.learners]
+        # the final evaluation's share grows as the learners' costs become known
+        deadline = tuning_deadline(plan, final_reserve(states, plan.options.folds, plan.options.jobs))
+        if deadline is not None and now >= deadline:
+            break
+        left = None if deadline is None else deadline - now
+        step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
+                         equal=plan.options.allocation == "equal")
+        listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
+        if step is None:
+            break
+        study = studies[step.learner][step.study]
+        if (step.learner, step.study) not in configured:
+            configure_study(study, plan, index)
+            configured.add((step.learner, step.study))
+        spec = plugins.get_learner(step.learner)
+        recorder.learner_started(spec)
+        if plan.options.warm_start and (step.learner, step.study) not in warmed:
+            if warm_start(study, step.learner, plan.dataset, storage):
+                warmed.add((step.learner, step.study))
+        split = plan.options.splits[step.study]
+        trial = run_trial(study, trials[step.learner][step.study], spec, split, plan, bags, worker,
+                          np.inf if deadline is None else deadline, step.time_limit)
+        if split is None:
+            recorder.trial_done(spec, trial, study.study_name)
+    if plan.options.warm_start and index == 0:  # the main process tells; the helpers' listeners are silent
+        _announce_warm_starts(studies, listener)
+    for learner in plan.learners:
+        options = plan.options
+        listener.tuned(StudyProgress(learner, None, options.folds, options.n_trials, options.metric,
+                                     records(studies[learner][0])))
+
+
+def _announce_warm_starts(studies: dict, listener: Listener):
+    """One line per learner about its warm start, read from the studies, so that a decision another
+    ``--jobs`` process made is told too (its own listener is silent); a learner's studies share a source."""
+    for learner, learner_studies in studies.items():
+        notes = (warm_start_note(learner, study.user_attrs.get(WARM_START_ATTR)) for study in learner_studies)
+        note = next((note for note in notes if note is not None), None)
+        if note is not None:
+            listener.message(note)
+
+
+def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: Plan, bags, worker,
+              deadline: float, share: float | None) -> TrialRecord:
+    """One trial of ``study``, whose ``trials`` (records) the caller has just read: the learner's defaults
+    first when none counts yet. Returns the new trial's record.
+
+    A fit still running ``share`` seconds after the trial started is stopped: the learner is too slow for
+    its fair share of the budget (the trial says so, with its fits' times). A fit still running at the
+    tuning ``deadline`` is stopped too: the run's budget ended. A completed trial at least as good as the
+    best so far keeps its out-of-fold scores, so the best trial always has them for ensemble selection
+    while the storage does not grow with every trial.
+    """
+    import optuna
+
+    if spec.first_trial and not any(counts_toward_budget(t) for t in trials) \
+            and not any(t.state is TrialState.WAITING for t in trials):
+        study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
+    best = best_trial(trials, plan.options.directions)
+    fits = _Fits(fold_splits(plan.folds.tuning, exclude=split), plan.options.fit_timeout)
+    # the replacement of a worker killed in an earlier trial starts up (imports its learners' libraries)
+    # before this trial's clock, so that its start-up does not eat this learner's share
+    worker.wait_started()
+    started = time.time()
+    # A share that ends before the deadline is the learner's own: passing it makes the learner too slow.
+    # One that the deadline cuts is the run's budget running out, as for any other trial.
+    fair_share = share is not None and started + share < deadline
+    hard_stop = started + share if fair_share else deadline
+    probe = worth_probing(_values(bags), share)  # a share the deadline cuts is all the learner has left
+    trial, held = _ask(study)
+    with trial_heartbeat(study._storage, trial._trial_id):  # Optuna has no public handle on a trial's storage
+        state, value = TrialState.COMPLETE, None
+        try:
+            for signum in held:
+                signal.raise_signal(signum)
+            _describe(trial, spec, plan, bags)
+            params = _parameters(trial, spec)
+            if probe:
+                _check_estimate(spec, params, plan, bags, worker, share, fits)
+            value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
+            if best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
+                fits.attrs[TrialAttr.OOF_SCORES] = rounded(np.concatenate(fits.oof_scores))
+        except optuna.TrialPruned as pruned:
+            state = TrialState.PRUNED
+            if str(pruned) and TrialAttr.ERROR not in fits.attrs:  # the search space's reason (the pruner gives none)
+                fits.attrs[TrialAttr.ERROR] = f"pruned: {pruned}"
+        except _TooSlow as estimate:
+            state = TrialState.FAIL
+            fits.attrs.update({TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
+                               TrialAttr.ESTIMATED_SECONDS: round(estimate.seconds, 1),
+                               TrialAttr.ERROR: str(estimate)})
+        except FitTimeout as error:
+            state = TrialState.FAIL
+            fits.attrs.update(_timeout_attrs(error, fits, plan, share if fair_share else None))
+        except FitMemoryExceeded as error:
+            state = TrialState.FAIL
+            fits.attrs.update({TrialAttr.OUT_OF_MEMORY: True, TrialAttr.ERROR: str(error)})
+        except (FitError, WorkerDied) as error:
+            state = TrialState.FAIL
+            fits.attrs[TrialAttr.ERROR] = str(error)
+        except BaseException:  # Ctrl-C or SIGTERM: the trial is not finished, so it does not count
+            worker.kill()
+            stopped = {**fits.attrs, TrialAttr.INTERRUPTED: True, TrialAttr.ERROR: "interrupted"}
+            _tell(study, trial, stopped, TrialState.FAIL, None)
+            raise
+        return _tell(study, trial, fits.attrs, state, value)
+
+
+@dataclass
+class _Fits:
+    """A trial's folds and what its fits produced so far: the attributes stored with the trial (the
+    per-fold lists and flags), the out-of-fold scores, and the time limit of its latest fit."""
+
+    splits: list
+    limit: float
+    attrs: dict = field(default_factory=lambda: {
+        TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FIT_SECONDS: [],
+        TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False, TrialAttr.ONE_CLASS: False})
+    oof_scores: list = field(default_factory=list)
+
+
+def _ask(study):
+    """A new trial of ``study``, named with this process, and the signals that came meanwhile.
+
+    Ctrl-C between ask() and the trial's owner would leave a RUNNING trial that a prompt rerun cannot tell
+    from a live one (and counts): the signal waits until the trial is named, then closes it as interrupted.
+    """
+    import optuna
+
+    with warnings.catch_warnings():
+        # fail_stale_trials is experimental, and Optuna warns that heartbeats are meant for study.optimize
+        # (trial_heartbeat does that part here)
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        warnings.filterwarnings("ignore", "Heartbeat of storage", UserWarning)
+        optuna.storages.fail_stale_trials(study)  # an RDB storage's trials of dead processes: failed, retried
+        with signals_held() as held:
+            trial = study.ask()
+            trial.set_user_attr(TrialAttr.WORKER, process_identity())
+    return trial, held
+
+
+def _describe(trial, spec, plan: Plan, bags):
+    """Store what the trial runs on: the learner, the data's shape, the seed; a first heartbeat."""
+    attrs = {TrialAttr.HEARTBEAT: time.time(), TrialAttr.N_FEATURES: bags.n_features,
+             TrialAttr.N_INSTANCES: bags.n_instances,
+             TrialAttr.N_CLASSES: len(bags.classes), TrialAttr.LEARNER: spec.name, TrialAttr.PLUGIN: spec.plugin,
+             TrialAttr.DATASET: plan.dataset, TrialAttr.SEED: plan.options.seed}
+    for key, item in attrs.items():
+        trial.set_user_attr(key, item)
+
+
+def _parameters(trial, spec) -> dict:
+    """The learner's search space asked for this trial's parameters (stored with it as JSON)."""
+    import optuna
+
+    try:
+        params = spec.search_space(trial)
+        trial.set_user_attr(TrialAttr.ESTIMATOR_PARAMS, _jsonable(params, spec))
+    except optuna.TrialPruned:
+        raise
+    except Exception as error:  # noqa: BLE001 - a plugin's search space is third-party code
+        raise FitError(type(error).__name__, f"search_space of learner {spec.name!r} (plugin "
+                                             f"{spec.plugin!r}) failed: {error}") from error
+    return params
+
+
+def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop: float,
+                 fits: _Fits) -> float | list[float]:
+    """Fit and score ``params`` fold by fold in the worker, reporting each fold to the pruner (single
+    objective); the objective values. Raises ``optuna.TrialPruned`` when pruned or when a fold predicted
+    one class for every bag."""
+    import optuna
+
+    multi = plan.options.multi_objective
+    attrs = fits.attrs
+    for fold, (train, test) in enumerate(fits.splits):
+        step = int(plan.folds.tuning[test[0]])  # the fold's identity, stable across trials
+        fits.limit = min(plan.options.fit_timeout, max(hard_stop - time.time(), 0.01))
+        # the first fit's epoch reports, if the learner makes any, go to the pruner before any fold score
+        on_epoch = None if multi or fold else partial(_epoch_pruned, trial)
+        try:
+            out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed, timeout=fits.limit,
+                              heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()),
+                              on_epoch=on_epoch)
+        except FitError as error:
+            if error.error_type == FitPruned.__name__:
+                raise optuna.TrialPruned() from None
+            raise
+        scores = fold_scores(bags.y[test], out["y_pred"])
+        attrs[TrialAttr.FOLD_ACCURACY].append(scores["accuracy"])
+        attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores["balanced_accuracy"])
+        attrs[TrialAttr.FIT_SECONDS].append(out["fit_seconds"])
+        attrs[TrialAttr.PREDICT_SECONDS].append(out["predict_seconds"])
+        fits.oof_scores.append(out["scores"])
+        if not multi:
+            trial.report(scores[plan.options.metric], step=step)
+        if scores["one_class"]:  # pruned under every objective: never a result
+            attrs[TrialAttr.ONE_CLASS] = True
+            attrs[TrialAttr.ERROR] = f"predicted one class for every bag of fold {step}"
+            raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
+        if not multi and fold < len(fits.splits) - 1 and trial.should_prune():
+            raise optuna.TrialPruned()
+    return objective_values(attrs, plan.options)
+
+
+def _epoch_pruned(trial, epoch: int, score: float) -> bool:
+    """Report a fit's epoch to the trial; whether the pruner stops the fit."""
+    trial.report(score, step=EPOCH_STEP + epoch)
+    return trial.should_prune()
+
+
+class _TooSlow(Exception):
+    """The learner's defaults, estimated from fits on samples of bags, would not finish within its share."""
+
+    def __init__(self, seconds: float, share: float, measured: str):
+        super().__init__(f"too slow (estimated {seconds:.0f} s): its defaults would need about {seconds:.0f} s "
+                         f"on all folds, more than their fair share of {share:.0f} s ({measured}); raise --timeout")
+        self.seconds = seconds
+
+
+def _values(bags) -> int:
+    """The instance values a fit reads: the matrix's cells, or its stored values when sparse."""
+    return int(bags.X.nnz) if bags.is_sparse else bags.n_instances * bags.n_features
+
+
+def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, fits: _Fits):
+    """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
+    extrapolate to the trial's fits (:func:`~automil.tune.schedule.budget.estimated_trial_seconds`); raises
+    ``_TooSlow`` when the estimate passes ``share``. A sample's fit passing its small time limit
+    (:func:`~automil.tune.schedule.budget.probe_limits`) gives a lower bound, a linear extrapolation of that limit.
+    A warm-up fit on two bags of each class comes first and is not timed: the first fit of a learner in a
+    worker carries one-time costs (imports, compilation) that would pass for the cost of the sample. The
+    warm-up passing its limit, or a probe fit that fails, says nothing about the cost: the trial goes on
+    as usual."""
+    train = np.asarray(fits.splits[0][0])
+    full = int(bags.sizes[train].sum())
+    (warm_up, *samples), (warm_up_limit, *limits) = _samples(bags, train, plan.options.seed), probe_limits(share)
+    try:
+        worker.call(fit_predict, spec.name, params, warm_up, None, plan.options.seed, timeout=warm_up_limit)
+    except (FitTimeout, FitError):
+        return
+    sizes, seconds = [], []
+    for sample, limit in zip(samples, limits, strict=True):
+        size = int(bags.sizes[sample].sum())
+        try:
+            out = worker.call(fit_predict, spec.name, params, sample, None, plan.options.seed, timeout=limit)
+        except FitTimeout:  # no fit grows slower than linearly: the limit extrapolated so is a lower bound
+            estimate = estimated_trial_seconds([size], [limit], full, len(fits.splits), growth=1.0)
+            measured = f"a fit on {len(sample)} bags ran {limit:.1f} s without finishing"
+            break
+        except FitError:
+            return
+        sizes.append(size)
+        seconds.append(out["fit_seconds"])
+    else:
+        estimate = estimated_trial_seconds(sizes, seconds, full, len(fits.splits), spec.fit_growth)
+        measured = ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True))
+    if estimate > share:
+        raise _TooSlow(estimate, share, measured)
+
+
+def _samples(bags, train: np.ndarray, seed: int) -> list[np.ndarray]:
+    """Nested samples of the ``train`` bags: two bags of each class (the warm-up), then one per
+    ``PROBE_FRACTIONS`` entry, the same fraction of every class (at least two bags of each), so that every
+    sample fits a classifier."""
+    rng = np.random.default_rng(seed)
+    labels = bags.y[train]
+    shuffled = [rng.permutation(train[labels == c]) for c in np.unique(labels)]
+    return [np.sort(np.concatenate([bags_of_class[:max(2, int(np.ceil(f * len(bags_of_class))))]
+                                    for bags_of_class in shuffled])) for f in (0.0, *PROBE_FRACTIONS)]
+
+
+def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float | None) -> dict:
+    """Why a fit was stopped: its learner's ``fair_share`` (too slow; not counted, a larger budget tries
+    again), the run's budget (not the learner's fault), or ``--fit-timeout``."""
+    if fits.limit < plan.options.fit_timeout and fair_share is not None:
+        done = fits.attrs[TrialAttr.FIT_SECONDS]
+        measured = (f"{len(done)} of {len(fits.splits)} fits done, {np.mean(done):.1f} s each" if done
+                    else f"its first fit ran {fits.limit:.1f} s without finishing")
+        return {TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
+                TrialAttr.ERROR: f"too slow for the budget: its defaults did not finish within their fair share "
+                                 f"of {fair_share:.0f} s ({measured}); raise --timeout"}
+    if fits.limit < plan.options.fit_timeout:
+        return {TrialAttr.INTERRUPTED: True,
+                TrialAttr.ERROR: f"stopped after {fits.limit:.0f} s by the --timeout budget"}
+    return {TrialAttr.TIMED_OUT: True, TrialAttr.ERROR: f"{error} (--fit-timeout {fits.limit:g} s)"}
+
+
+def objective_values(attrs: dict, options) -> float | list[float]:
+    """What Optuna is told: the mean over the folds of the metric, or of every objective (metrics and
+    seconds per fit or prediction) for a multi-objective study."""
+    # the per-fold lists: fold_accuracy, fold_balanced_accuracy, fit_seconds, predict_seconds
+    means = [float(np.mean(attrs[name if name.endswith("_seconds") else f"fold_{name}"]))
+             for name in (options.objectives if options.multi_objective else [options.metric])]
+    return means if options.multi_objective else means[0]
+
+
+def _tell(study, trial, attrs: dict, state: TrialState, value) -> TrialRecord:
+    """Store the trial's attributes with its fold means, and finish it in ``state``."""
+    for metric in ("accuracy", "balanced_accuracy"):
+        mean, std = mean_std(attrs[f"fold_{metric}"])
+        attrs[metric], attrs[f"{metric}_std"] = mean, std
+    for key, item in attrs.items():
+        trial.set_user_attr(key, item)
+    return tell(study, trial, state, value)
+
+
+def _jsonable(params: dict, spec) -> dict:
+    """The estimator parameters as JSON (stored with the trial, used to refit the best trial)."""
+    try:
+        return json.loads(json.dumps(params, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"search_space of learner {spec.name!r} (plugin {spec.plugin!r}) returned "
+                         f"parameters that cannot be stored: {error}") from error

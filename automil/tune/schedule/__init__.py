@@ -1,0 +1,1 @@
+"""The time policy: every deadline, reserve and the cost probe's sizes."""

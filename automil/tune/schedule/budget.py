@@ -1,0 +1,302 @@
+"""The time budget of a run: where the next second of tuning goes, when tuning stops and what the final
+evaluation keeps.
+
+Tuning gives every learner's defaults first, cheapest first, each within a fair share; then the learners
+whose tuning scores are close to the best, each given seconds (not trials) in proportion to how close it
+is. The final evaluation keeps its estimated cost from ``--timeout`` (within ``FINAL_SHARE``), and stops
+what the headline figure does not need in time to log every result.
+
+The policy sees plain records (what the studies hold now) and answers with the next study to run a trial
+in, so that it can be tested on made-up states and so that several tuning processes sharing one storage
+reach the same decisions from the same state. The reasons for its design are in ``docs/tune.md``
+("Budget").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from automil.records import TrialAttr, TrialRecord
+from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget
+from automil.tune.listener import LearnerStanding, Standing
+from automil.tune.studies.plan import Plan
+
+__all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
+           "learner_state", "standing", "tuning_deadline", "final_deadline", "extras_deadline", "FINAL_SHARE",
+           "worth_probing", "probe_limits", "estimated_trial_seconds", "run_seconds", "PROBE_FRACTIONS"]
+
+# A learner whose default trial completed nothing gets this many tries in all before it waits for
+# promise like any other (a second point of its space may work where its defaults did not).
+FIRST_TRIES = 2
+# Closeness that still counts as "level with the leader": twice the standard error of the leader's
+# mean over the folds, and never less than this (2 points of the metric).
+MIN_MARGIN = 0.02
+# The weight of a learner at the edge of the margin, relative to the leader's 1: it still gets some
+# seconds, since the leader's score is itself an estimate.
+EDGE_WEIGHT = 0.25
+# The final evaluation's estimate is stretched by this much: its workers start afresh (and compile numba
+# code again), and a model is fitted on all bags.
+RESERVE_MARGIN = 1.5
+# Shares of --timeout the final evaluation keeps from tuning: its estimated cost (the headline refits and
+# the models), but at least the first (room for repeats) and at most the second (tuning keeps the rest).
+FINAL_SHARE = (0.25, 0.5)
+# Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
+# it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
+# of 10^5 instances of 64 features is above).
+PROBE_CELLS = 4_000_000
+# The probe's two samples, as fractions of a fold's training bags (whole bags, so bag sizes stay the same).
+PROBE_FRACTIONS = (1 / 16, 1 / 8)
+# The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
+PROBE_SHARE = 0.1
+# A measured growth exponent is kept within these bounds: no fit is cheaper than reading its data once,
+# and a fixed start-up cost on the small sample must not pass for a cubic solver.
+GROWTH_RANGE = (1.0, 3.0)
+# Seconds MLflow takes to log one learner's result (its trials, model and figures; sqlite store, 2 cores).
+LOG_SECONDS = 1.5
+
+
+@dataclass(frozen=True)
+class StudyState:
+    """One study of a learner as the budget sees it.
+
+    ``trials`` counts the trials toward ``--n-trials`` (running ones included); ``best`` is the best
+    value (``None`` without a completed trial); ``stderr`` the standard error of that value (the standard
+    deviation of the best trial's fold scores over the square root of their number).
+    """
+
+    trials: int = 0
+    best: float | None = None
+    stderr: float = 0.0
+
+
+@dataclass(frozen=True)
+class LearnerState:
+    """A learner's studies (the main study first, then the outer splits of nested CV, if any), the
+    wall-clock seconds its trials have taken so far, its expected seconds per trial when known, and
+    whether its defaults were stopped as too slow for their fair share in this run."""
+
+    name: str
+    studies: tuple[StudyState, ...]
+    seconds: float = 0.0
+    expected_seconds: float | None = None
+    too_slow: bool = False
+
+    @property
+    def main(self) -> StudyState:
+        return self.studies[0]
+
+    def open_studies(self, n_trials: int | None) -> list[int]:
+        """The studies that may take another trial (fewer than ``n_trials``)."""
+        return [i for i, s in enumerate(self.studies) if n_trials is None or s.trials < n_trials]
+
+    def next_study(self, n_trials: int | None) -> int:
+        """The open study with the fewest trials, the study on all folds first on ties: a learner's
+        studies fill evenly, since its nested figure needs every outer split tuned alike."""
+        return min(self.open_studies(n_trials), key=lambda i: (self.studies[i].trials, i))
+
+
+@dataclass(frozen=True)
+class Step:
+    """Run one trial of ``learner`` in its study ``study`` (0: all folds; ``i + 1``: outer split ``i``).
+
+    ``time_limit``: seconds the trial may run before it is stopped as too slow for its fair share
+    (``None``: until the tuning deadline). ``phase``: ``"defaults"``, ``"promise"`` or ``"rest"``.
+    """
+
+    learner: str
+    study: int
+    phase: str
+    time_limit: float | None = None
+
+
+def next_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None,
+              jobs: int = 1, equal: bool = False) -> Step | None:
+    """The trial to run next, or ``None`` when no study may take one.
+
+    First every learner gets its defaults in the study on all folds, cheapest first (by
+    ``expected_seconds``, unknown last, then by name), each with a fair share of the time left: the
+    time left times ``jobs`` (processes running trials at once) divided by the learners still waiting.
+    Then the seconds go to :func:`contenders`, the one that has had the fewest seconds for its weight
+    first, into its study with the fewest trials (the study on all folds first on ties). When every
+    learner with a score is full, the learners without one share what is left (phase ``"rest"``).
+    With ``equal``, every learner with a score and an open study contends with weight 1 (the same
+    seconds each), whatever its score.
+    """
+    waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
+    if waiting:
+        first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
+        share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
+        return Step(first.name, 0, "defaults", share)
+    weights = shares(learners, n_trials, equal)
+    if weights:
+        by_name = {s.name: s for s in learners}
+        name = min(weights, key=lambda n: (by_name[n].seconds / weights[n], by_name[n].seconds, n))
+        return Step(name, by_name[name].next_study(n_trials), "promise")
+    # Every learner with a score is full: time left goes to those without one, least served first.
+    rest = [s for s in learners if not s.too_slow and s.open_studies(n_trials)]
+    if not rest:
+        return None
+    learner = min(rest, key=lambda s: (s.seconds, s.name))
+    return Step(learner.name, learner.next_study(n_trials), "rest")
+
+
+def waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:
+    """Whether the learner has yet to run its defaults (or a second point after defaults that completed
+    nothing) in its study on all folds."""
+    main = learner.main
+    return (not learner.too_slow and main.best is None and main.trials < FIRST_TRIES
+            and (n_trials is None or main.trials < n_trials))
+
+
+def shares(learners: list[LearnerState], n_trials: int | None, equal: bool) -> dict[str, float]:
+    """The learners that share the seconds after the defaults, with their weights: :func:`contenders`, or
+    with ``equal`` every learner with a score and an open study, weight 1."""
+    if equal:
+        return {s.name: 1.0 for s in learners if s.main.best is not None and s.open_studies(n_trials)}
+    return contenders(learners, n_trials)
+
+
+def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, float]:
+    """The learners that share the seconds after the defaults, with their weights.
+
+    Among the learners with a completed trial on all folds and a study open for more trials, the leader
+    has the best tuning score; a learner within the margin (twice the standard error of the leader's
+    fold mean, at least ``MIN_MARGIN``) is a contender, weighted from 1 (level with the leader) down to
+    ``EDGE_WEIGHT`` (at the margin's edge). A learner further behind gets nothing until the contenders'
+    studies are full.
+    """
+    scored = [s for s in learners if s.main.best is not None and s.open_studies(n_trials)]
+    if not scored:
+        return {}
+    leader = max(scored, key=lambda s: s.main.best)
+    margin = max(MIN_MARGIN, 2.0 * leader.main.stderr)
+    floor = leader.main.best - margin
+    return {s.name: EDGE_WEIGHT + (1.0 - EDGE_WEIGHT) * (s.main.best - floor) / margin
+            for s in scored if s.main.best >= floor}
+
+
+def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1) -> float:
+    """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
+    refits (``folds`` fits, as long as one trial on all folds) and its model (one more fit), on ``jobs``
+    workers, stretched by ``RESERVE_MARGIN``. Learners of unknown cost add nothing until measured."""
+    seconds = sum(s.expected_seconds * (1.0 + 1.0 / folds) for s in learners
+                  if s.main.best is not None and s.expected_seconds is not None)
+    return RESERVE_MARGIN * seconds / jobs
+
+
+def worth_probing(values: int, share: float | None) -> bool:
+    """Whether a learner's defaults are first fitted on samples to estimate their cost: only on data of at
+    least ``PROBE_CELLS`` instance ``values``, and only under a fair ``share`` (a budget to spend or save)."""
+    return share is not None and values >= PROBE_CELLS
+
+
+def probe_limits(share: float) -> list[float]:
+    """The time limit of each probe fit: first the warm-up's (a fit on a few bags that bears the one-time
+    costs and is not timed), ``PROBE_SHARE`` of the ``share``; then the samples', another ``PROBE_SHARE`` of it in
+    proportion to their sizes."""
+    total = sum(PROBE_FRACTIONS)
+    return [PROBE_SHARE * share] + [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
+
+
+def estimated_trial_seconds(sizes: list[int], seconds: list[float], full: int, fits: int,
+                            growth: float | None = None) -> float:
+    """The seconds of ``fits`` fits on ``full`` training instances, from fits on ``sizes`` instances that
+    took ``seconds``: ``t(full) = t(n) * (full / n) ** a`` from the largest sample ``n``, with ``a`` the
+    learner's declared ``growth``, else measured between the two samples (``log(t2 / t1) / log(n2 / n1)``,
+    within ``GROWTH_RANGE``; linear from a single sample)."""
+    if growth is None:
+        growth = GROWTH_RANGE[0]
+        if len(sizes) > 1 and sizes[-1] > sizes[0] and seconds[0] > 0 and seconds[-1] > 0:
+            growth = math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
+        growth = min(max(growth, GROWTH_RANGE[0]), GROWTH_RANGE[1])
+    return fits * seconds[-1] * (full / sizes[-1]) ** growth
+
+
+def run_seconds(studies: list[list[TrialRecord]], run_start: float, now: float) -> float:
+    """The wall-clock seconds of a learner's trials (all its studies) that started in this run."""
+    return sum(_duration(t, now) for trials in studies for t in trials
+               if t.start is not None and t.start.timestamp() >= run_start)
+
+
+def tuning_deadline(plan: Plan, reserve: float = 0.0) -> float | None:
+    """When tuning stops: ``reserve`` seconds (the final evaluation's estimated cost, :func:`final_reserve`)
+    before the end of the budget, within the bounds of ``FINAL_SHARE``; ``None`` without ``--timeout``."""
+    t = plan.options.timeout
+    if t is None:
+        return None
+    low, high = FINAL_SHARE
+    return plan.start + t - min(max(reserve, low * t), high * t)
+
+
+def final_deadline(plan: Plan) -> float:
+    """When the run's budget ends (infinity without ``--timeout``)."""
+    t = plan.options.timeout
+    return math.inf if t is None else plan.start + t
+
+
+def extras_deadline(plan: Plan, results: int, tracked: bool) -> float:
+    """When the final evaluation stops what the headline figure does not need (the models but the chosen
+    one, the repeats): in time to log ``results`` results before the budget ends, when ``tracked``."""
+    return final_deadline(plan) - (LOG_SECONDS * results if tracked else 0.0)
+
+
+def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, run_start: float,
+                  now: float, directions=("maximize",)) -> LearnerState:
+    """The budget's view of a learner from the trial records of its studies (the study on all bags first);
+    the standard error of a study's best value comes from that trial's fold scores of ``metric`` (the best
+    trial as :func:`best_trial` picks it under the studies' ``directions``).
+
+    ``seconds`` adds up the wall-clock time of all its trials (a running one until ``now``);
+    ``expected_seconds`` is the mean duration of its finished trials on all bags, when it has any;
+    ``too_slow`` says that its defaults passed their fair share since ``run_start`` (this run).
+    """
+    state = []
+    seconds = 0.0
+    for trials in studies:
+        counted = [t for t in trials if counts_toward_budget(t)]
+        best = best_trial(trials, directions)
+        stderr = 0.0
+        if best is not None:
+            folds = best.attrs.get(f"fold_{metric}") or []
+            if len(folds) > 1:
+                stderr = float(np.std(folds, ddof=1) / np.sqrt(len(folds)))
+        state.append(StudyState(len(counted), None if best is None else best.value, stderr))
+        seconds += sum(_duration(t, now) for t in trials if t.start is not None)
+    main = studies[0]
+    durations = [_duration(t, now) for t in main if t.finished and t.start is not None and t.end is not None]
+    too_slow = any(t.attrs.get(TrialAttr.TOO_SLOW) and t.start is not None and t.start.timestamp() >= run_start
+                   for t in main)
+    return LearnerState(learner, tuple(state), seconds, float(np.mean(durations)) if durations else None, too_slow)
+
+
+def standing(states: list[LearnerState], plan: Plan, running: str | None, now: float,
+             deadline: float | None) -> Standing:
+    """What the listener shows: every learner's trials, best score and phase in the policy, and the time
+    left until tuning stops at ``deadline``."""
+    n_trials = plan.options.n_trials
+    weights = shares(states, n_trials, plan.options.allocation == "equal")
+    rows = []
+    for state in states:
+        if state.too_slow:
+            phase = "too slow"
+        elif waits_for_defaults(state, n_trials):
+            phase = "defaults"
+        elif not state.open_studies(n_trials):
+            phase = "full"
+        elif state.name in weights:
+            phase = "contender"
+        else:
+            phase = "behind" if state.main.best is not None else "no score"
+        rows.append(LearnerStanding(state.name, sum(s.trials for s in state.studies),
+                                    None if n_trials is None else n_trials * len(state.studies), state.main.best,
+                                    phase))
+    return Standing(running, rows, plan.options.metric, now - plan.start,
+                    None if deadline is None else max(deadline - now, 0.0))
+
+
+def _duration(trial: TrialRecord, now: float) -> float:
+    end = trial.end.timestamp() if trial.end is not None else now
+    return max(end - trial.start.timestamp(), 0.0)

@@ -1,0 +1,1 @@
+"""Studies: their plan (names, samplers, the search space) and the warm start's meta-features."""

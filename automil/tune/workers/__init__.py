@@ -1,0 +1,1 @@
+"""The fit workers: isolated killable processes and the fit they run."""

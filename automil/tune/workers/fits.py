@@ -1,0 +1,98 @@
+"""One fit, the unit of work a fit worker runs: a learner by name on bag indices of data it holds."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import os
+
+import numpy as np
+
+from automil.bags import Bags
+from automil.evaluation.instance_metrics import instance_fold
+from automil.evaluation.standardized import Standardized
+from automil.tune.final.ensemble_selection import labels_and_scores
+from automil.tune.options import TuneOptions
+from automil.tune.workers.isolation import FitWorker
+
+__all__ = ["fit_worker", "fit_predict", "load_learners"]
+
+
+def load_learners(_=None, learners: tuple[str, ...] | None = None):
+    """Import every learner and the modules the run's ``learners`` declare (``LearnerSpec.imports``; every
+    learner's when ``None``): a worker's preload, so imports never count against a fit's time limit."""
+    from automil import plugins
+
+    specs = plugins.learners()
+    for name in specs if learners is None else learners:
+        for module in specs[name].imports if name in specs else ():
+            try:
+                importlib.import_module(module)
+            except ImportError:  # the learner's fit meets the same error and reports it as the trial's
+                pass
+
+
+def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=None, return_model=False,
+                score_instances=False):
+    """Fit ``Standardized(learner(**params))`` on the ``train`` bags and predict the ``test`` bags.
+
+    This is the unit of work a :class:`~automil.tune.workers.isolation.FitWorker` runs: its arguments are small
+    (a learner name and bag indices into data the worker already holds). ``seed`` goes to the learner's
+    ``random_state`` unless ``params`` sets it. Returns a dict with ``y_pred`` and ``scores`` (the test
+    bags' scores, :func:`automil.tune.final.ensemble_selection.bag_scores`; both ``None`` without ``test``),
+    ``fit_seconds``,
+    ``predict_seconds``, with ``return_model`` ``model``, and with ``score_instances`` ``instance``: the
+    test bags' :func:`automil.evaluation.instance_metrics.instance_fold` (``None`` without instance labels or
+    instance output), made here so that the model never leaves the worker for it.
+
+    Raises
+    ------
+    ValueError
+        When the learner's predictions have the wrong shape or labels it was not trained on; the message
+        names the learner's plugin.
+    """
+    import time
+
+    from automil import plugins
+
+    try:
+        spec = plugins.get_learner(learner)
+    except plugins.UnknownNameError as error:
+        failures = "; ".join(f"{name}: {why}" for name, why in plugins.registry("learners").failures.items())
+        where = f"; plugins that failed to load there: {failures}" if failures else ""
+        raise ValueError(f"{error} (in the worker process{where})") from None
+    estimator = spec.build(**params)
+    if seed is not None and "random_state" in estimator.get_params() and "random_state" not in params:
+        estimator.set_params(random_state=seed)
+    model = Standardized(estimator)
+    start = time.perf_counter()
+    model.fit(bags.subset(train))  # the fold's rows are gathered once and freed once standardized
+    fit_seconds = time.perf_counter() - start
+    y_pred, scores, instance, predict_seconds = None, None, None, 0.0
+    if test is not None:
+        testing = bags.subset(test)
+        start = time.perf_counter()
+        try:
+            y_pred, scores = labels_and_scores(model, testing)  # the scores are what ensembles combine
+        except ValueError as error:  # e.g. scores of the wrong shape or NaN (BagClassifier checks them)
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r}: {error}") from None
+        instance = instance_fold(model, testing) if score_instances else None
+        predict_seconds = time.perf_counter() - start
+        if y_pred.shape != (testing.n_bags,):
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted an array of shape "
+                             f"{y_pred.shape} for {testing.n_bags} bags (expected ({testing.n_bags},))")
+        unknown = np.setdiff1d(y_pred, np.unique(bags.y[np.asarray(train)]))
+        if unknown.size:
+            raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
+                             f"trained on: {unknown[:5].tolist()}")
+    return {"y_pred": y_pred, "scores": scores, "fit_seconds": fit_seconds, "predict_seconds": predict_seconds,
+            "model": model if return_model else None, "instance": instance}
+
+
+def fit_worker(options: TuneOptions, learners=None, spare: bool = True) -> FitWorker:
+    """A tuning process's fit worker for a run of ``learners`` (names; ``None``: every learner); after a first
+    kill its spare makes the next replacement immediate."""
+    threads = max(1, (os.cpu_count() or 1) // options.jobs)
+    preload = functools.partial(load_learners, learners=None if learners is None else tuple(learners))
+    return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=preload,
+                     spare=spare)
