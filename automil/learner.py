@@ -172,9 +172,10 @@ class LearnerSpec:
         fits the defaults on two samples of bags before fitting them on all, to stop a learner that
         cannot finish within its share of the budget; ``None``: the exponent is measured from the samples.
     imports : tuple of str
-        Modules a fit worker imports when it starts, in a run that tunes this learner: a heavy library the
-        estimator imports lazily (so that listing learners stays fast), whose import would otherwise count
-        against the learner's first fit in every new worker.
+        Modules a fit worker imports before its first fit of this learner, outside the fit's time limit (and
+        its replacements at their start): a heavy library the estimator imports lazily (so that listing
+        learners stays fast), whose import would otherwise count against that fit. A worker that never
+        fits the learner never imports them.
     published : Published or None
         The accuracies its paper printed on known datasets, for ``automil report --published``.
     plugin : str

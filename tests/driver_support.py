@@ -1,4 +1,6 @@
-"""Shared by the driver's tests: the test-only learner plugin, installed like any third-party plugin."""
+"""Shared by the driver's tests: the test-only learner plugin, installed like any third-party plugin, and
+helpers that fit workers run (this module imports nothing heavy, so importing it in a worker changes
+nothing the tests look at there)."""
 
 import atexit
 import contextlib
@@ -82,3 +84,8 @@ def ctrl_c_reaches_children():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def imported(_data, module: str) -> bool:
+    """In a fit worker: whether ``module`` is imported there."""
+    return module in sys.modules

@@ -59,7 +59,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     listener = listener or Silent()
     start = time.time()
-    worker = fit_worker(options, learners)
+    worker = fit_worker(options)
     worker.start()  # it imports the learners while the data loads and the studies are prepared
     bags = None
     try:
@@ -219,7 +219,7 @@ def _helper_main(plan: Plan, bags, index: int, parent_pid: int, tracking):
     if os.getppid() != parent_pid:
         return
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    worker = fit_worker(plan.options, plan.learners)
+    worker = fit_worker(plan.options)
     try:
         with _sigterm_interrupts():
             tune_studies(plan, bags, open_storage(plan.options.storage), worker,

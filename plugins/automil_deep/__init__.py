@@ -45,7 +45,7 @@ def register_learners(register):
         # An epoch costs in proportion to the instances (whole bags: their sizes stay) and the epochs are
         # bounded: linear growth, declared, since two small samples' times differ by their early stopping.
         # torch, and torch._dynamo that Adam's first step imports, take seconds to import (15 s on a busy
-        # machine): in a fit worker's start-up, not inside the first deep fit's fair share.
+        # machine) and 247 MB: in a fit worker before its first deep fit, not inside that fit's fair share.
         register(LearnerSpec(name, estimator, space, description, first_trial=spaces.FIRST_TRIALS[name],
                              fit_growth=1.0, imports=("torch", "torch._dynamo"),
                              published=published.PUBLISHED.get(name)))

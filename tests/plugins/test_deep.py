@@ -1,9 +1,8 @@
 """The deep learners (automil_deep): the contract suite on small networks and few epochs, seeding, the
 per-epoch validation losses, weights-only pickles that load in a fresh process, and the one-line hint when
-PyTorch is missing."""
+PyTorch is missing, and torch only in the fit workers that fit a deep learner."""
 
 import dataclasses
-import functools
 import pickle
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from driver_support import imported
 
 pytest.importorskip("torch")
 
@@ -19,8 +19,8 @@ from automil import FitPruned, plugins  # noqa: E402
 from automil.checks import learner_checks, witness_bags  # noqa: E402
 from automil.cli.main import main  # noqa: E402
 from automil.epochs import epoch_listener  # noqa: E402
-from automil.tune.workers.fits import load_learners  # noqa: E402
-from automil.tune.workers.isolation import FitWorker  # noqa: E402
+from automil.tune.options import TuneOptions  # noqa: E402
+from automil.tune.workers.fits import fit_predict, fit_worker, import_for  # noqa: E402
 
 # Small and short: the contract's bags are a few dozen, and its checks fit about fifteen models per learner;
 # nothing held out (no second training on all bags) except where early stopping is the point.
@@ -130,17 +130,21 @@ def test_a_fitted_model_pickles_its_weights_as_arrays_and_predicts_the_same_in_a
     np.testing.assert_array_equal(np.load(tmp_path / "witness.npy"), model.witness(test))
 
 
-def _imported(_data, module: str) -> bool:
-    """In a fit worker: whether ``module`` is imported there."""
-    return module in sys.modules
-
-
-@pytest.mark.parametrize(("learners", "preloaded"), [(("abmil",), True), (("nsk",), False)])
-def test_a_fit_worker_imports_torch_at_start_only_for_a_run_with_a_deep_learner(monkeypatch, learners, preloaded):
+def test_only_a_fit_worker_that_fits_a_deep_learner_imports_torch_and_its_replacement_too(monkeypatch):
     monkeypatch.setenv(plugins.LOAD_PLUGINS_ENV, "svm,deep")  # what the worker process loads
-    with FitWorker(threads=1, preload=functools.partial(load_learners, learners=learners)) as worker:
-        worker.wait_started()
-        assert worker.call(_imported, "torch._dynamo", timeout=60) is preloaded
+    bags = witness_bags(6)
+    with fit_worker(TuneOptions(jobs=2)) as worker:  # a run's worker: the deep learners are registered
+        worker.set_data(bags)
+        import_for(worker, ["nsk"])  # what the trial loop does before each trial's clock starts
+        out = worker.call(fit_predict, "nsk", {}, np.arange(8), np.arange(8, 12), 0, timeout=120)
+        assert out["y_pred"].shape == (4,)
+        assert worker.call(imported, "torch", timeout=60) is False
+        import_for(worker, ["abmil"])
+        assert worker.call(imported, "torch._dynamo", timeout=60) is True
+        worker.kill()  # as at a fit's time-out: the replacement is ready for the same learner
+        assert worker.call(imported, "torch._dynamo", timeout=60) is True
+    with fit_worker(TuneOptions(jobs=2)) as other:  # another run's worker starts without torch again
+        assert other.call(imported, "torch", timeout=60) is False
 
 
 def test_without_torch_automil_learners_says_in_one_line_how_to_get_the_deep_learners(fresh_plugins, capsys):

@@ -33,7 +33,7 @@ from automil.tune.listener import Listener
 from automil.tune.schedule.budget import extras_deadline, final_deadline, run_seconds
 from automil.tune.studies.plan import Plan, study_name
 from automil.tune.tracking import Recorder
-from automil.tune.workers.fits import fit_predict, fit_worker
+from automil.tune.workers.fits import fit_predict, fit_worker, import_for
 from automil.tune.workers.isolation import OutOfTime, run_tasks
 
 __all__ = ["final_evaluation", "FitTask"]
@@ -91,13 +91,15 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     members = main_members(plan, bags, candidates) if options.ensemble else None
     nested = options.protocol == "nested"
     repeats = plan.folds.repeats
-    workers = [worker] + [fit_worker(options, plan.learners, spare=False) for _ in range(options.jobs - 1)]
+    workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:
         w.set_data(bags)
 
     end = final_deadline(plan)
 
     def run(tasks: list[FitTask], deadline=end):
+        for w in workers:  # the libraries of these fits' learners, outside their time limits
+            import_for(w, {task.learner for task in tasks})
         budget = None if deadline is None else max(deadline - time.time(), 0.0)
         calls = [task.call(options.seed) for task in tasks]
         for index, out in run_tasks(workers, calls, timeout=options.fit_timeout, budget=budget):

@@ -42,7 +42,7 @@ from automil.tune.studies.plan import (
     warm_start_note,
 )
 from automil.tune.tracking import Recorder
-from automil.tune.workers.fits import fit_predict
+from automil.tune.workers.fits import fit_predict, import_for
 from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 from automil.tune.workers.processes import process_identity, signals_held
 
@@ -131,9 +131,10 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
         study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
     best = best_trial(trials, plan.options.directions)
     fits = _Fits(fold_splits(plan.folds.tuning, exclude=split), plan.options.fit_timeout)
-    # the replacement of a worker killed in an earlier trial starts up (imports its learners' libraries)
-    # before this trial's clock, so that its start-up does not eat this learner's share
+    # the replacement of a worker killed in an earlier trial starts up, and the worker imports the libraries
+    # the learner declares (torch), before this trial's clock, so that neither eats this learner's share
     worker.wait_started()
+    import_for(worker, (spec.name,))
     started = time.time()
     # A share that ends before the deadline is the learner's own: passing it makes the learner too slow.
     # One that the deadline cuts is the run's budget running out, as for any other trial.

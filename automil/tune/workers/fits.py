@@ -15,7 +15,7 @@ from automil.tune.final.ensemble_selection import labels_and_scores
 from automil.tune.options import TuneOptions
 from automil.tune.workers.isolation import FitWorker
 
-__all__ = ["fit_worker", "fit_predict", "load_learners"]
+__all__ = ["fit_worker", "fit_predict", "import_for", "load_learners"]
 
 
 def load_learners(_=None, learners: tuple[str, ...] | None = None):
@@ -89,10 +89,29 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
             "model": model if return_model else None, "instance": instance}
 
 
-def fit_worker(options: TuneOptions, learners=None, spare: bool = True) -> FitWorker:
-    """A tuning process's fit worker for a run of ``learners`` (names; ``None``: every learner); after a first
-    kill its spare makes the next replacement immediate."""
+def fit_worker(options: TuneOptions, spare: bool = True) -> FitWorker:
+    """A tuning process's fit worker; after a first kill its spare makes the next replacement immediate.
+
+    It starts with the plugins' learners imported, not the libraries they declare (``LearnerSpec.imports``):
+    those come before its first fit of such a learner (:func:`import_for`), so a worker that fits none of
+    them never carries torch (247 MB)."""
     threads = max(1, (os.cpu_count() or 1) // options.jobs)
-    preload = functools.partial(load_learners, learners=None if learners is None else tuple(learners))
-    return FitWorker(threads=threads, memory_limit=options.fit_memory, preload=preload,
-                     spare=spare)
+    return FitWorker(threads=threads, memory_limit=options.fit_memory,
+                     preload=functools.partial(load_learners, learners=()), spare=spare)
+
+
+def import_for(worker: FitWorker, learners) -> None:
+    """Have ``worker`` (of :func:`fit_worker`) import the libraries ``learners`` declare, before the clock of
+    any of their fits starts, and every replacement of it preload them: a killed fit's worker is replaced
+    by one that is ready for the same learner."""
+    from automil import plugins
+
+    specs = plugins.learners()
+    declaring = {name for name in learners if name in specs and specs[name].imports}
+    if not declaring:
+        return
+    preloaded = set(worker.preload.keywords["learners"])  # the functools.partial fit_worker made
+    if not declaring <= preloaded:
+        worker.preload = functools.partial(load_learners, learners=tuple(sorted(preloaded | declaring)))
+    # the current process may have started before that (a spare): a module imported already costs nothing
+    worker.call(load_learners, tuple(sorted(declaring)), timeout=worker.startup_timeout)
