@@ -178,7 +178,8 @@ class DeepMILClassifier(BagClassifier):
 
     def __setstate__(self, state):
         weights = state.get("network_")
-        self.__dict__.update(state)
+        # a model pickled before these parameters existed trained on every instance, on the CPU
+        self.__dict__.update({"max_instances": None, "device": "auto", **state})
         if weights is not None:
             import torch
 

@@ -136,3 +136,14 @@ def test_a_model_asked_to_predict_on_cuda_without_cuda_says_so():
 def test_a_bad_device_or_max_instances_is_a_clear_error(params, message):
     with pytest.raises(ValueError, match=message):
         ABMILClassifier(**{**FAST, **params}).fit(witness_bags(4))
+
+
+def test_a_model_pickled_without_device_and_max_instances_loads_and_predicts_as_before():
+    train, test = witness_bags(8), witness_bags(4, seed=1)
+    model = ABMILClassifier(**FAST).fit(train)
+    state = model.__getstate__()
+    del state["device"], state["max_instances"]  # what a model logged before these parameters holds
+    old = ABMILClassifier.__new__(ABMILClassifier)
+    old.__setstate__(state)
+    assert old.get_params()["max_instances"] is None and old.get_params()["device"] == "auto"
+    np.testing.assert_array_equal(old.predict_proba(test), model.predict_proba(test))
