@@ -12,7 +12,7 @@ import argparse
 import numpy as np
 
 import automil
-from automil.evaluation import cross_validated_predictions
+from automil.evaluation.standardized import cross_validated_predictions
 
 ROWS = (("citation-knn", True), ("citation-knn", False), ("migraph", True))
 

@@ -9,8 +9,8 @@ import sys
 import numpy as np
 
 import automil
-from automil.evaluation import Standardized
-from automil.instance_metrics import instance_fold
+from automil.evaluation.instance_metrics import instance_fold
+from automil.evaluation.standardized import Standardized
 
 
 def main(dataset: str, learners: list[str]) -> None:
