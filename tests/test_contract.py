@@ -5,31 +5,17 @@ import dataclasses
 import numpy as np
 import optuna
 import pytest
+from contract_cases import contract_cases
 
 import automil
 from automil.checks import (
     check_first_trial_is_a_point_of_the_search_space,
     check_search_space_extremes,
-    learner_checks,
 )
 from automil.learner import SEED
 
-CASES = [(spec.name, check) for spec in automil.learners().values() for check in learner_checks(spec)]
-# Citation-kNN's minimal Hausdorff distance is the closest pair of instances: between bags of one noise
-# distribution that pair is noise, so a single planted witness never changes a bag's neighbours (chance
-# accuracy, docs/algorithms.md 19). Its maximal Hausdorff distance passes (tests/plugins/test_baselines.py).
-NOT_LEARNED = {("citation-knn", "check_binary"), ("citation-knn", "check_multiclass")}
 
-
-def _case(name, check):
-    if (name, check.__name__) in NOT_LEARNED:
-        return pytest.param(name, check, marks=pytest.mark.xfail(
-            raises=AssertionError, strict=True, reason="the witness concept is invisible to the closest pair"))
-    return pytest.param(name, check)
-
-
-@pytest.mark.parametrize(("learner", "check"), [_case(*case) for case in CASES],
-                         ids=[f"{n}-{c.__name__}" for n, c in CASES])
+@pytest.mark.parametrize(("learner", "check"), contract_cases())
 def test_learner_honours_contract(learner, check):
     check()
 
