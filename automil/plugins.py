@@ -26,6 +26,7 @@ BUILTIN_PLUGINS = {
     "pdmisvm": "automil_pdmisvm",
     "forests": "automil_forests",
     "embedding": "automil_embedding",
+    "neighbors": "automil_neighbors",
 }
 
 

@@ -5,19 +5,17 @@ import dataclasses
 import numpy as np
 import optuna
 import pytest
+from contract_cases import contract_cases
 
 import automil
 from automil.checks import (
     check_first_trial_is_a_point_of_the_search_space,
     check_search_space_extremes,
-    learner_checks,
 )
 from automil.learner import SEED
 
-CASES = [(spec.name, check) for spec in automil.learners().values() for check in learner_checks(spec)]
 
-
-@pytest.mark.parametrize(("learner", "check"), CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
+@pytest.mark.parametrize(("learner", "check"), contract_cases())
 def test_learner_honours_contract(learner, check):
     check()
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from contract_cases import contract_cases
 
-from automil import Bags, checks, learners
-from automil.checks import learner_checks
+from automil import Bags, checks
 from automil.evaluation.standardized import Standardized, instance_scaling
 from automil.tune.workers.fits import fit_predict, load_learners
 from automil.tune.workers.isolation import FitTimeout, FitWorker
@@ -158,11 +158,8 @@ def test_a_run_removes_the_files_of_runs_whose_main_process_was_killed(run_direc
         release_instances(shared)
 
 
-CONTRACT = [(spec.name, check) for spec in learners().values() for check in learner_checks(spec)]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize(("learner", "check"), CONTRACT, ids=[f"{n}-{c.__name__}" for n, c in CONTRACT])
+@pytest.mark.parametrize(("learner", "check"), contract_cases())
 def test_every_learner_honours_its_contract_on_float32_bags(learner, check, monkeypatch):
     float64_bags = checks.witness_bags
 

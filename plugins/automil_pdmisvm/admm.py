@@ -54,7 +54,7 @@ class PdMISVMBase(BagClassifier):
     (precompute; fill ``state.G``), ``_w_step(state, mu)`` (update W and ``state.G``, return
     ``1/2 ||W||^2``), ``_score_sums(state)`` (``sum_j G_{jm}`` and ``sum_{j in P_m} G_{jm}`` for the
     b-step), ``_snapshot()``/``_restore()`` (keep the last finite model), ``_finish(state, mu, finite)``
-    (final fitted attributes) and ``_instance_scores(bags)``. Class attributes: ``alpha`` (0 when the
+    (final fitted attributes) and ``_class_scores(bags)``. Class attributes: ``alpha`` (0 when the
     W-step regresses onto ``T^``, 1 when it needs the residual ``T~``), ``add_onehot`` (fold the U part
     into ``M``), ``update_G`` (the sweep applies ``G -= s * XG``).
     """
@@ -136,13 +136,20 @@ class PdMISVMBase(BagClassifier):
         self.residual_history_, self.objective_history_, self.lagrangian_history_ = history[:, :k + 1]
         return mu, stopped
 
-    def _instance_scores(self, bags):
+    def _class_scores(self, bags):
         """``W^T x + b`` for every instance of ``bags``, shape ``(n_instances, K)``."""
         raise NotImplementedError
 
+    def _instance_scores(self, bags):
+        """The class scores; for two classes the positive class's margin over the other's, ``s_1 - s_0``: a
+        witness of class 1 is an instance that class 1 scores high *and* class 0 does not, whereas class 1's
+        column alone also rises with instances that score high for both classes (noise of a large norm)."""
+        scores = self._class_scores(bags)
+        return scores[:, 1] - scores[:, 0] if scores.shape[1] == 2 else scores
+
     def _decision_function(self, bags):
-        return bag_max(bags.offsets, self._instance_scores(bags))[0]
+        return bag_max(bags.offsets, self._class_scores(bags))[0]
 
     def _witness(self, bags):
         """Position of the instance with the largest score for the predicted class (2.1)."""
-        return witness(bags.offsets, self._instance_scores(bags))
+        return witness(bags.offsets, self._class_scores(bags))

@@ -162,7 +162,7 @@ class KernelPdMISVMClassifier(PdMISVMBase):
         for name in ("_rows", "_eigen", "_last", "_z", "_mu"):
             self.__dict__.pop(name, None)
 
-    def _instance_scores(self, bags):
+    def _class_scores(self, bags):
         return self._kernel(bags.X, self.support_instances_) @ self.dual_coef_ + self.intercept_
 
 

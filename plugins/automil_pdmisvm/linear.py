@@ -81,7 +81,7 @@ class _LinearPdMISVM(PdMISVMBase):
         for name in ("_xsum", "_xclass", "_last", "_XG", "_s", "_eigen"):
             self.__dict__.pop(name, None)
 
-    def _instance_scores(self, bags):
+    def _class_scores(self, bags):
         return bags.X @ self.coef_ + self.intercept_
 
 

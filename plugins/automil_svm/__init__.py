@@ -9,10 +9,11 @@ import automil
 
 @automil.hookimpl
 def register_learners(register):
-    """Register sil, mi-svm, MI-SVM, nsk, smil and sbmil."""
+    """Register sil, mi-svm, MI-SVM, nsk, smil, sbmil and migraph."""
     from automil import LearnerSpec
     from automil_svm import published, spaces
     from automil_svm.andrews import MISVM, MiSVM
+    from automil_svm.migraph import MiGraph
     from automil_svm.nsk import NSK
     from automil_svm.sil import SIL
     from automil_svm.sparse_mil import SBMIL, SMIL
@@ -33,9 +34,13 @@ def register_learners(register):
         ("sbmil", SBMIL, spaces.sbmil_space, True,
          "sbMIL: sMIL, then an instance SVM with the top eta fraction of positive-bag instances positive "
          "(Bunescu & Mooney 2007)"),
+        ("migraph", MiGraph, spaces.kernel_space, False,
+         "miGraph: SVM on whole bags with a kernel that weighs each instance by 1 / its degree in the bag's "
+         "epsilon-graph (Zhou, Sun & Li 2009)"),
     )
     # standard_mil: the bag score is the maximum instance score (for sMIL its default bag_score="max").
     for name, estimator, space, standard_mil, description in learners:
-        register(LearnerSpec(name, estimator, space, description=description, multiclass=True, sparse=True,
+        register(LearnerSpec(name, estimator, space, description=description, multiclass=True,
+                             sparse=estimator.accepts_sparse,
                              standard_mil=standard_mil, first_trial=spaces.FIRST_TRIALS[name],
                              published=published.PUBLISHED.get(name)))

@@ -56,4 +56,5 @@ def sbmil_space(trial) -> dict:
 _DEFAULT = {"C": 1.0, "kernel": "linear"}
 FIRST_TRIALS = {"sil": {**_DEFAULT, "class_weight": None}, "mi-svm": _DEFAULT, "MI-SVM": _DEFAULT,
                 "nsk": {**_DEFAULT, "normalization": "averaging"}, "smil": {**_DEFAULT, "bag_score": "max"},
-                "sbmil": {**_DEFAULT, "eta": 0.1}}
+                "sbmil": {**_DEFAULT, "eta": 0.1},
+                "migraph": {"C": 10.0, "kernel": "rbf", "g": 1.0}}

@@ -162,6 +162,17 @@ def test_decision_function_is_the_bag_max_of_the_linear_scores():
         assert model.witness(train)[i] == np.argmax(bag @ model.coef_[:, np.argmax(scores[i])])
 
 
+@pytest.mark.parametrize("cls", LINEAR, ids=LINEAR_IDS)
+def test_two_class_instance_score_is_the_positive_class_margin_over_the_other(cls):
+    train, test = make_synthetic_bags(150, 10, 2, seed=0), make_synthetic_bags(60, 10, 2, seed=1)
+    model = cls().fit(train)
+    class_scores = test.X @ model.coef_ + model.intercept_
+    np.testing.assert_allclose(model.instance_scores(test)[:, 1], class_scores[:, 1] - class_scores[:, 0])
+    np.testing.assert_allclose(model.instance_scores(test)[:, 0], class_scores[:, 0] - class_scores[:, 1])
+    np.testing.assert_allclose(model.decision_function(test)[:, 1], [s.max() for s in np.split(
+        class_scores[:, 1], test.offsets[1:-1])])  # the bag scores stay the class scores' maxima
+
+
 def test_kernel_w_step_with_the_linear_kernel_equals_the_exact_linear_w_step():
     """15.2.5: the push-through identity gives the same instance scores as the d x d normal equations."""
     rng = np.random.default_rng(0)

@@ -15,6 +15,7 @@ from automil import Bags
 from automil.checks import witness_bags
 from automil_svm import margin_solvers, svm_problem
 from automil_svm.andrews import MISVM, MiSVM, relabel_positive_bags
+from automil_svm.migraph import MiGraph
 from automil_svm.nsk import NSK
 from automil_svm.sil import SIL
 from automil_svm.sparse_mil import SBMIL, SMIL, positive_bag_margins
@@ -305,12 +306,14 @@ def test_a_kernel_matrix_over_the_memory_limit_is_refused_with_advice(monkeypatc
         SIL(kernel="rbf").fit(witness_bags(10))
 
 
-def test_the_six_learners_are_registered_with_their_literature_names():
+def test_the_seven_learners_are_registered_with_their_literature_names():
     specs = {name: spec for name, spec in automil.learners().items() if spec.plugin == "svm"}
-    assert {name: spec.estimator for name, spec in specs.items()} == NAMES
+    assert {name: spec.estimator for name, spec in specs.items()} == {**NAMES, "migraph": MiGraph}
     assert "lower-case" in specs["mi-svm"].description and "upper-case" in specs["MI-SVM"].description
-    assert [name for name, spec in specs.items() if not spec.witness] == ["nsk"]
-    assert all(spec.multiclass and spec.sparse for spec in specs.values())
+    assert [name for name, spec in specs.items() if not spec.witness] == ["nsk", "migraph"]
+    assert all(spec.multiclass for spec in specs.values())
+    # miGraph's graph weights are a numba loop over dense rows
+    assert [name for name, spec in specs.items() if not spec.sparse] == ["migraph"]
 
 
 def test_importing_the_plugin_loads_neither_scikit_learn_nor_numba():

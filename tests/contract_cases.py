@@ -1,0 +1,24 @@
+"""The contract suite's cases over every registered learner, as pytest parameters; the checks a learner fails
+by its design carry a strict xfail with the reason."""
+
+import pytest
+
+import automil
+from automil.checks import learner_checks
+
+# Citation-kNN's minimal Hausdorff distance is the closest pair of instances: between bags of one noise
+# distribution that pair is noise, so a single planted witness never changes a bag's neighbours (chance
+# accuracy, docs/algorithms.md 19.3). Its maximal Hausdorff distance passes (tests/plugins/test_baselines.py).
+NOT_LEARNED = {("citation-knn", "check_binary"), ("citation-knn", "check_multiclass")}
+
+
+def contract_cases() -> list:
+    """``pytest.param(learner name, check)`` for every registered learner and every check that applies."""
+    cases = []
+    for spec in automil.learners().values():
+        for check in learner_checks(spec):
+            marks = [pytest.mark.xfail(raises=AssertionError, strict=True,
+                                       reason="the witness concept is invisible to the closest pair")
+                     ] if (spec.name, check.__name__) in NOT_LEARNED else []
+            cases.append(pytest.param(spec.name, check, marks=marks, id=f"{spec.name}-{check.__name__}"))
+    return cases
