@@ -17,9 +17,11 @@ from importlib.metadata import entry_points
 import pluggy
 
 from automil import hookspecs
+from automil.data.readers import builtin as builtin_formats
 
 ENTRY_POINT_GROUP = "automil"
 LOAD_PLUGINS_ENV = "AUTOMIL_LOAD_PLUGINS"
+CORE_FORMATS = "automil"  # the plugin name of the built-in readers
 BUILTIN_PLUGINS = {
     "datasets": "automil_datasets",
     "svm": "automil_svm",
@@ -43,6 +45,7 @@ class Registry:
 
     learners: dict = field(default_factory=dict)
     datasets: dict = field(default_factory=dict)
+    formats: dict = field(default_factory=dict)
     failures: dict = field(default_factory=dict)
     plugins: dict = field(default_factory=dict)  # plugin name -> version
 
@@ -76,6 +79,7 @@ def _allowed() -> set[str] | None:
 def _load_plugins() -> pluggy.PluginManager:
     pm = pluggy.PluginManager("automil")
     pm.add_hookspecs(hookspecs)
+    pm.register(builtin_formats, name=CORE_FORMATS)  # the core's own readers: not a plugin one can leave out
     pm.load_failures = {}
     pm.plugin_versions = {}
     allowed = _allowed()
@@ -124,8 +128,8 @@ def _guarded_register(pm, name, load, version):
 
 
 def registry(kind: str) -> Registry:
-    """Call one registration hook on every plugin and collect the specs; ``kind`` is 'learners' or
-    'datasets'. Two plugins claiming one name raise ``ValueError`` naming both."""
+    """Call one registration hook on every plugin and collect the specs; ``kind`` is 'learners', 'datasets'
+    or 'formats'. Two plugins claiming one name raise ``ValueError`` naming both."""
     if kind in _registries:
         return _registries[kind]
     pm = plugin_manager()
