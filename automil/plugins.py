@@ -1,8 +1,10 @@
 """The plugin manager: built-in plugins, entry points, ``AUTOMIL_LOAD_PLUGINS``, and the registry.
 
-Built-in plugins are packages under ``plugins/`` registered through the entry-point group ``automil``
-like any third-party plugin; they are also listed here by module name so they load even when the
-packaging metadata is broken. Loading is lazy (on the first registry call) and happens once per process.
+Built-in plugins are packages under ``plugins/``, written like any third-party plugin and loaded by module
+name from ``BUILTIN_PLUGINS``, the one place a built-in's name is written (the import contracts and the
+contract suite read it). Third-party plugins come through the entry-point group ``automil``. The core's own
+file formats register through the same hooks (``automil.data.readers.builtin``). Loading is lazy (on the
+first registry call) and happens once per process.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ BUILTIN_PLUGINS = {
     "pdmisvm": "automil_pdmisvm",
     "forests": "automil_forests",
     "embedding": "automil_embedding",
+    "deep": "automil_deep",
 }
 
 
