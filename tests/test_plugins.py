@@ -147,6 +147,9 @@ PLUGIN_PACKAGES = [init.parent for init in sorted((REPO / "plugins").glob("autom
     REPO / "examples" / "plugin-template" / "automil_example"]
 
 
+TEMPLATE_SPECS = ("automil.LearnerSpec", "automil.DatasetSpec", "automil.Reader")
+
+
 @pytest.mark.parametrize("package", PLUGIN_PACKAGES, ids=lambda package: package.name)
 def test_every_built_in_plugin_has_the_template_shape(package):
     init = ast.parse((package / "__init__.py").read_text())
@@ -159,6 +162,14 @@ def test_every_built_in_plugin_has_the_template_shape(package):
         assert is_hook and ast.get_docstring(node), (
             f"{package.name}/__init__.py line {node.lineno}: only imports and hooks with a docstring live there")
         hooks.append(node.name)
+    registrations = [node for node in ast.walk(init)
+                     if isinstance(node, ast.Call) and ast.unparse(node.func) == "register"]
+    assert registrations, f"{package.name}/__init__.py registers nothing"
+    for call in registrations:
+        spec = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        assert (isinstance(spec, ast.Call) and ast.unparse(spec.func) in TEMPLATE_SPECS and not spec.args), (
+            f"{package.name}/__init__.py line {call.lineno}: register one automil.LearnerSpec, DatasetSpec or "
+            "Reader per call, its fields by keyword, as the template does")
     assert ("register_learners" in hooks) == (package / "spaces.py").exists(), (
         f"{package.name}: a plugin with learners keeps their search spaces and first trials in spaces.py")
     for module in sorted(package.glob("*.py")):

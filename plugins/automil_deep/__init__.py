@@ -17,7 +17,6 @@ def register_learners(register):
         # the registry records this as the plugin's load failure, which `automil learners` prints in one line
         raise ModuleNotFoundError("PyTorch is not installed; pip install 'automil[deep]' adds the learners abmil, "
                                   "mi-net, MI-Net, transmil and dsmil")
-    from automil import LearnerSpec
     from automil_deep import published, spaces
     from automil_deep.estimators import (
         ABMILClassifier,
@@ -27,25 +26,33 @@ def register_learners(register):
         TransMILClassifier,
     )
 
-    # None claims the standard MIL assumption: attention, mean pooling and learned embeddings can all
-    # weigh negative evidence.
-    learners = (
-        ("abmil", ABMILClassifier, spaces.abmil_space,
-         "attention-based deep MIL pooling, gated or not (Ilse, Tomczak & Welling 2018)"),
-        ("mi-net", MiNetClassifier, spaces.mi_net_space,
-         "mi-Net: instance network, max or mean pooling of instance scores (Wang et al. 2018)"),
-        ("MI-Net", MINetClassifier, spaces.MI_net_space,
-         "MI-Net: embedding network with pooled instance embeddings, deep supervision (Wang et al. 2018)"),
-        ("transmil", TransMILClassifier, spaces.training_space,
-         "TransMIL: self-attention over the instances with a class token (Shao et al. 2021)"),
-        ("dsmil", DSMILClassifier, spaces.training_space,
-         "DSMIL: dual-stream MIL, critical instance and attention by similarity (Li, Li & Eliceiri 2021)"),
-    )
-    for name, estimator, space, description in learners:
-        # An epoch costs in proportion to the instances (whole bags: their sizes stay) and the epochs are
-        # bounded: linear growth, declared, since two small samples' times differ by their early stopping.
-        # torch, and torch._dynamo that Adam's first step imports, take seconds to import (15 s on a busy
-        # machine) and 247 MB: in a fit worker before its first deep fit, not inside that fit's fair share.
-        register(LearnerSpec(name, estimator, space, description, first_trial=spaces.FIRST_TRIALS[name],
-                             fit_growth=1.0, imports=("torch", "torch._dynamo"),
-                             published=published.PUBLISHED.get(name)))
+    # standard_mil stays False: attention, mean pooling and learned embeddings can all weigh negative
+    # evidence. An epoch costs in proportion to the instances (whole bags: their sizes stay) and the epochs
+    # are bounded: linear growth (fit_growth=1.0), declared, since two small samples' times differ by their
+    # early stopping. torch, and torch._dynamo that Adam's first step imports, take seconds to import: in a
+    # fit worker's start-up, not inside the first deep fit's fair share.
+    register(automil.LearnerSpec(
+        name="abmil", estimator=ABMILClassifier, search_space=spaces.abmil_space,
+        description="attention-based deep MIL pooling, gated or not (Ilse, Tomczak & Welling 2018)",
+        first_trial=spaces.FIRST_TRIALS["abmil"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        published=published.PUBLISHED.get("abmil")))
+    register(automil.LearnerSpec(
+        name="mi-net", estimator=MiNetClassifier, search_space=spaces.mi_net_space,
+        description="mi-Net: instance network, max or mean pooling of instance scores (Wang et al. 2018)",
+        first_trial=spaces.FIRST_TRIALS["mi-net"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        published=published.PUBLISHED.get("mi-net")))
+    register(automil.LearnerSpec(
+        name="MI-Net", estimator=MINetClassifier, search_space=spaces.MI_net_space,
+        description="MI-Net: embedding network with pooled instance embeddings, deep supervision (Wang et al. 2018)",
+        first_trial=spaces.FIRST_TRIALS["MI-Net"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        published=published.PUBLISHED.get("MI-Net")))
+    register(automil.LearnerSpec(
+        name="transmil", estimator=TransMILClassifier, search_space=spaces.training_space,
+        description="TransMIL: self-attention over the instances with a class token (Shao et al. 2021)",
+        first_trial=spaces.FIRST_TRIALS["transmil"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        published=published.PUBLISHED.get("transmil")))
+    register(automil.LearnerSpec(
+        name="dsmil", estimator=DSMILClassifier, search_space=spaces.training_space,
+        description="DSMIL: dual-stream MIL, critical instance and attention by similarity (Li, Li & Eliceiri 2021)",
+        first_trial=spaces.FIRST_TRIALS["dsmil"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        published=published.PUBLISHED.get("dsmil")))

@@ -11,7 +11,6 @@ import automil
 @automil.hookimpl
 def register_learners(register):
     """Register bag-stats, miles, mivlad and mifv."""
-    from automil import LearnerSpec
     from automil_embedding import published, spaces
     from automil_embedding.bag_stats import BagStats
     from automil_embedding.coding import MiFV, MiVLAD
@@ -19,19 +18,20 @@ def register_learners(register):
 
     # None follows the standard MIL assumption: a bag's mean, its similarity profile and its codes all
     # move when negative instances are added, and negative evidence can lower a score.
-    register(LearnerSpec("bag-stats", BagStats, spaces.bag_stats_space,
-                         "bag statistics (mean/max/min/std) + a scikit-learn classifier chosen by the tuner",
-                         sparse=True, first_trial=spaces.FIRST_TRIALS["bag-stats"]))
-    register(LearnerSpec("miles", MILES, spaces.miles_space,
-                         "MILES: similarity to concept instances + 1-norm SVM; witness through the selected "
-                         "concepts (Chen, Bi & Wang 2006)",
-                         sparse=True, first_trial=spaces.FIRST_TRIALS["miles"],
-                         published=published.PUBLISHED["miles"]))
-    register(LearnerSpec("mivlad", MiVLAD, spaces.codebook_space,
-                         "miVLAD: VLAD codes over k-means codewords + linear SVM (Wei, Wu & Zhou 2017)",
-                         first_trial=spaces.FIRST_TRIALS["mivlad"],
-                         published=published.PUBLISHED["mivlad"]))
-    register(LearnerSpec("mifv", MiFV, spaces.codebook_space,
-                         "miFV: Fisher vectors over a diagonal Gaussian mixture + linear SVM (Wei, Wu & Zhou 2017)",
-                         first_trial=spaces.FIRST_TRIALS["mifv"],
-                         published=published.PUBLISHED["mifv"]))
+    register(automil.LearnerSpec(
+        name="bag-stats", estimator=BagStats, search_space=spaces.bag_stats_space,
+        description="bag statistics (mean/max/min/std) + a scikit-learn classifier chosen by the tuner",
+        sparse=True, first_trial=spaces.FIRST_TRIALS["bag-stats"]))
+    register(automil.LearnerSpec(
+        name="miles", estimator=MILES, search_space=spaces.miles_space,
+        description="MILES: similarity to concept instances + 1-norm SVM; witness through the selected "
+                    "concepts (Chen, Bi & Wang 2006)",
+        sparse=True, first_trial=spaces.FIRST_TRIALS["miles"], published=published.PUBLISHED["miles"]))
+    register(automil.LearnerSpec(
+        name="mivlad", estimator=MiVLAD, search_space=spaces.codebook_space,
+        description="miVLAD: VLAD codes over k-means codewords + linear SVM (Wei, Wu & Zhou 2017)",
+        first_trial=spaces.FIRST_TRIALS["mivlad"], published=published.PUBLISHED["mivlad"]))
+    register(automil.LearnerSpec(
+        name="mifv", estimator=MiFV, search_space=spaces.codebook_space,
+        description="miFV: Fisher vectors over a diagonal Gaussian mixture + linear SVM (Wei, Wu & Zhou 2017)",
+        first_trial=spaces.FIRST_TRIALS["mifv"], published=published.PUBLISHED["mifv"]))

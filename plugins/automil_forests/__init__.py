@@ -9,7 +9,6 @@ import automil
 @automil.hookimpl
 def register_learners(register):
     """Register mirf, blrt and midf."""
-    from automil import LearnerSpec
     from automil_forests import spaces
     from automil_forests.blrt import BLRTClassifier
     from automil_forests.midf import MIDFClassifier
@@ -21,11 +20,14 @@ def register_learners(register):
     # standard_mil: MIRF scores a bag by the maximum over its instances (10.4), so adding instances never
     # lowers its positive score; BLRT routes by instance fractions and MIDF stacks BLRT, so neither
     # follows the standard MIL assumption.
-    register(LearnerSpec("mirf", MIRFClassifier, spaces.mirf_space,
-                         "MIRF: random forest of ID3-MI trees on bootstrap samples of bags",
-                         standard_mil=True, first_trial=spaces.FIRST_TRIALS["mirf"]))
-    register(LearnerSpec("blrt", BLRTClassifier, spaces.blrt_space,
-                         "BLRT: bag-level randomized trees (Komarek & Somol)", first_trial=spaces.FIRST_TRIALS["blrt"]))
-    register(LearnerSpec("midf", MIDFClassifier, spaces.midf_space,
-                         "MIDF: cascade of MIRF and BLRT forests (multiple-instance deep forest)",
-                         first_trial=spaces.FIRST_TRIALS["midf"]))
+    register(automil.LearnerSpec(
+        name="mirf", estimator=MIRFClassifier, search_space=spaces.mirf_space,
+        description="MIRF: random forest of ID3-MI trees on bootstrap samples of bags",
+        standard_mil=True, first_trial=spaces.FIRST_TRIALS["mirf"]))
+    register(automil.LearnerSpec(
+        name="blrt", estimator=BLRTClassifier, search_space=spaces.blrt_space,
+        description="BLRT: bag-level randomized trees (Komarek & Somol)", first_trial=spaces.FIRST_TRIALS["blrt"]))
+    register(automil.LearnerSpec(
+        name="midf", estimator=MIDFClassifier, search_space=spaces.midf_space,
+        description="MIDF: cascade of MIRF and BLRT forests (multiple-instance deep forest)",
+        first_trial=spaces.FIRST_TRIALS["midf"]))

@@ -10,14 +10,13 @@ import automil
 @automil.hookimpl
 def register_learners(register):
     """Register citation-knn."""
-    from automil import LearnerSpec
     from automil_neighbors import published, spaces
     from automil_neighbors.citation_knn import CitationKNN
 
     # fit_growth: every pair of training instances is compared, so a fit is quadratic in instances.
-    register(LearnerSpec(
-        "citation-knn", CitationKNN, spaces.citation_knn_space,
-        "Citation-kNN: votes of the R nearest bags and of the bags that have it among their C nearest, "
-        "minimal Hausdorff distance (Wang & Zucker 2000)",
+    register(automil.LearnerSpec(
+        name="citation-knn", estimator=CitationKNN, search_space=spaces.citation_knn_space,
+        description="Citation-kNN: votes of the R nearest bags and of the bags that have it among their C "
+                    "nearest, minimal Hausdorff distance (Wang & Zucker 2000)",
         multiclass=True, sparse=True, first_trial=spaces.FIRST_TRIALS["citation-knn"], fit_growth=2.0,
         published=published.PUBLISHED["citation-knn"]))

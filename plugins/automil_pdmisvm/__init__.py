@@ -6,7 +6,6 @@ import automil
 @automil.hookimpl
 def register_learners(register):
     """Register pdmisvm, pdmisvm-inexact and pdmisvm-kernel."""
-    from automil import LearnerSpec
     from automil_pdmisvm import spaces
     from automil_pdmisvm.kernel import KernelPdMISVMClassifier
     from automil_pdmisvm.linear import InexactPdMISVMClassifier, PdMISVMClassifier
@@ -16,18 +15,21 @@ def register_learners(register):
     # for the standard MIL assumption do not hold by construction.
     # The reference code's kernel (gamma=2, ell=1) is nearly the identity on standardized data (3.5);
     # untuned, the learner uses a length scale of sqrt(d) and the exponent 1 (docs/accuracy-pdmisvm.md).
-    def fields(name):  # the same for the three learners but the defaults and the first trial
-        return dict(multiclass=True, sparse=False, standard_mil=False, defaults=spaces.DEFAULTS[name],
-                    first_trial=spaces.FIRST_TRIALS[name])
-
-    register(LearnerSpec("pdmisvm", PdMISVMClassifier, spaces.linear_space,
-                         "primal-dual multi-class MI-SVM (ADMM), exact W-step; linear in bags", **fields("pdmisvm")))
+    register(automil.LearnerSpec(
+        name="pdmisvm", estimator=PdMISVMClassifier, search_space=spaces.linear_space,
+        description="primal-dual multi-class MI-SVM (ADMM), exact W-step; linear in bags",
+        multiclass=True, sparse=False, standard_mil=False, defaults=spaces.DEFAULTS["pdmisvm"],
+        first_trial=spaces.FIRST_TRIALS["pdmisvm"]))
     # One gradient step per iteration needs a small initial penalty, or the constraints freeze W before
     # it has moved: every inexact setting the authors tuned has mu0 <= 1e-5 (docs/algorithms.md 2.6), and
     # untuned accuracy rises by 2 to 13 points over mu0 = 1e-3 (docs/accuracy-pdmisvm.md).
-    register(LearnerSpec("pdmisvm-inexact", InexactPdMISVMClassifier, spaces.linear_space,
-                         "primal-dual multi-class MI-SVM (ADMM), line-search W-step; linear in bags "
-                         "and features", **fields("pdmisvm-inexact")))
-    register(LearnerSpec("pdmisvm-kernel", KernelPdMISVMClassifier, spaces.kernel_space,
-                         "primal-dual multi-class MI-SVM with a gamma-exponential kernel (small data)",
-                         **fields("pdmisvm-kernel")))
+    register(automil.LearnerSpec(
+        name="pdmisvm-inexact", estimator=InexactPdMISVMClassifier, search_space=spaces.linear_space,
+        description="primal-dual multi-class MI-SVM (ADMM), line-search W-step; linear in bags and features",
+        multiclass=True, sparse=False, standard_mil=False, defaults=spaces.DEFAULTS["pdmisvm-inexact"],
+        first_trial=spaces.FIRST_TRIALS["pdmisvm-inexact"]))
+    register(automil.LearnerSpec(
+        name="pdmisvm-kernel", estimator=KernelPdMISVMClassifier, search_space=spaces.kernel_space,
+        description="primal-dual multi-class MI-SVM with a gamma-exponential kernel (small data)",
+        multiclass=True, sparse=False, standard_mil=False, defaults=spaces.DEFAULTS["pdmisvm-kernel"],
+        first_trial=spaces.FIRST_TRIALS["pdmisvm-kernel"]))
