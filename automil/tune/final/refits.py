@@ -173,16 +173,13 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
                "repeats": options.repeats, "protocol": options.protocol}
         if plan.folds.source is not None:  # drawn repeats follow from the seed the studies hold already
             key["folds"] = plan.folds.digest
-        if instance_labels:  # a result stored before the instance figures is computed again
+        if instance_labels:  # the bags' digest leaves out instance labels; a row without their figures won't do
             key["instance_figures"] = True
         candidates[learner] = Candidate(trials, sub_trials)
         stored = main.user_attrs.get(RESULT_ATTR)
-        # a result stored before ensembles kept no scores, one stored before the procedure's figure no
-        # outer splits: it is computed again
-        if stored is not None and stored.get("key") == key and ("scores" in stored or not options.ensemble) \
-                and ("outer_splits" in stored["row"] or options.protocol != "nested"):
+        if stored is not None and stored["key"] == key:
             rows[learner] = LearnerResult.from_dict(stored["row"])
-            candidates[learner].scores = loaded_scores(stored.get("scores", {}))
+            candidates[learner].scores = loaded_scores(stored["scores"])
             candidates[learner].fit_seconds = rows[learner].costs.fit_seconds
             recorder.study_done(spec, main)  # what this worker could not log as it went
             listener.learner_done(rows[learner])
