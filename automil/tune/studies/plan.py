@@ -319,7 +319,7 @@ def _source(storage, learner: str, dataset: str, attrs: dict) -> tuple[str, dict
         other = summary.user_attrs
         if (other.get("learner") != learner or other.get("dataset") in (None, dataset)
                 or other.get("split") is not None or META_FEATURES_ATTR not in other):
-            continue  # outer-split studies, other learners, this dataset, studies of older versions
+            continue  # outer-split studies, other learners, this dataset, studies without meta-features
         try:
             features = MetaFeatures.from_dict(other[META_FEATURES_ATTR])
         except ValueError:
