@@ -24,6 +24,7 @@ from automil.records import (
     InstanceFigures,
     LearnerResult,
     NestedFigure,
+    Protocol,
     RepeatedFigure,
     Status,
     TrialAttr,
@@ -97,7 +98,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     """The leaderboard row of one learner (keys documented in docs/tune.md)."""
     best = job.best
     counts, finished = trial_counts(job.trials)
-    nested_protocol = options.protocol == "nested"
+    nested_protocol = options.protocol == Protocol.NESTED
     nested = job.nested
     repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
     nested_figure = NestedFigure()
@@ -113,7 +114,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     one_class = any(s is not None and s["one_class"] for s in nested) or any(
         s["one_class"] for scores in repeats for s in scores)
     headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
-                        kind="nested" if nested_protocol else "tuned (optimistic)", one_class=one_class,
+                        kind=Protocol(options.protocol).headline, one_class=one_class,
                         classes=classes, confusion_matrix=matrix)
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row = LearnerResult(dataset=dataset, learner=job.learner, plugin=job.plugin, study=job.study,
@@ -287,14 +288,15 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
     cheaper, then by name), and that row's score on outer fold ``i`` is the procedure's. ``choices`` names
     the row chosen in each split; ``outer_splits`` holds the chosen row's inner and outer scores. No fit.
     """
-    nested = [r for r in rows if r.protocol == "nested" and r.learner != PROCEDURE and r.status != Status.SKIPPED]
+    nested = [r for r in rows
+              if r.protocol == Protocol.NESTED and r.learner != PROCEDURE and r.status != Status.SKIPPED]
     if not nested:
         return None
     first = nested[0]
     row = LearnerResult(dataset=first.dataset, learner=PROCEDURE, plugin=PROCEDURE_SPEC.plugin,
                         study=f"{first.dataset}/{PROCEDURE}",
                         protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
-                        headline=Headline(kind="nested", one_class=False))
+                        headline=Headline(kind=Protocol.NESTED.headline, one_class=False))
     candidates = [r for r in nested if _admissible(r) and r.nested.outer_splits]
     choices, outer_splits = [], []
     for i in range(first.folds or 0):

@@ -14,7 +14,7 @@ import numpy as np
 
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.standardized import fold_scores
-from automil.records import LearnerResult, TrialAttr
+from automil.records import LearnerResult, Protocol, TrialAttr
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial, records
 from automil.tune.final.ensemble_row import (
     ENSEMBLE,
@@ -89,7 +89,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
     modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model.uri is None]
     members = main_members(plan, bags, candidates) if options.ensemble else None
-    nested = options.protocol == "nested"
+    nested = options.protocol == Protocol.NESTED
     repeats = plan.folds.repeats
     workers = [worker] + [fit_worker(options, plan.learners, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:

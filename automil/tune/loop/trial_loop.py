@@ -21,6 +21,7 @@ from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.final.ensemble_selection import rounded
 from automil.tune.listener import Listener, StudyProgress
+from automil.tune.options import Allocation
 from automil.tune.schedule.budget import (
     PROBE_FRACTIONS,
     estimated_trial_seconds,
@@ -77,7 +78,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
             break
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
-                         equal=plan.options.allocation == "equal")
+                         equal=plan.options.allocation == Allocation.EQUAL)
         listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
         if step is None:
             break
@@ -363,7 +364,7 @@ def objective_values(attrs: dict, options) -> float | list[float]:
     """What Optuna is told: the mean over the folds of the metric, or of every objective (metrics and
     seconds per fit or prediction) for a multi-objective study."""
     # the per-fold lists: fold_accuracy, fold_balanced_accuracy, fit_seconds, predict_seconds
-    means = [float(np.mean(attrs[name if name.endswith("_seconds") else f"fold_{name}"]))
+    means = [float(np.mean(attrs[name if name.endswith("_seconds") else TrialAttr.fold(name)]))
              for name in (options.objectives if options.multi_objective else [options.metric])]
     return means if options.multi_objective else means[0]
 
@@ -371,8 +372,8 @@ def objective_values(attrs: dict, options) -> float | list[float]:
 def _tell(study, trial, attrs: dict, state: TrialState, value) -> TrialRecord:
     """Store the trial's attributes with its fold means, and finish it in ``state``."""
     for metric in ("accuracy", "balanced_accuracy"):
-        mean, std = mean_std(attrs[f"fold_{metric}"])
-        attrs[metric], attrs[f"{metric}_std"] = mean, std
+        mean, std = mean_std(attrs[TrialAttr.fold(metric)])
+        attrs[TrialAttr(metric)], attrs[TrialAttr.std(metric)] = mean, std
     for key, item in attrs.items():
         trial.set_user_attr(key, item)
     return tell(study, trial, state, value)
