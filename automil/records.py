@@ -13,7 +13,7 @@ from enum import StrEnum, auto
 
 __all__ = ["Protocol", "Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult",
            "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord",
-           "InstanceFigures", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
+           "InstanceFigures", "OuterSplit", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
@@ -215,12 +215,27 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class OuterSplit:
+    """One outer split of a nested figure: the score its inner folds gave the parameters refitted there
+    (``None``: none, so the procedure cannot choose by it) and the refit's scores on the outer fold."""
+
+    inner: float | None
+    accuracy: float
+    balanced_accuracy: float
+
+
+@dataclass(frozen=True)
 class NestedFigure(Figure):
     """The nested figure, over the k outer folds; ``tuned_splits`` counts the outer splits with their own
-    tuning, ``outer_splits`` holds each split's inner score and outer scores."""
+    tuning, ``outer_splits`` holds each split's :class:`OuterSplit` (``None``: no refit there)."""
 
     tuned_splits: int | None = _keyed("tuned_splits")
-    outer_splits: list | None = _keyed("outer_splits")
+    outer_splits: list[OuterSplit | None] | None = _keyed("outer_splits")
+
+    def __post_init__(self):
+        if self.outer_splits is not None:  # read back from a row's JSON
+            object.__setattr__(self, "outer_splits", [s if s is None or isinstance(s, OuterSplit) else OuterSplit(**s)
+                                                      for s in self.outer_splits])
 
 
 @dataclass(frozen=True)

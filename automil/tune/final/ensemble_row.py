@@ -215,7 +215,7 @@ def _inner_score(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray],
                                                               strict=True))
     y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
     for _, test in fold_splits(plan.folds.tuning, exclude=i):
-        values.append(fold_scores(bags.y[test], y_pred[start:start + len(test)])[plan.options.metric])
+        values.append(getattr(fold_scores(bags.y[test], y_pred[start:start + len(test)]), plan.options.metric))
         start += len(test)
     return float(np.mean(values))
 

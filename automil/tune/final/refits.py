@@ -289,21 +289,21 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
             job.evaluation.errors.append(f"{task.refit} fit: {out}")
         return
     if job is not None:
-        job.evaluation.budget_seconds += out["fit_seconds"] + out["predict_seconds"]
+        job.evaluation.budget_seconds += out.fit_seconds + out.predict_seconds
     if task.refit is Refit.MODEL:
-        candidate.model = out["model"]
+        candidate.model = out.model
     else:
         evaluation, test = job.evaluation, task.test
         key = NESTED_SCORES if task.refit is Refit.NESTED else ScoreKey(Refit.REPEAT, task.index)
         if key not in candidate.scores:  # every bag's out-of-fold scores, for the ensemble
-            candidate.scores[key] = np.full((bags.n_bags, *out["scores"].shape[1:]), np.nan)
-        candidate.scores[key][test] = out["scores"]
-        scores = fold_scores(bags.y[test], out["y_pred"])
+            candidate.scores[key] = np.full((bags.n_bags, *out.scores.shape[1:]), np.nan)
+        candidate.scores[key][test] = out.scores
+        scores = fold_scores(bags.y[test], out.y_pred)
         if task.refit is Refit.NESTED or task.index == 0:  # out-of-fold predictions for the confusion matrix
-            evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out["y_pred"]))
+            evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out.y_pred))
         if task.refit is Refit.NESTED:
             evaluation.nested[task.index] = scores
-            evaluation.instance[task.index] = out["instance"]
+            evaluation.instance[task.index] = out.instance
         else:
             evaluation.repeated.setdefault(task.index, []).append(scores)
-            evaluation.fit_seconds.append(out["fit_seconds"])
+            evaluation.fit_seconds.append(out.fit_seconds)

@@ -260,15 +260,15 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
             if error.error_type == FitPruned.__name__:
                 raise optuna.TrialPruned() from None
             raise
-        scores = fold_scores(bags.y[test], out["y_pred"])
-        attrs[TrialAttr.FOLD_ACCURACY].append(scores["accuracy"])
-        attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores["balanced_accuracy"])
-        attrs[TrialAttr.FIT_SECONDS].append(out["fit_seconds"])
-        attrs[TrialAttr.PREDICT_SECONDS].append(out["predict_seconds"])
-        fits.oof_scores.append(out["scores"])
+        scores = fold_scores(bags.y[test], out.y_pred)
+        attrs[TrialAttr.FOLD_ACCURACY].append(scores.accuracy)
+        attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores.balanced_accuracy)
+        attrs[TrialAttr.FIT_SECONDS].append(out.fit_seconds)
+        attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
+        fits.oof_scores.append(out.scores)
         if not multi:
-            trial.report(scores[plan.options.metric], step=step)
-        if scores["one_class"]:  # pruned under every objective: never a result
+            trial.report(getattr(scores, plan.options.metric), step=step)
+        if scores.one_class:  # pruned under every objective: never a result
             attrs[TrialAttr.ONE_CLASS] = True
             attrs[TrialAttr.ERROR] = f"predicted one class for every bag of fold {step}"
             raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
@@ -325,7 +325,7 @@ def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, 
         except FitError:
             return
         sizes.append(size)
-        seconds.append(out["fit_seconds"])
+        seconds.append(out.fit_seconds)
     else:
         estimate = estimated_trial_seconds(sizes, seconds, full, len(fits.splits), spec.fit_growth)
         measured = ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True))
