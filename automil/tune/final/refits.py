@@ -36,10 +36,34 @@ from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, fit_worker
 from automil.tune.workers.isolation import OutOfTime, run_tasks
 
-__all__ = ["final_evaluation", "FitTask"]
+__all__ = ["final_evaluation", "FitTask", "StoredResult"]
 
 # The study user attribute holding the learner's result, valid while its studies match the key in it.
 RESULT_ATTR = "result"
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """A learner's final evaluation as its main study keeps it (one attribute, so that a worker never pairs
+    one worker's row with another's key): the ``key`` of what it was computed from (a rerun reuses it only
+    under the same key), the leaderboard ``row``, and every bag's out-of-fold ``scores`` (so that a rerun
+    that reuses the result can still ensemble it)."""
+
+    key: dict
+    row: LearnerResult
+    scores: dict[ScoreKey, np.ndarray]
+
+    @classmethod
+    def read(cls, study) -> StoredResult | None:
+        """The study's stored result, if it has one."""
+        stored = study.user_attrs.get(RESULT_ATTR)
+        if stored is None:
+            return None
+        return cls(stored["key"], LearnerResult.from_dict(stored["row"]), loaded_scores(stored["scores"]))
+
+    def write(self, study) -> None:
+        study.set_user_attr(RESULT_ATTR, {"key": self.key, "row": self.row.to_dict(),
+                                          "scores": stored_scores(self.scores)})
 
 
 @dataclass(frozen=True)
@@ -128,9 +152,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         candidate = candidates[learner]
         candidate.fit_seconds = row.costs.fit_seconds
         _set_model_uri(row, recorder.study_done(job.spec, job.study, row, candidate.model, bags))
-        # one attribute, so that a worker never pairs one worker's row with another's key
-        job.study.set_user_attr(RESULT_ATTR, {"key": job.key, "row": row.to_dict(),
-                                              "scores": stored_scores(candidate.scores)})
+        StoredResult(job.key, row, candidate.scores).write(job.study)
         rows[learner] = row
         listener.learner_done(row)
     for learner in modelless:
@@ -176,10 +198,10 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
         if instance_labels:  # the bags' digest leaves out instance labels; a row without their figures won't do
             key["instance_figures"] = True
         candidates[learner] = Candidate(trials, sub_trials)
-        stored = main.user_attrs.get(RESULT_ATTR)
-        if stored is not None and stored["key"] == key:
-            rows[learner] = LearnerResult.from_dict(stored["row"])
-            candidates[learner].scores = loaded_scores(stored["scores"])
+        stored = StoredResult.read(main)
+        if stored is not None and stored.key == key:
+            rows[learner] = stored.row
+            candidates[learner].scores = stored.scores
             candidates[learner].fit_seconds = rows[learner].costs.fit_seconds
             recorder.study_done(spec, main)  # what this worker could not log as it went
             listener.learner_done(rows[learner])
@@ -261,9 +283,10 @@ def _log_model(plan: Plan, storage, recorder: Recorder, row: LearnerResult, mode
 
     study = optuna.load_study(study_name=study_name(plan.dataset, row.learner), storage=storage)
     _set_model_uri(row, recorder.study_done(plugins.get_learner(row.learner), study, row, model, bags))
-    stored = study.user_attrs[RESULT_ATTR]
-    if row.model.uri is not None and stored["row"].get("model_uri") is None:
-        study.set_user_attr(RESULT_ATTR, {**stored, "row": {**stored["row"], "model_uri": row.model.uri}})
+    stored = StoredResult.read(study)
+    if row.model.uri is not None and stored.row.model.uri is None:
+        stored_row = replace(stored.row, model=replace(stored.row.model, uri=row.model.uri))
+        replace(stored, row=stored_row).write(study)
 
 
 def _set_model_uri(row: LearnerResult, uri: str | None):
