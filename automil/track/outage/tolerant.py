@@ -215,7 +215,7 @@ def replay(path: Path, tracking_uri: str | None = None) -> Replayed:
     short_http_waits()
     file, kept = BacklogFile.read(path)
     tolerant = OutageTolerant(Tracker(tracking_uri or file.tracking_uri), file)
-    tolerant.kept = kept
+    tolerant.kept = list(kept)  # log_kept empties its list; kept still counts what the file held
     dropped = tolerant.log_kept()
     left = len(tolerant.kept)
     return Replayed(Path(path), len(kept) - left - len(dropped), left, tolerant.reason if left else "", dropped)
