@@ -38,7 +38,8 @@ def test_a_replay_logs_every_kept_call_once_and_counts_them(tmp_path, mlflow_sto
     runs = client.search_runs([experiment.experiment_id])
     (study_run,) = [r for r in runs if r.data.tags.get("automil.kind") == "study"]
     (trial_run,) = [r for r in runs if r.data.tags.get("automil.kind") == "trial"]
-    assert trial_run.data.params == {"shrink": "0.5"} and trial_run.data.tags["mlflow.parentRunId"] == study_run.info.run_id
+    assert trial_run.data.params == {"shrink": "0.5"}
+    assert trial_run.data.tags["mlflow.parentRunId"] == study_run.info.run_id
     assert study_run.data.metrics["balanced_accuracy"] == 0.75 and study_run.info.status == "FINISHED"
     assert open(client.download_artifacts(study_run.info.run_id, FOLDS, str(tmp_path))).read() == FOLDS_JSON
 
