@@ -210,7 +210,9 @@ class Bags:
         """The sha256 (hex) of the content: instances, bag boundaries and labels, with their dtypes and shapes.
 
         Computed once per bags (a pass over every instance) and kept, so the driver's naming and every
-        study's MLflow input share one hash; a mapped or pickled copy carries it along.
+        study's MLflow input share one hash; a mapped or pickled copy carries it along. The arrays are
+        hashed, not the file: where the file lies, its name and its format do not change the digest, and
+        the data already in memory is not read again.
         """
         digest = hashlib.sha256()
         parts = [self.X.data, self.X.indices, self.X.indptr] if sp.issparse(self.X) else [self.X]
@@ -226,7 +228,6 @@ class Bags:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self.__dict__.setdefault("instances_file", None)  # bags pickled before the attribute existed
         if self.instances_file is not None:
             self.X = _map_instances(self.instances_file)
 

@@ -11,12 +11,24 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum, auto
 
-__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult", "TrialCounts", "Tuning",
-           "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord", "InstanceFigures",
-           "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
+__all__ = ["Protocol", "Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult",
+           "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord",
+           "InstanceFigures", "OuterSplit", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
+
+
+class Protocol(StrEnum):
+    """How a run scores the leaderboard (``--protocol``)."""
+
+    NESTED = "nested"  # headline figures from outer folds the tuner never saw
+    TUNED = "tuned"  # tuned and scored on the same folds: the papers' protocol, optimistic
+
+    @property
+    def headline(self) -> str:
+        """What the leaderboard calls a headline figure of this protocol."""
+        return "nested" if self is Protocol.NESTED else "tuned (optimistic)"
 
 
 class TrialState(StrEnum):
@@ -55,7 +67,7 @@ class Status(StrEnum):
         return self in (Status.OK, Status.PARTIAL)
 
 
-class TrialAttr:
+class TrialAttr(StrEnum):
     """Keys of the user attributes the driver stores with every trial."""
 
     WORKER = "worker"  # the process running it (host, pid, start time)
@@ -70,6 +82,10 @@ class TrialAttr:
     ESTIMATOR_PARAMS = "estimator_params"  # the learner's parameters as JSON: what the final evaluation refits
     FOLD_ACCURACY = "fold_accuracy"
     FOLD_BALANCED_ACCURACY = "fold_balanced_accuracy"
+    ACCURACY = "accuracy"  # the mean over the folds (and its sd below), set when the trial finishes
+    ACCURACY_STD = "accuracy_std"
+    BALANCED_ACCURACY = "balanced_accuracy"
+    BALANCED_ACCURACY_STD = "balanced_accuracy_std"
     FIT_SECONDS = "fit_seconds"
     PREDICT_SECONDS = "predict_seconds"
     TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
@@ -82,6 +98,16 @@ class TrialAttr:
     WARM_START_FROM = "warm_start_from"  # a queued warm-start point: the study its parameters come from
     OOF_SCORES = "oof_scores"  # out-of-fold bag scores, in the order of the folds' bags (trials near the best)
     ERROR = "error"
+
+    @staticmethod
+    def fold(metric: str) -> TrialAttr:
+        """The key of a metric's per-fold scores (``fold_accuracy``, ``fold_balanced_accuracy``)."""
+        return TrialAttr(f"fold_{metric}")
+
+    @staticmethod
+    def std(metric: str) -> TrialAttr:
+        """The key of the sd over the folds of a metric (its mean's key is the metric's name)."""
+        return TrialAttr(f"{metric}_std")
 
 
 @dataclass(frozen=True)
@@ -189,12 +215,27 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class OuterSplit:
+    """One outer split of a nested figure: the score its inner folds gave the parameters refitted there
+    (``None``: none, so the procedure cannot choose by it) and the refit's scores on the outer fold."""
+
+    inner: float | None
+    accuracy: float
+    balanced_accuracy: float
+
+
+@dataclass(frozen=True)
 class NestedFigure(Figure):
     """The nested figure, over the k outer folds; ``tuned_splits`` counts the outer splits with their own
-    tuning, ``outer_splits`` holds each split's inner score and outer scores."""
+    tuning, ``outer_splits`` holds each split's :class:`OuterSplit` (``None``: no refit there)."""
 
     tuned_splits: int | None = _keyed("tuned_splits")
-    outer_splits: list | None = _keyed("outer_splits")
+    outer_splits: list[OuterSplit | None] | None = _keyed("outer_splits")
+
+    def __post_init__(self):
+        if self.outer_splits is not None:  # read back from a row's JSON
+            object.__setattr__(self, "outer_splits", [s if s is None or isinstance(s, OuterSplit) else OuterSplit(**s)
+                                                      for s in self.outer_splits])
 
 
 @dataclass(frozen=True)
@@ -260,7 +301,7 @@ class LearnerResult:
     learner: str | None = None
     plugin: str | None = None
     study: str | None = None
-    protocol: str | None = None
+    protocol: Protocol | None = None
     metric: str | None = None
     seed: int | None = None
     folds: int | None = None
@@ -280,12 +321,15 @@ class LearnerResult:
     def __post_init__(self):
         if self.status is not None:
             self.status = Status(self.status)
+        if self.protocol is not None:
+            self.protocol = Protocol(self.protocol)
 
     def to_dict(self) -> dict:
         """The row as JSON-ready data: the keys of today's ``--json`` output and stored ``result``."""
         flat = _flat(self)
-        if flat["status"] is not None:
-            flat["status"] = flat["status"].value
+        for key in ("status", "protocol"):  # plain strings, as JSON holds them
+            if flat[key] is not None:
+                flat[key] = flat[key].value
         if self.status == Status.SKIPPED:
             return {key: flat[key] for key in _SKIPPED_KEYS}
         instance = flat.pop("instance") or {}  # its figures are keys of the row, and absent without them

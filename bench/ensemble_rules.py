@@ -33,8 +33,9 @@ from automil import load_bags
 from automil.records import TrialAttr
 from automil.tune.backend.optuna_storage import open_storage
 from automil.tune.backend.optuna_trials import best_trial, records
-from automil.tune.final.ensemble_row import NESTED_SCORES, _out_of_fold_order, loaded_scores
+from automil.tune.final.ensemble_row import NESTED_SCORES, _out_of_fold_order
 from automil.tune.final.ensemble_selection import ROUNDS, calibrate, calibrated, log_loss, score, select
+from automil.tune.final.refits import StoredResult
 
 METRIC = "balanced_accuracy"
 
@@ -94,14 +95,16 @@ def compare(dataset: str, storage_url: str) -> dict:
     names = sorted(n.split("/")[1] for n in optuna.get_all_study_names(storage) if n.count("/") == 1
                    and n.startswith(f"{dataset}/"))
     mains = {n: optuna.load_study(study_name=f"{dataset}/{n}", storage=storage) for n in names}
-    mains = {n: m for n, m in mains.items()  # learners of the final evaluation with nested scores
-             if "nested" in m.user_attrs.get("result", {}).get("scores", {})}
+    results = {n: StoredResult.read(m) for n, m in mains.items()}
+    results = {n: r for n, r in results.items()  # learners of the final evaluation with nested scores
+               if r is not None and NESTED_SCORES in r.scores}
+    mains = {n: mains[n] for n in results}
     names = list(mains)
     y = np.asarray(load_bags(dataset).y)
     classes = np.unique(y)
     assignment = np.asarray(mains[names[0]].user_attrs["fold_assignment"])
-    nested = {n: loaded_scores(m.user_attrs["result"]["scores"])[NESTED_SCORES] for n, m in mains.items()}
-    figures = {n: m.user_attrs["result"]["row"]["nested_balanced_accuracy"] for n, m in mains.items()}
+    nested = {n: r.scores[NESTED_SCORES] for n, r in results.items()}
+    figures = {n: r.row.nested.balanced_accuracy for n, r in results.items()}
     folds = {rule: [] for rule in RULES}
     outer = []  # per outer split: y index of its test bags, each learner's calibrated probabilities of them
     for i in range(int(assignment.max()) + 1):

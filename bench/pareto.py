@@ -62,8 +62,8 @@ def rescore(bags, point: dict, seed: int, folds: int) -> dict:
     scores, seconds = [], []
     for train, test in fold_splits(bag_folds(bags.y, folds, seed)):
         out = fit_predict(bags, point["learner"], point["params"], train, test, seed)
-        scores.append(fold_scores(bags.y[test], out["y_pred"])["balanced_accuracy"])
-        seconds.append(out["fit_seconds"])
+        scores.append(fold_scores(bags.y[test], out.y_pred).balanced_accuracy)
+        seconds.append(out.fit_seconds)
     return {"balanced_accuracy": float(np.mean(scores)), "fit_seconds": float(np.mean(seconds))}
 
 

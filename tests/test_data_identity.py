@@ -7,7 +7,7 @@ import optuna
 from driver_support import load_in_process
 from test_warm_start import Notes
 
-from automil.data.datasets import bags_digest, dataset_name, load_bags
+from automil.data.datasets import dataset_name, load_bags
 from automil.tune.backend.optuna_storage import open_storage
 from automil.tune.driver import tune
 from automil.tune.options import TuneOptions
@@ -30,7 +30,7 @@ def test_a_registered_dataset_keeps_its_name_and_a_file_is_named_by_stem_and_con
     _write_bags(tmp_path / "fox.csv.gz", seed=0)  # not gzip inside: read by content, named without suffixes
     _write_bags(tmp_path / "other" / "fox.csv.gz", seed=0)
     here, there = (load_bags(tmp_path / p) for p in ("fox.csv.gz", "other/fox.csv.gz"))
-    assert dataset_name(tmp_path / "fox.csv.gz", here) == f"fox-{bags_digest(here)[:8]}"
+    assert dataset_name(tmp_path / "fox.csv.gz", here) == f"fox-{here.digest[:8]}"
     assert dataset_name(tmp_path / "fox.csv.gz", here) == dataset_name(tmp_path / "other" / "fox.csv.gz", there)
     assert dataset_name("digits-bags", here) == "digits-bags"
 

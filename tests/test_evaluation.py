@@ -9,7 +9,7 @@ from sklearn.base import clone
 from automil import plugins
 from automil.bags import Bags
 from automil.evaluation.folds import bag_folds, fold_digest, fold_splits, repeat_seeds
-from automil.evaluation.standardized import Standardized, fold_scores, instance_scaling, mean_std
+from automil.evaluation.standardized import FoldScores, Standardized, fold_scores, instance_scaling, mean_std
 from automil.tune.workers.fits import fit_predict
 
 
@@ -106,12 +106,12 @@ def test_standardizer_never_sees_the_test_fold_planted_shift(test_learners):
     X[np.isin(bags.bag_index, test), 0] += 1e4  # a shift only the test fold has
     shifted = bags.with_instances(X)
     out = fit_predict(shifted, "centroid", {}, train, test, return_model=True)
-    model = out["model"]
+    model = out.model
     train_X = shifted.subset(train).X
     assert np.allclose(model.mean_, train_X.mean(axis=0)) and np.allclose(model.scale_, train_X.std(axis=0))
     assert abs(model.mean_[0]) < 100  # the shifted test fold would have pulled it past 1e3
     assert np.allclose(model.estimator_.training_mean_, 0.0, atol=1e-9)
-    assert out["y_pred"].shape == (len(test),)
+    assert out.y_pred.shape == (len(test),)
 
 
 def test_fit_predict_rejects_predictions_of_the_wrong_shape_naming_the_plugin(test_learners):
@@ -124,8 +124,7 @@ def test_fit_predict_rejects_predictions_of_the_wrong_shape_naming_the_plugin(te
 
 
 def test_fold_scores_flag_one_class_predictions():
-    assert fold_scores([0, 1, 1, 0], [1, 1, 1, 1]) == {"accuracy": 0.5, "balanced_accuracy": 0.5,
-                                                        "one_class": True}
-    assert not fold_scores([0, 1, 2], [0, 1, 1])["one_class"]
+    assert fold_scores([0, 1, 1, 0], [1, 1, 1, 1]) == FoldScores(accuracy=0.5, balanced_accuracy=0.5, one_class=True)
+    assert not fold_scores([0, 1, 2], [0, 1, 1]).one_class
     assert mean_std([0.5, 0.7]) == pytest.approx((0.6, np.std([0.5, 0.7], ddof=1)))
     assert mean_std([]) == (None, None) and mean_std([0.3]) == (0.3, None)

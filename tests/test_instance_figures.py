@@ -57,7 +57,7 @@ def _by_hand(tuned, learner):
     for i, (train, test) in enumerate(fold_splits(assignment)):
         best = optuna.load_study(study_name=f"{dataset}/{learner}/outer-{i}", storage=storage).best_trial
         model = fit_predict(bags, learner, best.user_attrs[TrialAttr.ESTIMATOR_PARAMS], train, seed=0,
-                            return_model=True)["model"]
+                            return_model=True).model
         testing = bags.subset(test)
         aucs.append(roc_auc_score(testing.instance_y == 1, model.instance_scores(testing)[:, 1]))
         witness = model.witness(testing)

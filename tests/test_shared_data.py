@@ -114,9 +114,9 @@ def test_float32_bags_stay_float32_through_a_fit_in_a_worker(run_directories):
                               timeout=120)
     finally:
         release_instances(shared)
-    assert out["model"].transform(float32_bags(n_instances=1_000)).X.dtype == np.float32
+    assert out.model.transform(float32_bags(n_instances=1_000)).X.dtype == np.float32
     y = np.arange(200) % 2
-    assert np.mean(out["y_pred"] == y[100:]) > 0.6  # better than chance
+    assert np.mean(out.y_pred == y[100:]) > 0.6  # better than chance
 
 
 def test_float32_scaling_matches_float64_without_upcasting_the_matrix():

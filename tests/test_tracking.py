@@ -67,8 +67,8 @@ def _objective(bags, folds):
             model = Standardized(SPEC.build(**params)).fit(bags.subset(train))
             predicted = model.predict(bags.subset(test))
             scores = fold_scores(bags.y[test], predicted)
-            record["fold_accuracy"].append(scores["accuracy"])
-            record["fold_balanced_accuracy"].append(scores["balanced_accuracy"])
+            record["fold_accuracy"].append(scores.accuracy)
+            record["fold_balanced_accuracy"].append(scores.balanced_accuracy)
             record["fit_seconds"].append(0.01 * (len(record["fit_seconds"]) + 1))
             record["predict_seconds"].append(0.001)
         for metric in ("accuracy", "balanced_accuracy"):

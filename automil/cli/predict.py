@@ -46,5 +46,5 @@ def _run_predict(args) -> int:
     print_table(("bag", "label", "scores", "witness"), rows)
     if bags.y is not None:
         scores = fold_scores(bags.y, [p.label for p in predictions])
-        print(f"\n{bags.n_bags} bags: ACC {100 * scores['accuracy']:.1f}, BACC {100 * scores['balanced_accuracy']:.1f}")
+        print(f"\n{bags.n_bags} bags: ACC {100 * scores.accuracy:.1f}, BACC {100 * scores.balanced_accuracy:.1f}")
     return 0

@@ -6,7 +6,7 @@ import functools
 import sys
 
 from automil.cli.common import add_tracking_uri, print_table, subcommand
-from automil.records import PROCEDURE, LearnerResult, Status
+from automil.records import PROCEDURE, LearnerResult, Protocol, Status
 from automil.uris import shown_storage
 
 __all__ = ["add_tune", "add_run"]
@@ -27,14 +27,14 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
+    from automil.records import Protocol
     from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
     from automil.tune.options import (
-        ALLOCATIONS,
         DEFAULT_FOLDS,
         METRICS,
         OBJECTIVES,
-        PROTOCOLS,
         SAMPLERS,
+        Allocation,
         TuneOptions,
         parse_size,
     )
@@ -65,10 +65,10 @@ def _add_tune_options(sub, defaults: bool):
                               "accuracy against cost, the first (a metric) choosing the best model")
         sub.add_argument("--seed", type=int, default=d.seed, help="seeds folds, samplers and learners")
         sub.add_argument("--sampler", choices=SAMPLERS, default=d.sampler, help="Optuna sampler")
-        sub.add_argument("--allocation", choices=ALLOCATIONS, default=d.allocation,
+        sub.add_argument("--allocation", choices=list(Allocation), default=d.allocation,
                          help="after every learner's defaults: promise (default) gives the time to the learners "
                               "close to the best; equal gives every learner the same seconds")
-        sub.add_argument("--protocol", choices=PROTOCOLS, default=d.protocol,
+        sub.add_argument("--protocol", choices=list(Protocol), default=d.protocol,
                          help="nested (default): headline scores from folds the tuner never saw; tuned: tune "
                               "and score on the same folds (the papers' protocol, optimistic)")
         sub.add_argument("--no-warm-start", dest="warm_start", action="store_false", default=d.warm_start,
@@ -142,7 +142,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
             f.write(text + "\n")
     if not rows or not table:
         return 0
-    nested = rows[0].protocol == "nested"
+    nested = rows[0].protocol == Protocol.NESTED
     metric = "BACC" if rows[0].metric == "balanced_accuracy" else "ACC"
     head = "nested" if nested else "tuned*"
     fronts = any(row.tuning.pareto_front is not None for row in rows)

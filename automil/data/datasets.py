@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DatasetSpec", "DataFile", "DataFileError", "data_dir", "cache_dir", "fetch", "load_bags", "bags_digest",
+__all__ = ["DatasetSpec", "DataFile", "DataFileError", "data_dir", "cache_dir", "fetch", "load_bags",
            "dataset_name", "same_stem"]
 
 DATA_DIR_ENV = "AUTOMIL_DATA_DIR"
@@ -196,17 +196,6 @@ def load_bags(name_or_path, format: str | None = None):
     plugins.get_dataset(name)  # raises with the known names and close matches
 
 
-def bags_digest(bags) -> str:
-    """The sha256 (hex) of the bags' content (:attr:`automil.Bags.digest`): any change to the data changes
-    it; where the file lies, its name and its format do not.
-
-    The arrays are hashed where they lie in memory, once per bags: for a file of 10^6 instances this costs
-    one pass over data already loaded, where hashing the file's bytes would read the file again (a text
-    file is larger than its arrays, and on a cluster it is often on a network mount).
-    """
-    return bags.digest
-
-
 # The digest in a file dataset's name: 8 hex digits tell apart the versions one stem will ever have.
 NAME_DIGEST_LENGTH = 8
 _VERSIONED_NAME = re.compile(rf"(.+)-[0-9a-f]{{{NAME_DIGEST_LENGTH}}}")
@@ -224,7 +213,7 @@ def dataset_name(name_or_path, bags) -> str:
         return name
     path = Path(name).expanduser()
     stem = Path(path.name.removesuffix(".gz")).stem  # fox.csv.gz -> fox; a bag folder keeps its name
-    return f"{stem or path.name}-{bags_digest(bags)[:NAME_DIGEST_LENGTH]}"
+    return f"{stem or path.name}-{bags.digest[:NAME_DIGEST_LENGTH]}"
 
 
 def same_stem(name: str, other: str) -> bool:

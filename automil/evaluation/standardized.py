@@ -3,6 +3,8 @@ fixed-parameter cross-validation of the accuracy checks."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
@@ -13,7 +15,7 @@ from automil.bags import Bags, as_bags
 from automil.evaluation.folds import bag_folds, fold_splits
 from automil.learner import BagClassifier
 
-__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "fold_scores", "mean_std"]
+__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "FoldScores", "fold_scores", "mean_std"]
 
 
 # Rows per block when the statistics of a float32 matrix are accumulated in float64.
@@ -161,14 +163,23 @@ def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed:
 
 
 # ---- metrics ---------------------------------------------------------------------------------------
-def fold_scores(y_true, y_pred) -> dict:
-    """ACC, BACC and whether every bag was given one class (``one_class``: a degenerate fit)."""
+@dataclass(frozen=True)
+class FoldScores:
+    """One fold's ACC and BACC (a metric's name is its field's), and whether every bag was given one class
+    (``one_class``: a degenerate fit)."""
+
+    accuracy: float
+    balanced_accuracy: float
+    one_class: bool = False
+
+
+def fold_scores(y_true, y_pred) -> FoldScores:
+    """The :class:`FoldScores` of predictions ``y_pred`` of the labels ``y_true``."""
     from sklearn.metrics import accuracy_score, balanced_accuracy_score
 
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    return {"accuracy": float(accuracy_score(y_true, y_pred)),
-            "balanced_accuracy": float(balanced_accuracy_score(y_true, y_pred)),
-            "one_class": bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1)}
+    return FoldScores(float(accuracy_score(y_true, y_pred)), float(balanced_accuracy_score(y_true, y_pred)),
+                      bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1))
 
 
 def mean_std(values) -> tuple[float | None, float | None]:

@@ -98,7 +98,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     procedure = procedure_row(rows)  # absent under the tuned protocol: no outer split to choose in
     if procedure is not None:
         recorder.procedure_done(procedure)
-    tracker.refresh_comparison(dataset, _select(rows, choice, dataset, tracker, listener))
+    tracker.call(tracker.tracking.refresh_comparison, dataset, _select(rows, choice, dataset, tracker, listener))
     backlog = tracker.flush()
     if backlog is not None:
         listener.unlogged(backlog)
@@ -106,7 +106,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     return [procedure] * (procedure is not None) + sorted(rows, key=rank)
 
 
-def _select(rows: list[LearnerResult], choice: Choice, dataset: str, tracking,
+def _select(rows: list[LearnerResult], choice: Choice, dataset: str, guard: Guarded,
             listener: Listener) -> LearnerResult | None:
     """Mark the final evaluation's chosen row and register its logged model as the dataset's new model
     version; the chosen row, or ``None`` when no learner has a figure."""
@@ -114,7 +114,8 @@ def _select(rows: list[LearnerResult], choice: Choice, dataset: str, tracking,
     if chosen is None:
         listener.message("no learner has a figure to choose a model by")
         return None
-    registered = None if chosen.model.uri is None else tracking.register_model(dataset, chosen.model.uri)
+    registered = None if chosen.model.uri is None else guard.call(guard.tracking.register_model, dataset,
+                                                                    chosen.model.uri)
     chosen.model = replace(chosen.model, selected=True, registered=registered)
     return chosen
 
@@ -123,14 +124,15 @@ class TrackingRecorder:
     """What the loop and the final evaluation tell, recorded on tracking: every learner's main study is
     one parent run, its trials child runs, its result the parent's figures and model."""
 
-    def __init__(self, plan: Plan, tracking: Guarded):
+    def __init__(self, plan: Plan, guard: Guarded):
         self.plan = plan
-        self.tracking = tracking
+        self.guard = guard
+        self.tracking = guard.tracking  # every call through guard.call
         self.parents = {}
 
     @property
     def enabled(self) -> bool:
-        return self.tracking.enabled
+        return self.guard.enabled
 
     def learner_started(self, spec) -> None:
         if spec.name not in self.parents:
@@ -139,7 +141,7 @@ class TrackingRecorder:
     def trial_done(self, spec, trial: TrialRecord, study_name: str) -> None:
         parent = self.parents.get(spec.name)
         if parent is not None:
-            self.tracking.log_trial(parent, trial, study_name)
+            self.guard.call(self.tracking.log_trial, parent, trial, study_name)
 
     def study_done(self, spec, study, result: LearnerResult | None = None, model=None, bags=None) -> str | None:
         """Log every finished trial of the study not logged yet (by any worker), then ``result``, if given,
@@ -150,12 +152,12 @@ class TrackingRecorder:
         found = study_record(study) if result is not None else None
         for trial in found.trials if found is not None else records(study):
             if trial.finished:
-                self.tracking.log_trial(parent, trial, study.study_name)
+                self.guard.call(self.tracking.log_trial, parent, trial, study.study_name)
         if result is None:
-            self.tracking.end_study(parent)
+            self.guard.call(self.tracking.end_study, parent)
             return None
-        self.tracking.log_folds(parent, self.plan.folds)
-        return self.tracking.log_result(parent, result, model, bags, found)
+        self.guard.call(self.tracking.log_folds, parent, self.plan.folds)
+        return self.guard.call(self.tracking.log_result, parent, result, model, bags, found)
 
     def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
         return self._row_done(result, ENSEMBLE, model, bags)
@@ -168,11 +170,12 @@ class TrackingRecorder:
         parent = self._parent(result.study, spec)
         if parent is None:
             return None
-        self.tracking.log_folds(parent, self.plan.folds)
-        return self.tracking.log_result(parent, result, model, bags)
+        self.guard.call(self.tracking.log_folds, parent, self.plan.folds)
+        return self.guard.call(self.tracking.log_result, parent, result, model, bags)
 
     def _parent(self, name: str, spec) -> str | None:
-        return self.tracking.study_run(name, self.plan.dataset, spec, {"automil.protocol": self.plan.options.protocol})
+        return self.guard.call(self.tracking.study_run, name, self.plan.dataset, spec,
+                               {"automil.protocol": self.plan.options.protocol})
 
 
 def _usable_learners(bags, names):

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields, replace
+from enum import StrEnum
 from pathlib import Path
 
 from automil.evaluation.folds_file import FoldFile
+from automil.records import Protocol
 from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
 
-__all__ = ["TuneOptions", "default_jobs", "parse_size", "read_study_file", "SAMPLERS", "METRICS", "OBJECTIVES",
-           "PROTOCOLS", "ALLOCATIONS"]
+__all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_study_file", "SAMPLERS", "METRICS",
+           "OBJECTIVES"]
 
 SAMPLERS = ("tpe", "random")
 METRICS = ("balanced_accuracy", "accuracy")
@@ -21,10 +23,13 @@ DEFAULT_METRIC = "balanced_accuracy"
 # seconds per fold of the trial's fits or predictions).
 OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "fit_seconds": "minimize",
               "predict_seconds": "minimize"}
-PROTOCOLS = ("nested", "tuned")
-# promise: the time goes to the learners close to the best (AutoML); equal: every learner with a score gets
-# the same seconds (a comparison table with equal effort per learner).
-ALLOCATIONS = ("promise", "equal")
+
+
+class Allocation(StrEnum):
+    """Where the tuning time goes after every learner's defaults (``--allocation``)."""
+
+    PROMISE = "promise"  # to the learners close to the best (AutoML)
+    EQUAL = "equal"  # the same seconds to every learner with a score (a table with equal effort per learner)
 
 
 @dataclass
@@ -51,8 +56,8 @@ class TuneOptions:
     jobs: int = field(default_factory=lambda: default_jobs())
     storage: str = DEFAULT_STORAGE
     sampler: str = "tpe"
-    protocol: str = "nested"
-    allocation: str = "promise"
+    protocol: Protocol = Protocol.NESTED
+    allocation: Allocation = Allocation.PROMISE
     warm_start: bool = True
     fit_memory: int | None = None
     ensemble: bool = True
@@ -65,6 +70,11 @@ class TuneOptions:
             self.metric = self.objectives[0] if self.objectives else DEFAULT_METRIC
         if self.folds is None and self.folds_file is None:
             self.folds = DEFAULT_FOLDS
+        # a study file or a caller may give the names; check() names one that is neither
+        if self.protocol in tuple(Protocol):
+            self.protocol = Protocol(self.protocol)
+        if self.allocation in tuple(Allocation):
+            self.allocation = Allocation(self.allocation)
 
     def with_fold_file(self, given: FoldFile) -> TuneOptions:
         """These options on the folds a file gives: its number of folds (a ``--folds`` that differs is an
@@ -88,7 +98,7 @@ class TuneOptions:
     @property
     def splits(self) -> list[int | None]:
         """The studies of every learner: ``None`` (all bags) first, then the outer splits of nested CV."""
-        return [None] + (list(range(self.folds)) if self.protocol == "nested" else [])
+        return [None] + (list(range(self.folds)) if self.protocol == Protocol.NESTED else [])
 
     def check(self):
         """Raise ``ValueError`` naming the first bad option."""
@@ -102,13 +112,13 @@ class TuneOptions:
         folds = DEFAULT_FOLDS if self.folds is None else self.folds  # None: a folds file not read yet
         if folds < 2:
             raise ValueError(f"--folds must be at least 2, got {self.folds}")
-        if self.protocol == "nested" and folds < 3:
+        if self.protocol == Protocol.NESTED and folds < 3:
             raise ValueError("--protocol nested needs --folds 3 or more (each outer split is tuned with "
                              "the other folds)")
         self._check_objectives()
-        for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, PROTOCOLS),
+        for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, tuple(Protocol)),
                                      ("--sampler", self.sampler, SAMPLERS),
-                                     ("--allocation", self.allocation, ALLOCATIONS)):
+                                     ("--allocation", self.allocation, tuple(Allocation))):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
 

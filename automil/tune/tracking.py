@@ -6,13 +6,15 @@ the tuning loop and the final evaluation tell a :class:`Recorder` what happened,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from automil.evaluation.folds_file import RunFolds
 from automil.records import LearnerResult, StudyRecord, TrackingBacklog, TrialRecord
 from automil.tune.listener import Listener
 
-__all__ = ["Tracking", "Untracked", "Guarded", "open_tracking", "Recorder"]
+__all__ = ["Tracking", "Untracked", "Guarded", "open_tracking", "Recorder", "TRACKING_CALLS"]
+
+T = TypeVar("T")
 
 
 class Tracking(Protocol):
@@ -50,41 +52,27 @@ class Tracking(Protocol):
 
 
 class Untracked:
-    """Tracking switched off (``--no-track``): nothing is recorded and there is no parent run."""
+    """Tracking switched off (``--no-track``): every call of :class:`Tracking` records nothing and returns
+    ``None`` (there is no parent run)."""
 
-    def study_run(self, study_name: str, dataset: str, learner_spec, tags: dict | None = None) -> None:
-        return None
+    def __getattr__(self, name: str):
+        if name not in TRACKING_CALLS:
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        return _nothing
 
-    def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> None:
-        return None
 
-    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
-        return None
+def _nothing(*args, **kwargs) -> None:
+    return None
 
-    def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
-                   study: StudyRecord | None = None) -> None:
-        return None
 
-    def register_model(self, dataset: str, model_uri: str) -> None:
-        return None
-
-    def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
-        return None
-
-    def end_study(self, parent_run_id: str) -> None:
-        return None
-
-    def flush(self) -> None:
-        return None
-
-    def backlog(self) -> None:
-        return None
+# The calls of the protocol, the no-op answers to each
+TRACKING_CALLS = frozenset(name for name in vars(Tracking) if not name.startswith("_"))
 
 
 class Guarded:
-    """The driver's tracking: a failing call is reported to the listener and tuning goes on (a rerun
-    logs what is missing). When the tracking starts or stops keeping calls back (its server away, then
-    back), the listener hears it once each time."""
+    """The driver's tracking: every call goes through :meth:`call`, where a failure is reported to the
+    listener and tuning goes on (a rerun logs what is missing). When the tracking starts or stops keeping
+    calls back (its server away, then back), the listener hears it once each time."""
 
     def __init__(self, tracking: Tracking, listener: Listener):
         self.tracking = tracking
@@ -96,34 +84,8 @@ class Guarded:
         """Whether anything is recorded (the final evaluation fits a model to log only then)."""
         return not isinstance(self.tracking, Untracked)
 
-    def study_run(self, study_name: str, dataset: str, learner_spec, tags: dict | None = None) -> str | None:
-        return self._call(self.tracking.study_run, study_name, dataset, learner_spec, tags)
-
-    def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str | None:
-        return self._call(self.tracking.log_trial, parent_run_id, trial, study_name)
-
-    def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
-        self._call(self.tracking.log_folds, parent_run_id, folds)
-
-    def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
-                   study: StudyRecord | None = None) -> str | None:
-        return self._call(self.tracking.log_result, parent_run_id, result, model, bags, study)
-
-    def register_model(self, dataset: str, model_uri: str) -> str | None:
-        return self._call(self.tracking.register_model, dataset, model_uri)
-
-    def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
-        self._call(self.tracking.refresh_comparison, dataset, chosen)
-
-    def end_study(self, parent_run_id: str) -> None:
-        self._call(self.tracking.end_study, parent_run_id)
-
-    def flush(self) -> TrackingBacklog | None:
-        """A last attempt to log what was kept back; what is still kept."""
-        self._call(self.tracking.flush)
-        return self.held
-
-    def _call(self, method, *args):
+    def call(self, method: Callable[..., T], *args) -> T | None:
+        """``method(*args)``, a call of :attr:`tracking`; ``None`` when it fails."""
         try:
             return method(*args)
         except Exception as error:  # noqa: BLE001 - tracking never stops tuning
@@ -132,6 +94,11 @@ class Guarded:
             return None
         finally:
             self._note_backlog()
+
+    def flush(self) -> TrackingBacklog | None:
+        """A last attempt to log what was kept back; what is still kept."""
+        self.call(self.tracking.flush)
+        return self.held
 
     def _note_backlog(self):
         backlog = self.tracking.backlog()

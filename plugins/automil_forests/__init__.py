@@ -1,4 +1,4 @@
-"""automil built-in plugin: the tree learners ID3-MI, MIRF, BLRT and MIDF (docs/algorithms.md 10-13).
+"""automil built-in plugin: the tree learners MIRF, BLRT and MIDF (docs/algorithms.md 10-13).
 
 Only the hook lives here; the numba tree builders and estimators load when the learners are asked for.
 """
@@ -14,7 +14,7 @@ def register_learners(register):
     from automil_forests.midf import MIDFClassifier
     from automil_forests.mirf import MIRFClassifier
 
-    # A single ID3-MI tree (automil_forests.mirf.ID3MIClassifier) is not registered: grown to purity it
+    # A single ID3-MI tree is not registered: grown to purity it
     # isolates the noise instances of positive bags in pure positive leaves, and one tree has no
     # out-of-bag bags to set its threshold, so it fails the contract's witness-bag accuracy.
     # standard_mil: MIRF scores a bag by the maximum over its instances (10.4), so adding instances never

@@ -1,4 +1,4 @@
-"""The ID3-MI tree and MIRF, the random forest of ID3-MI trees (docs/algorithms.md 10 and 11)."""
+"""MIRF, the random forest of ID3-MI trees (docs/algorithms.md 10 and 11)."""
 
 from __future__ import annotations
 
@@ -77,70 +77,7 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
     return stack_trees([tree for tree, _ in grown]), np.stack([sample for _, sample in grown])
 
 
-class _ID3MIForest(TreeEnsemble):
-    """Prediction and witness of a fitted forest of ID3-MI trees (``forest_``)."""
-
-    def _forest_proba(self, X, offsets):
-        proba = id3mi_bag_proba(X, offsets, *self.forest_, NO_SKIP)
-        return move_threshold(proba, self.threshold_) if len(self.classes_) == 2 else proba
-
-    def _instance_scores(self, bags):
-        """11: every instance as a bag of one, its forest-mean leaf distribution (n_instances, n_classes)."""
-        return id3mi_instance_proba(bags.X, *self.forest_)
-
-    def _witness(self, bags):
-        """11: the instance with the largest forest-mean singleton score for the predicted class
-        (binary: for the positive class, whose maximum decides the bag)."""
-        instance = self._instance_scores(bags)
-        # the predicted class has the largest per-class maximum (10.4), so the arg-max column decides
-        return witness(bags.offsets, instance[:, 1] if len(self.classes_) == 2 else instance)
-
-
-class ID3MIClassifier(_ID3MIForest):
-    """One ID3-MI decision tree: an instance-level tree whose split criterion counts bags.
-
-    A bag is present at a node when one of its instances reaches it; the entropy and gain use the counts
-    of bags per class (so a split that cuts bags in two is penalized), and a bag's class vector is the
-    maximum over its instances' leaf distributions (the multi-instance rule).
-
-    Parameters
-    ----------
-    max_depth : int or None, default=None
-        Depth limit (root depth 0); ``None`` grows to purity.
-    min_samples_split : int, default=2
-        A node with fewer bags present becomes a leaf.
-    split_weights : {"instances", "children", "node"}, default="instances"
-        Weights of the children's entropies in the gain: ``n(child) / n(S)`` (instances),
-        ``c(child) / (c(L) + c(R))``, or ``c(child) / c(S)`` as in docs/algorithms.md 10.2 (see
-        ``MIRFClassifier``).
-
-    Attributes
-    ----------
-    forest_ : tuple of ndarray
-        The tree as flat node arrays ``(feature, threshold, left, right, value, roots)``; ``value`` has
-        shape (n_nodes, n_classes).
-    classes_ : ndarray of shape (n_classes,)
-
-    References
-    ----------
-    Chevaleyre & Zucker, "Solving multiple-instance and multiple-part learning problems with decision
-    trees and rule sets", Canadian AI 2001.
-    """
-
-    def __init__(self, max_depth=None, min_samples_split=2, split_weights="instances"):
-        self.max_depth = max_depth
-        self.min_samples_split = min_samples_split
-        self.split_weights = split_weights
-
-    def _fit(self, bags, y):
-        self.forest_, _ = grow_id3mi_forest(
-            bags, y, len(self.classes_), n_estimators=1, bootstrap=False, max_features=None,
-            max_depth=self.max_depth, min_samples_split=self.min_samples_split,
-            split_weights=self.split_weights, random_state=0, n_jobs=1)
-        self.threshold_ = 0.5
-
-
-class MIRFClassifier(_ID3MIForest):
+class MIRFClassifier(TreeEnsemble):
     """Multi-instance random forest: ID3-MI trees on bootstrap samples of bags with random features.
 
     Parameters
@@ -189,6 +126,8 @@ class MIRFClassifier(_ID3MIForest):
 
     References
     ----------
+    Chevaleyre & Zucker, "Solving multiple-instance and multiple-part learning problems with decision
+    trees and rule sets", Canadian AI 2001 (the ID3-MI tree).
     Ren, Hou & Jiang, "Deep forest for multiple instance learning", 2019 (MIRF as their building block).
     """
 
@@ -220,3 +159,18 @@ class MIRFClassifier(_ID3MIForest):
             np.put_along_axis(in_bag, self.estimators_samples_, True, axis=1)
             oob = id3mi_bag_proba(bags.X, bags.offsets, *self.forest_, in_bag)
             self.threshold_ = oob_threshold(oob[:, 1], y)
+
+    def _forest_proba(self, X, offsets):
+        proba = id3mi_bag_proba(X, offsets, *self.forest_, NO_SKIP)
+        return move_threshold(proba, self.threshold_) if len(self.classes_) == 2 else proba
+
+    def _instance_scores(self, bags):
+        """11: every instance as a bag of one, its forest-mean leaf distribution (n_instances, n_classes)."""
+        return id3mi_instance_proba(bags.X, *self.forest_)
+
+    def _witness(self, bags):
+        """11: the instance with the largest forest-mean singleton score for the predicted class
+        (binary: for the positive class, whose maximum decides the bag)."""
+        instance = self._instance_scores(bags)
+        # the predicted class has the largest per-class maximum (10.4), so the arg-max column decides
+        return witness(bags.offsets, instance[:, 1] if len(self.classes_) == 2 else instance)

@@ -115,7 +115,7 @@ def test_only_a_fit_worker_that_fits_a_deep_learner_imports_torch_and_its_replac
         worker.set_data(bags)
         import_for(worker, ["nsk"])  # what the trial loop does before each trial's clock starts
         out = worker.call(fit_predict, "nsk", {}, np.arange(8), np.arange(8, 12), 0, timeout=120)
-        assert out["y_pred"].shape == (4,)
+        assert out.y_pred.shape == (4,)
         assert worker.call(imported, "torch", timeout=60) is False
         import_for(worker, ["abmil"])
         assert worker.call(imported, "torch._dynamo", timeout=60) is True

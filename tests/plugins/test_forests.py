@@ -12,12 +12,17 @@ from automil_forests.blrt import BLRTClassifier
 from automil_forests.blrt_tree import goes_left, split_loss
 from automil_forests.id3mi_tree import RADIX_BITS, RADIX_MIN, entropy, radix_sort_pairs
 from automil_forests.midf import MIDFClassifier
-from automil_forests.mirf import ID3MIClassifier, MIRFClassifier, move_threshold, oob_threshold
+from automil_forests.mirf import MIRFClassifier, move_threshold, oob_threshold
 
 
 def hand_bags():
     """15.4.1: one feature; B1 (positive) = {1, 5}, B2 (negative) = {2}, B3 (negative) = {6}."""
     return Bags.from_list([np.array([[1.0], [5.0]]), np.array([[2.0]]), np.array([[6.0]])], [1, 0, 0])
+
+
+def single_tree(**params):
+    """One ID3-MI tree: a forest of one tree on every bag, every feature searched at each node."""
+    return MIRFClassifier(n_estimators=1, bootstrap=False, max_features=None, random_state=0, **params)
 
 
 def test_multi_instance_entropy_counts_bags_per_class():
@@ -35,7 +40,7 @@ def test_hand_example_tree_splits_where_the_gains_say(split_weights):
     # 3.5 -> 0.9183 - (2 + 2)/4 = -0.0817, 5.5 -> 0.9183 - 2/3 = 0.2516. Both split at 5.5.
     # Left child {1, 5}, {2} (Info 1): 1.5 and 3.5 tie (0.0 / 0.333 under both weightings), the smaller
     # wins and the split is made at zero gain; then {2, 5} splits at 3.5.
-    tree = ID3MIClassifier(split_weights=split_weights).fit(hand_bags())
+    tree = single_tree(split_weights=split_weights).fit(hand_bags())
     feature, threshold, left, right, value, roots = tree.forest_
     assert roots.tolist() == [0]
     assert threshold[0] == 5.5
@@ -55,7 +60,7 @@ def test_hand_example_tree_splits_where_the_gains_say(split_weights):
 def test_instance_weights_score_the_hand_example_by_instances():
     # Root, 4 instances: 1.5 -> 0.9183 - (3/4)(0.9183) = 0.2296 ({1} pure; {2, 5, 6} holds every bag),
     # 3.5 -> 0.9183 - (2/4)(1) - (2/4)(1) = -0.0817, 5.5 -> 0.9183 - (3/4)(1) = 0.1683: peeling {1} off wins.
-    tree = ID3MIClassifier(split_weights="instances", max_depth=1).fit(hand_bags())
+    tree = single_tree(split_weights="instances", max_depth=1).fit(hand_bags())
     feature, threshold, left, right, value, roots = tree.forest_
     assert threshold[0] == 1.5
     assert value[left[0]].tolist() == [0.0, 1.0]
@@ -69,7 +74,7 @@ def test_instance_weights_on_bags_of_one_are_id3():
     y = (X[:, 2] + 20 * rng.random(60) > 40).astype(int)
     bags = Bags.from_list(list(X[:, None, :]), y)
     reference = DecisionTreeClassifier(criterion="entropy", max_depth=3, random_state=0).fit(X, y).tree_
-    feature, threshold, left, right, _, _ = ID3MIClassifier(split_weights="instances", max_depth=3).fit(bags).forest_
+    feature, threshold, left, right, _, _ = single_tree(split_weights="instances", max_depth=3).fit(bags).forest_
 
     def same(ours, theirs):
         if left[ours] < 0 or reference.children_left[theirs] < 0:
@@ -88,7 +93,7 @@ def test_sparse_features_are_searched_until_they_turn_constant():
     rng = np.random.default_rng(5)
     X = rng.integers(1, 6, (150, 25)) * (rng.random((150, 25)) < 0.12)
     y = ((X[:, 0] + X[:, 1] > 0) ^ (rng.random(150) < 0.25)).astype(int)  # label noise: a deep tree
-    tree = ID3MIClassifier(split_weights="instances").fit(
+    tree = single_tree(split_weights="instances").fit(
         Bags.from_list(list(X[:, None, :].astype(float)), y))
     feature, threshold, left, right, _, _ = tree.forest_
 
@@ -123,7 +128,7 @@ def test_a_bag_drawn_twice_grows_the_tree_of_its_two_copies(split_weights):
                             threshold=0.5).fit(bags)
     sample = forest.estimators_samples_[0]
     assert len(np.unique(sample)) < len(sample)  # some bags drawn more than once
-    written_out = ID3MIClassifier(split_weights=split_weights).fit(bags.subset(sample))
+    written_out = single_tree(split_weights=split_weights).fit(bags.subset(sample))
     for ours, theirs in zip(forest.forest_, written_out.forest_, strict=True):
         np.testing.assert_array_equal(ours, theirs)
 
@@ -159,7 +164,7 @@ def _gain(bags, goes_left):
 def test_a_large_root_takes_the_split_of_largest_gain_found_by_brute_force():
     bags = witness_bags(60, 2, seed=4)
     assert bags.n_instances >= RADIX_MIN, "the root sorts by radix"
-    feature, threshold, left, right, value, roots = ID3MIClassifier().fit(bags).forest_
+    feature, threshold, left, right, value, roots = single_tree().fit(bags).forest_
     gain, sides = _gain(bags, bags.X[:, feature[0]] <= threshold[0])
     best = max(_gain(bags, bags.X[:, f] <= theta)[0] for f in range(bags.n_features)
                for values in [np.unique(bags.X[:, f])] for theta in (values[1:] + values[:-1]) / 2)
@@ -169,7 +174,7 @@ def test_a_large_root_takes_the_split_of_largest_gain_found_by_brute_force():
 
 
 def test_bag_score_is_the_maximum_over_instances_of_the_positive_leaf_probability():
-    tree = ID3MIClassifier().fit(hand_bags())
+    tree = single_tree().fit(hand_bags())
     # 2 reaches the negative leaf {2}, 5.2 the positive leaf {5}, 7 the negative leaf {6}
     test = [np.array([[2.0]]), np.array([[2.0], [5.2]]), np.array([[7.0], [2.0]])]
     np.testing.assert_allclose(tree.predict_proba(test), [[1, 0], [0, 1], [1, 0]])
@@ -181,19 +186,8 @@ def test_three_classes_use_normalized_per_class_maxima():
     # one feature, three singleton-bag classes: leaves are pure, and a bag with instances in the
     # leaves of classes 0 and 2 scores s = (1, 0, 1), normalized to (0.5, 0, 0.5)
     bags = Bags.from_list([np.array([[0.0]]), np.array([[1.0]]), np.array([[2.0]])], [0, 1, 2])
-    tree = ID3MIClassifier().fit(bags)
+    tree = single_tree().fit(bags)
     np.testing.assert_allclose(tree.predict_proba([np.array([[0.0], [2.0]])]), [[0.5, 0.0, 0.5]])
-
-
-def test_forest_of_one_tree_without_randomness_equals_the_id3mi_tree():
-    bags = witness_bags(15, 3)
-    tree = ID3MIClassifier().fit(bags)
-    forest = MIRFClassifier(n_estimators=1, bootstrap=False, max_features=None, random_state=3).fit(bags)
-    for a, b in zip(tree.forest_, forest.forest_, strict=True):
-        np.testing.assert_array_equal(a, b)
-    test = witness_bags(10, 3, seed=1)
-    np.testing.assert_array_equal(tree.predict_proba(test), forest.predict_proba(test))
-    np.testing.assert_array_equal(tree.witness(test), forest.witness(test))
 
 
 def test_bootstrap_samples_follow_random_state_exactly():

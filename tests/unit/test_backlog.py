@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 
 from automil.records import Headline, LearnerResult, Status, TrialRecord, TrialState, Tuning
-from automil.track.outage.backlog import BacklogFile, Kept, Kind, Learner, Study
+from automil.track.outage.backlog import BacklogFile, FoldsText, Kept, Learner, Study
 
 STUDY = Study("bags/centroid", "bags", Learner("centroid", "testlearners", "nearest centroid"),
               {"automil.protocol": "tuned"})
@@ -20,26 +20,28 @@ RESULT = LearnerResult(dataset="bags", learner="centroid", study="bags/centroid"
 
 def test_kept_calls_read_back_from_the_file_as_they_were_kept_in_order(tmp_path):
     file = BacklogFile(tmp_path / "host-1.jsonl", "http://127.0.0.1:5000")
-    kept = [Kept(Kind.STUDY_RUN, STUDY), Kept(Kind.LOG_TRIAL, STUDY, trial=TRIAL),
-            Kept(Kind.LOG_RESULT, STUDY, result=RESULT, model=object()),
-            Kept(Kind.REFRESH_COMPARISON, dataset="bags", result=RESULT),
-            Kept(Kind.LOG_FOLDS, STUDY, folds='{"format": "automil-folds"}')]
+    kept = [Kept("study_run", STUDY), Kept("log_trial", STUDY, {"trial": TRIAL, "study_name": STUDY.name}),
+            Kept("log_result", STUDY, {"result": RESULT, "model": object(), "bags": None}),
+            Kept("refresh_comparison", None, {"dataset": "bags", "chosen": RESULT}),
+            Kept("log_folds", STUDY, {"folds": FoldsText('{"format": "automil-folds"}')})]
     for call in kept:
         file.append(call)
     read, calls = BacklogFile.read(file.path)
     assert read.tracking_uri == "http://127.0.0.1:5000"
-    assert [c.kind for c in calls] == [c.kind for c in kept]
-    assert calls[1].trial == TRIAL and calls[1].study == STUDY
-    assert calls[2].result == RESULT and calls[2].model is None  # a model is never written
-    assert calls[4].folds == '{"format": "automil-folds"}' and calls[4].study == STUDY
+    assert [c.call for c in calls] == [c.call for c in kept]
+    assert calls[1].args == {"trial": TRIAL, "study_name": "bags/centroid"} and calls[1].study == STUDY
+    assert calls[2].args == {"result": RESULT, "bags": None}  # a model is never written: the replay goes without
+    assert calls[3].study is None and calls[3].args == {"dataset": "bags", "chosen": RESULT}
+    assert calls[4].args["folds"].to_json() == '{"format": "automil-folds"}' and calls[4].study == STUDY
+    assert calls[1].describe() == "log_trial of trial 3 of study bags/centroid"
     assert all(json.loads(line) for line in file.path.read_text().splitlines())  # plain JSON, line by line
 
 
 def test_rewriting_keeps_only_what_is_left_and_removes_an_empty_file(tmp_path):
     file = BacklogFile(tmp_path / "host-1.jsonl", "http://127.0.0.1:5000")
-    file.append(Kept(Kind.STUDY_RUN, STUDY))
-    file.rewrite([Kept(Kind.END_STUDY, STUDY)])
-    assert [c.kind for c in BacklogFile.read(file.path)[1]] == [Kind.END_STUDY]
+    file.append(Kept("study_run", STUDY))
+    file.rewrite([Kept("end_study", STUDY)])
+    assert [c.call for c in BacklogFile.read(file.path)[1]] == ["end_study"]
     file.rewrite([])
     assert not file.path.exists()
 

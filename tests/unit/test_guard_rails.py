@@ -1,7 +1,8 @@
 """The house's guard rails, run as CI runs them: the import contracts (layers cli -> tune -> track -> core,
 no Optuna in tracking, no MLflow in the driver, plugins on the public API only), the linter, no import
 circle, no private name imported across modules, modules of about 400 lines at most, and no trial state
-spelled as a string outside the one module that reads Optuna's."""
+spelled as a string outside the one module that reads Optuna's, no protocol or allocation compared as a
+string, no trial attribute key built by hand."""
 
 import ast
 import json
@@ -146,3 +147,38 @@ def test_no_optuna_trial_state_is_spelled_as_a_string_outside_its_adapter():
                 for node in ast.walk(ast.parse(path.read_text()))
                 if isinstance(node, ast.Constant) and node.value in states]
     assert not offences, "trial states spelled as strings (use automil.records.TrialState):\n" + "\n".join(offences)
+
+
+def _compared_strings(node: ast.Compare) -> list[str]:
+    """The string constants a comparison holds, alone or in a set, tuple or list (``x == "a"``,
+    ``x in ("a", "b")``, ``s == {"a"}``)."""
+    found = []
+    for operand in [node.left, *node.comparators]:
+        items = operand.elts if isinstance(operand, ast.Set | ast.Tuple | ast.List) else [operand]
+        found += [item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+    return found
+
+
+def test_no_protocol_or_allocation_is_compared_as_a_bare_string():
+    """A run's protocol and allocation are :class:`automil.records.Protocol` and
+    :class:`automil.tune.options.Allocation`; ``protocol == "nested"`` is a name spelled by hand."""
+    from automil.records import Protocol
+    from automil.tune.options import Allocation
+
+    names = {member.value for member in [*Protocol, *Allocation]}
+    offences = [f"{path.relative_to(ROOT)}:{node.lineno}: {', '.join(sorted(set(_compared_strings(node)) & names))}"
+                for path in sorted(PACKAGE.rglob("*.py"))
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Compare) and set(_compared_strings(node)) & names]
+    assert not offences, "protocol or allocation compared as strings (use the enums):\n" + "\n".join(offences)
+
+
+def test_no_trial_attribute_key_is_spelled_by_hand():
+    """Per-fold keys come from :meth:`automil.records.TrialAttr.fold`, not ``f"fold_{metric}"``."""
+    records = PACKAGE / "records.py"
+    offences = [f"{path.relative_to(ROOT)}:{node.lineno}"
+                for path in sorted(PACKAGE.rglob("*.py")) if path != records
+                for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant)
+                and str(node.values[0].value).startswith("fold_")]
+    assert not offences, "trial attribute keys built by hand (use automil.records.TrialAttr):\n" + "\n".join(offences)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from automil.evaluation.standardized import FoldScores
 from automil.records import Headline, LearnerResult, Status, TrialRecord, TrialState
 from automil.tune.final.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
 from automil.tune.options import TuneOptions
@@ -16,7 +17,7 @@ def _complete(number, value, params):
 
 
 def _scores(acc, bacc, one_class=False):
-    return {"accuracy": acc, "balanced_accuracy": bacc, "one_class": one_class}
+    return FoldScores(acc, bacc, one_class)
 
 
 def test_a_nested_row_reports_the_outer_splits_and_the_repeats_of_its_best_parameters():

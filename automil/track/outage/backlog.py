@@ -13,28 +13,17 @@ import os
 import socket
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from enum import StrEnum
 from pathlib import Path
 
-from automil.records import LearnerResult, StudyRecord, TrialRecord
+from automil.evaluation.folds_file import RunFolds
+from automil.records import LearnerResult, TrialRecord
 from automil.track.store.values import jsonable
 
-__all__ = ["Kind", "Learner", "Study", "Kept", "BacklogFile", "backlog_dir", "BACKLOG_DIR_ENV"]
+__all__ = ["Learner", "Study", "Kept", "FoldsText", "BacklogFile", "backlog_dir", "BACKLOG_DIR_ENV"]
 
 BACKLOG_DIR_ENV = "AUTOMIL_MLFLOW_BACKLOG"
 DEFAULT_BACKLOG_DIR = "mlflow-backlog"  # in the directory the run started in
-FORMAT = 1  # the backlog file's format, in its first line
-
-
-class Kind(StrEnum):
-    """Which tracking call was kept (the names of the ``Tracking`` methods)."""
-
-    STUDY_RUN = "study_run"
-    LOG_TRIAL = "log_trial"
-    LOG_FOLDS = "log_folds"
-    LOG_RESULT = "log_result"
-    END_STUDY = "end_study"
-    REFRESH_COMPARISON = "refresh_comparison"
+FORMAT = 2  # the backlog file's format, in its first line
 
 
 @dataclass(frozen=True)
@@ -62,42 +51,66 @@ class Study:
 
 @dataclass
 class Kept:
-    """One kept call: its ``kind`` and arguments. A result's ``model``, ``bags`` and ``figures`` (the
-    study's trials for its figures) stay in memory only (a model is a pickle): a replay from the file logs
-    the result's figures, tags and ``result.json`` without the model and the figures drawn from them."""
+    """One kept call: the tracker method ``call`` named, the ``study`` whose parent run it is made on (in
+    place of the run's id; for ``study_run`` the study it opens) and its other arguments by name. A value
+    that is not plain data or a record below (a model, the bags, the trials a result's figures are drawn
+    from) stays in memory only: a replay from the file makes the call without it, as its default."""
 
-    kind: Kind
+    call: str
     study: Study | None = None
-    trial: TrialRecord | None = None
-    result: LearnerResult | None = None
-    dataset: str | None = None  # of a comparison
-    folds: str | None = None  # folds.json's text
-    model: object = None
-    bags: object = None
-    figures: StudyRecord | None = None
+    args: dict = field(default_factory=dict)
 
     def describe(self) -> str:
-        subject = f"study {self.study.name}" if self.study is not None else f"dataset {self.dataset}"
-        if self.trial is not None:
-            subject = f"trial {self.trial.number} of {subject}"
-        return f"{self.kind} of {subject}"
+        subject = f"study {self.study.name}" if self.study is not None else f"dataset {self.args.get('dataset')}"
+        trial = self.args.get("trial")
+        if trial is not None:
+            subject = f"trial {trial.number} of {subject}"
+        return f"{self.call} of {subject}"
 
     def to_json(self) -> dict:
-        return {"kind": self.kind.value,
-                "study": None if self.study is None else asdict(self.study),
-                "trial": None if self.trial is None else _trial_json(self.trial),
-                "result": None if self.result is None else self.result.to_dict(),
-                "dataset": self.dataset, "folds": self.folds}
+        written = {name: _written(value) for name, value in self.args.items()}
+        return {"call": self.call, "study": None if self.study is None else asdict(self.study),
+                "args": {name: value for name, value in written.items() if value is not _IN_MEMORY}}
 
     @classmethod
     def from_json(cls, row: dict) -> Kept:
         study = row.get("study")
         if study is not None:
             study = Study(study["name"], study["dataset"], Learner(**study["learner"]), study.get("tags") or {})
-        trial, result = row.get("trial"), row.get("result")
-        return cls(Kind(row["kind"]), study, None if trial is None else _trial_from_json(trial),
-                   None if result is None else LearnerResult.from_dict(result), row.get("dataset"),
-                   folds=row.get("folds"))
+        return cls(row["call"], study, {name: _read(value) for name, value in row["args"].items()})
+
+
+class FoldsText:
+    """``folds.json`` as a replay from the file passes it on (what :meth:`RunFolds.to_json` wrote)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def to_json(self) -> str:
+        return self.text
+
+
+_IN_MEMORY = object()  # a value the file does not hold
+
+
+def _written(value):
+    """An argument as the file holds it, tagged by its kind; :data:`_IN_MEMORY` for one it cannot."""
+    if isinstance(value, TrialRecord):
+        return {"trial": _trial_json(value)}
+    if isinstance(value, LearnerResult):
+        return {"result": value.to_dict()}
+    if isinstance(value, RunFolds | FoldsText):
+        return {"folds": value.to_json()}
+    if value is None or isinstance(value, str | int | float | bool | dict | list):
+        return {"value": value}
+    return _IN_MEMORY
+
+
+def _read(written: dict):
+    """The inverse of :func:`_written`."""
+    (kind, value), = written.items()
+    return {"trial": _trial_from_json, "result": LearnerResult.from_dict, "folds": FoldsText,
+            "value": lambda plain: plain}[kind](value)
 
 
 def _trial_json(trial: TrialRecord) -> dict:

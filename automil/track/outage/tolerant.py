@@ -9,13 +9,14 @@ seconds, and keeps what the server missed instead of waiting for it.
 
 from __future__ import annotations
 
+import inspect
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from automil.records import LearnerResult, StudyRecord, TrackingBacklog, TrialRecord
-from automil.track.outage.backlog import BacklogFile, Kept, Kind, Learner, Study, backlog_dir
+from automil.records import TrackingBacklog
+from automil.track.outage.backlog import BacklogFile, Kept, Learner, Study, backlog_dir
 from automil.track.writing.tracker import Tracker
 from automil.uris import shown_storage
 
@@ -31,6 +32,8 @@ HTTP_WAITS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKO
 FIRST_PAUSE = 5.0
 LONGEST_PAUSE = 60.0
 PENDING = "pending:"  # the run id handed out for a study whose parent run the server has not created yet
+STUDY_RUN = "study_run"  # the call that opens a study's parent run
+PARENT_RUN = "parent_run_id"  # the argument naming the parent run a call is made on
 
 
 def short_http_waits() -> None:
@@ -95,31 +98,32 @@ class OutageTolerant:
         return cls(tracker, BacklogFile.for_process(directory or backlog_dir(), tracker.tracking_uri))
 
     def study_run(self, study_name: str, dataset: str, learner_spec, tags: dict | None = None) -> str:
+        """The study's parent run, or while the server is away a pending id that later calls name it by."""
         study = Study(study_name, dataset, Learner.of(learner_spec), dict(tags or {}))
-        run_id = self._run(Kept(Kind.STUDY_RUN, study)) or self._parents.get(study_name) or PENDING + study_name
+        run_id = self._run(Kept(STUDY_RUN, study)) or self._parents.get(study_name) or PENDING + study_name
         self._studies[run_id] = study
         return run_id
-
-    def log_trial(self, parent_run_id: str, trial: TrialRecord, study_name: str) -> str | None:
-        return self._run(Kept(Kind.LOG_TRIAL, self._studies[parent_run_id], trial=trial))
-
-    def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
-                   study: StudyRecord | None = None) -> str | None:
-        return self._run(Kept(Kind.LOG_RESULT, self._studies[parent_run_id], result=result, model=model,
-                              bags=bags, figures=study))
-
-    def log_folds(self, parent_run_id: str, folds) -> None:
-        self._run(Kept(Kind.LOG_FOLDS, self._studies[parent_run_id], folds=folds.to_json()))
 
     def register_model(self, dataset: str, model_uri: str) -> str:
         """Not kept: registering again would add a version (the driver registers only a model it logged)."""
         return self.tracker.register_model(dataset, model_uri)
 
-    def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
-        self._run(Kept(Kind.REFRESH_COMPARISON, dataset=dataset, result=chosen))
+    def __getattr__(self, name: str):
+        """Every other call of the tracker, made now or kept through an outage (see :meth:`_run`): its
+        parent run id stands for its study, its other arguments are kept by name."""
+        method = None if name.startswith("_") else getattr(Tracker, name, None)
+        if not callable(method):
+            raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+        signature = inspect.signature(method)
 
-    def end_study(self, parent_run_id: str) -> None:
-        self._run(Kept(Kind.END_STUDY, self._studies[parent_run_id]))
+        def call(*args, **kwargs):
+            arguments = signature.bind(self.tracker, *args, **kwargs).arguments
+            arguments.pop("self")
+            run_id = arguments.pop(PARENT_RUN, None)
+            return self._run(Kept(name, None if run_id is None else self._studies[run_id], arguments))
+
+        call.__name__ = name
+        return call
 
     def flush(self) -> None:
         """Try the kept calls now; a ``RuntimeError`` names those the server refused (they are dropped)."""
@@ -169,29 +173,19 @@ class OutageTolerant:
 
     def _apply(self, kept: Kept):
         study = kept.study
-        match kept.kind:
-            case Kind.STUDY_RUN:
-                self._parents[study.name] = self.tracker.study_run(study.name, study.dataset, study.learner,
-                                                                   study.tags)
-                return self._parents[study.name]
-            case Kind.LOG_TRIAL:
-                return self.tracker.log_trial(self._parent(study), kept.trial, study.name)
-            case Kind.LOG_FOLDS:
-                return self.tracker.log_folds_json(self._parent(study), kept.folds)
-            case Kind.LOG_RESULT:
-                return self.tracker.log_result(self._parent(study), kept.result, kept.model, kept.bags,
-                                               kept.figures)
-            case Kind.END_STUDY:
-                return self.tracker.end_study(self._parent(study))
-            case Kind.REFRESH_COMPARISON:
-                return self.tracker.refresh_comparison(kept.dataset, kept.result)
+        if kept.call == STUDY_RUN:
+            self._parents[study.name] = self.tracker.study_run(study.name, study.dataset, study.learner,
+                                                               study.tags)
+            return self._parents[study.name]
+        parent = {} if study is None else {PARENT_RUN: self._parent(study)}
+        return getattr(self.tracker, kept.call)(**parent, **kept.args)
 
     def _parent(self, study: Study) -> str:
         """The study's parent run: as opened by this object, else found in the store, else opened now."""
         if study.name not in self._parents:
             found = self.tracker.find_study_run(study.name, study.dataset)
             if found is None:
-                return self._apply(Kept(Kind.STUDY_RUN, study))
+                return self._apply(Kept(STUDY_RUN, study))
             self._parents[study.name] = found
         return self._parents[study.name]
 
@@ -221,7 +215,7 @@ def replay(path: Path, tracking_uri: str | None = None) -> Replayed:
     short_http_waits()
     file, kept = BacklogFile.read(path)
     tolerant = OutageTolerant(Tracker(tracking_uri or file.tracking_uri), file)
-    tolerant.kept = kept
+    tolerant.kept = list(kept)  # log_kept empties its list; kept still counts what the file held
     dropped = tolerant.log_kept()
     left = len(tolerant.kept)
     return Replayed(Path(path), len(kept) - left - len(dropped), left, tolerant.reason if left else "", dropped)

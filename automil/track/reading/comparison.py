@@ -25,7 +25,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from automil.records import PROCEDURE, LearnerResult, TrialState
+from automil.records import PROCEDURE, LearnerResult, Protocol, TrialState
 from automil.track.reading.stored_studies import StoredStudy, latest_per_learner, read_studies, read_trials
 from automil.track.store.mlflow_store import retry
 from automil.track.store.names import CHART, NOTE_TAG, SCATTER
@@ -60,8 +60,8 @@ def leaderboard_markdown(dataset: str, experiment_id: str, ranked: list[StoredSt
     procedure = next((s for s in ranked if s.learner == PROCEDURE), None)
     scored = [s for s in ranked if s.metrics.get("balanced_accuracy") is not None and s is not procedure]
     protocol = {s.protocol for s in scored}
-    headline = "nested CV" if protocol == {"nested"} else "tuned protocol: optimistic" if protocol == {
-        "tuned"} else "nested CV, or tuned († optimistic)"
+    headline = "nested CV" if protocol == {Protocol.NESTED} else "tuned protocol: optimistic" if protocol == {
+        Protocol.TUNED} else "nested CV, or tuned († optimistic)"
     if scored:
         best = scored[0]
         first = (f"**{dataset}**: best **{best.learner}**, balanced accuracy "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from automil.records import Protocol
 from automil.track.store.names import (
     KIND_TAG,
     LEARNER_TAG,
@@ -38,14 +39,14 @@ class StoredStudy:
     tags: dict = field(default_factory=dict)
 
     @property
-    def protocol(self) -> str:
-        """How its headline figures were measured: ``nested`` (the default) or ``tuned``."""
-        return self.tags.get(PROTOCOL_TAG, "nested")
+    def protocol(self) -> Protocol:
+        """How its headline figures were measured (nested when the tag is missing)."""
+        return Protocol(self.tags.get(PROTOCOL_TAG, Protocol.NESTED))
 
     @property
     def optimistic(self) -> bool:
         """Whether its figures come from the tuned protocol (tuned and reported on the same folds)."""
-        return self.protocol == "tuned"
+        return self.protocol == Protocol.TUNED
 
 
 @dataclass(frozen=True)

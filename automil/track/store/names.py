@@ -4,7 +4,7 @@ change only together with a way to read the old ones."""
 
 from __future__ import annotations
 
-from automil.records import TIMED_OUT, TrialState
+from automil.records import TIMED_OUT, TrialAttr, TrialState
 
 __all__ = ["metric_name"]
 
@@ -33,8 +33,9 @@ RUN_STATUS = {TrialState.COMPLETE: "FINISHED", TrialState.PRUNED: "KILLED", Tria
               TIMED_OUT: "FAILED"}
 
 # Trial user attributes logged as tags ``automil.<key>`` (the driver writes them, see automil.records.TrialAttr).
-TRIAL_TAG_ATTRS = ("learner", "plugin", "plugin_version", "dataset", "seed", "n_features", "n_classes",
-                   "timed_out", "one_class", "out_of_memory", "interrupted", "error", "warm_start_from")
+TRIAL_TAG_ATTRS = (TrialAttr.LEARNER, TrialAttr.PLUGIN, TrialAttr.DATASET, TrialAttr.SEED, TrialAttr.N_FEATURES,
+                   TrialAttr.N_CLASSES, TrialAttr.TIMED_OUT, TrialAttr.ONE_CLASS, TrialAttr.OUT_OF_MEMORY,
+                   TrialAttr.INTERRUPTED, TrialAttr.ERROR, TrialAttr.WARM_START_FROM)
 # Numbers of a leaderboard row that describe the set-up rather than measure anything: tags, not metrics.
 RESULT_TAG_KEYS = ("seed", "folds", "best_trial")
 

@@ -33,9 +33,9 @@ class BagsDataset(Dataset):
         super().__init__(source=_source(bags.source), name=name)
 
     def _compute_digest(self) -> str:
-        from automil.data.datasets import bags_digest
+        from automil.data.datasets import NAME_DIGEST_LENGTH
 
-        return bags_digest(self._bags)[:8]  # the digest in a file dataset's name (automil.data.datasets.dataset_name)
+        return self._bags.digest[:NAME_DIGEST_LENGTH]  # as in a file dataset's name (datasets.dataset_name)
 
     @property
     def profile(self) -> dict:

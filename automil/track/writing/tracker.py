@@ -100,13 +100,9 @@ class Tracker:
         return self.trial_logging.log(parent_run_id, trial, study_name)
 
     def log_folds(self, parent_run_id: str, folds: RunFolds) -> None:
-        """``folds.json`` on the parent run: the folds its result is scored on, for ``--folds-file``."""
-        self.log_folds_json(parent_run_id, folds.to_json())
-
-    def log_folds_json(self, parent_run_id: str, text: str) -> None:
-        """``folds.json`` from its text (:meth:`automil.evaluation.folds_file.RunFolds.to_json`), as a kept call
-        replays it."""
-        retry(self.store.client.log_text, parent_run_id, text, FOLDS)
+        """``folds.json`` on the parent run: the folds its result is scored on, for ``--folds-file`` (from
+        the run's folds, or the text a kept call replays, :class:`automil.track.outage.backlog.FoldsText`)."""
+        retry(self.store.client.log_text, parent_run_id, folds.to_json(), FOLDS)
 
     def log_result(self, parent_run_id: str, result: LearnerResult, model=None, bags=None,
                    study: StudyRecord | None = None) -> str | None:

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 import automil
-from automil.records import TrialRecord
+from automil.records import TrialAttr, TrialRecord
 from automil.track.store.mlflow_store import Store, retry
 from automil.track.store.names import (
     DATASET_TAG,
@@ -89,13 +89,14 @@ def trial_metrics(trial: TrialRecord) -> list[tuple[str, float, int]]:
     """``(key, value, step)`` of every finite number a trial carries."""
     attrs = trial.attrs
     out = []
-    for key in ("accuracy", "balanced_accuracy", "accuracy_std", "balanced_accuracy_std"):
+    for key in (TrialAttr.ACCURACY, TrialAttr.BALANCED_ACCURACY, TrialAttr.ACCURACY_STD,
+                TrialAttr.BALANCED_ACCURACY_STD):
         out.append((key, attrs.get(key), 0))
-    for key in ("fold_accuracy", "fold_balanced_accuracy"):
+    for key in (TrialAttr.FOLD_ACCURACY, TrialAttr.FOLD_BALANCED_ACCURACY):
         values = attrs.get(key)
         if isinstance(values, (list, tuple)):
             out.extend((key, value, fold) for fold, value in enumerate(values))
-    for key in ("fit_seconds", "predict_seconds"):
+    for key in (TrialAttr.FIT_SECONDS, TrialAttr.PREDICT_SECONDS):
         values = attrs.get(key)
         if isinstance(values, (list, tuple)):
             values = [v for v in values if finite(v)]
@@ -104,4 +105,4 @@ def trial_metrics(trial: TrialRecord) -> list[tuple[str, float, int]]:
     out.append(("objective", trial.value, 0))
     if trial.start and trial.end:
         out.append(("trial_seconds", (trial.end - trial.start).total_seconds(), 0))
-    return [(key, float(value), step) for key, value, step in out if finite(value)]
+    return [(str(key), float(value), step) for key, value, step in out if finite(value)]

@@ -12,7 +12,7 @@ import numpy as np
 
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.standardized import fold_scores
-from automil.records import LearnerResult, Status, TrialAttr, TrialCounts, TrialRecord
+from automil.records import LearnerResult, Protocol, Status, TrialAttr, TrialCounts, TrialRecord
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial
 from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, rounded, score, select
 from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_row
@@ -75,7 +75,7 @@ class Candidate:
         defaults = defaults_trial(self.trials)
         if defaults is None:
             return None, None
-        folds = defaults.attrs.get(f"fold_{options.metric}", [])
+        folds = defaults.attrs.get(TrialAttr.fold(options.metric), [])
         value = float(np.mean([v for f, v in enumerate(folds) if f != i])) if len(folds) > 1 else None
         everywhere = _oof_scores(defaults, len(plan.folds.tuning))
         if everywhere is None:
@@ -138,7 +138,7 @@ def ensemble_nested(plan: Plan, bags, candidates: dict[str, Candidate]) -> Evalu
     """The ensemble's evaluation with its nested folds filled in (empty under the tuned protocol): what
     :func:`ensemble_row` completes. It needs the members' nested refits."""
     evaluation = Evaluation(ENSEMBLE.name, ENSEMBLE.plugin, f"{plan.dataset}/{ENSEMBLE.name}", [], None)
-    if plan.options.protocol == "nested":
+    if plan.options.protocol == Protocol.NESTED:
         _nested(plan, bags, candidates, evaluation, np.unique(bags.y))
     return evaluation
 
@@ -215,7 +215,7 @@ def _inner_score(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray],
                                                               strict=True))
     y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
     for _, test in fold_splits(plan.folds.tuning, exclude=i):
-        values.append(fold_scores(bags.y[test], y_pred[start:start + len(test)])[plan.options.metric])
+        values.append(getattr(fold_scores(bags.y[test], y_pred[start:start + len(test)]), plan.options.metric))
         start += len(test)
     return float(np.mean(values))
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from automil.evaluation.instance_metrics import InstanceFold
 from automil.evaluation.pareto import non_dominated
-from automil.evaluation.standardized import mean_std
+from automil.evaluation.standardized import FoldScores, mean_std
 from automil.records import (
     PROCEDURE,
     Costs,
@@ -24,6 +24,8 @@ from automil.records import (
     InstanceFigures,
     LearnerResult,
     NestedFigure,
+    OuterSplit,
+    Protocol,
     RepeatedFigure,
     Status,
     TrialAttr,
@@ -65,7 +67,7 @@ class Evaluation:
     """What tuning and the final evaluation found for one learner: the trials of its study on all bags,
     the best trial there and in every outer split, and the scores of the refits.
 
-    ``nested[i]`` and each entry of ``repeated[r]`` are :func:`automil.evaluation.standardized.fold_scores` dicts,
+    ``nested[i]`` and each entry of ``repeated[r]`` are :class:`automil.evaluation.standardized.FoldScores`,
     ``instance[i]`` outer fold ``i``'s instance figures (``None`` without instance labels or output);
     ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
     procedure chooses by, :func:`procedure_row`);
@@ -81,8 +83,8 @@ class Evaluation:
     trials: list[TrialRecord]
     best: TrialRecord | None
     outer_best: list[TrialRecord | None] = field(default_factory=list)
-    nested: list[dict | None] = field(default_factory=list)
-    repeated: dict[int, list[dict]] = field(default_factory=dict)
+    nested: list[FoldScores | None] = field(default_factory=list)
+    repeated: dict[int, list[FoldScores]] = field(default_factory=dict)
     fit_seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -97,7 +99,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     """The leaderboard row of one learner (keys documented in docs/tune.md)."""
     best = job.best
     counts, finished = trial_counts(job.trials)
-    nested_protocol = options.protocol == "nested"
+    nested_protocol = options.protocol == Protocol.NESTED
     nested = job.nested
     repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
     nested_figure = NestedFigure()
@@ -105,15 +107,16 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
         nested_figure = _figure(NestedFigure, nested if nested and all(s is not None for s in nested) else [],
                                 tuned_splits=job.tuned_splits, outer_splits=_outer_splits(job) if nested else None)
     # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
-    repeated = _figure(RepeatedFigure, [{metric: np.mean([s[metric] for s in scores]) for metric in METRICS}
-                                        for scores in repeats], repeats=len(repeats))
+    # the mean over a repeat's folds of each metric
+    means = [FoldScores(**{m: float(np.mean([getattr(s, m) for s in scores])) for m in METRICS}) for scores in repeats]
+    repeated = _figure(RepeatedFigure, means, repeats=len(repeats))
     predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
     classes, matrix = _confusion(predictions) if predictions and (
         not nested_protocol or nested_figure.accuracy is not None) else (None, None)
-    one_class = any(s is not None and s["one_class"] for s in nested) or any(
-        s["one_class"] for scores in repeats for s in scores)
+    one_class = any(s is not None and s.one_class for s in nested) or any(
+        s.one_class for scores in repeats for s in scores)
     headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
-                        kind="nested" if nested_protocol else "tuned (optimistic)", one_class=one_class,
+                        kind=Protocol(options.protocol).headline, one_class=one_class,
                         classes=classes, confusion_matrix=matrix)
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row = LearnerResult(dataset=dataset, learner=job.learner, plugin=job.plugin, study=job.study,
@@ -138,10 +141,11 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
 
 
 def _figure(cls, scores, **extra) -> Figure:
-    """A ``cls`` (a :class:`Figure`) of the mean and sd of each metric over ``scores`` (dicts by metric)."""
+    """A ``cls`` (a :class:`Figure`) of the mean and sd of each metric over ``scores`` (records with a field
+    per metric: :class:`~automil.evaluation.standardized.FoldScores`, :class:`~automil.records.OuterSplit`)."""
     values = {}
     for metric in METRICS:
-        values[metric], values[f"{metric}_std"] = mean_std(s[metric] for s in scores)
+        values[metric], values[f"{metric}_std"] = mean_std(getattr(s, metric) for s in scores)
     return cls(**values, **extra)
 
 
@@ -150,10 +154,10 @@ def _metrics(figure: Figure) -> dict:
     return {f.name: getattr(figure, f.name) for f in fields(Figure)}
 
 
-def _outer_splits(job: Evaluation) -> list[dict | None]:
+def _outer_splits(job: Evaluation) -> list[OuterSplit | None]:
     """Each outer split's inner score and the scores of its refit on the outer fold (``None``: no refit)."""
-    return [None if s is None else {"inner": None if i >= len(job.inner) else job.inner[i],
-                                    "accuracy": s["accuracy"], "balanced_accuracy": s["balanced_accuracy"]}
+    return [None if s is None else OuterSplit(None if i >= len(job.inner) else job.inner[i], s.accuracy,
+                                              s.balanced_accuracy)
             for i, s in enumerate(job.nested)]
 
 
@@ -287,21 +291,22 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
     cheaper, then by name), and that row's score on outer fold ``i`` is the procedure's. ``choices`` names
     the row chosen in each split; ``outer_splits`` holds the chosen row's inner and outer scores. No fit.
     """
-    nested = [r for r in rows if r.protocol == "nested" and r.learner != PROCEDURE and r.status != Status.SKIPPED]
+    nested = [r for r in rows
+              if r.protocol == Protocol.NESTED and r.learner != PROCEDURE and r.status != Status.SKIPPED]
     if not nested:
         return None
     first = nested[0]
     row = LearnerResult(dataset=first.dataset, learner=PROCEDURE, plugin=PROCEDURE_SPEC.plugin,
                         study=f"{first.dataset}/{PROCEDURE}",
                         protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
-                        headline=Headline(kind="nested", one_class=False))
+                        headline=Headline(kind=Protocol.NESTED.headline, one_class=False))
     candidates = [r for r in nested if _admissible(r) and r.nested.outer_splits]
     choices, outer_splits = [], []
     for i in range(first.folds or 0):
         scored = [(r, r.nested.outer_splits[i]) for r in candidates
                   if i < len(r.nested.outer_splits) and r.nested.outer_splits[i] is not None
-                  and r.nested.outer_splits[i]["inner"] is not None]
-        chosen = min(scored, key=lambda pair: _preference(pair[0], pair[1]["inner"]), default=(None, None))
+                  and r.nested.outer_splits[i].inner is not None]
+        chosen = min(scored, key=lambda pair: _preference(pair[0], pair[1].inner), default=(None, None))
         choices.append(chosen[0] and chosen[0].learner)
         outer_splits.append(chosen[1])
     row.choices, row.nested = choices, NestedFigure(outer_splits=outer_splits)

@@ -14,7 +14,7 @@ import numpy as np
 
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.standardized import fold_scores
-from automil.records import LearnerResult, TrialAttr
+from automil.records import LearnerResult, Protocol, TrialAttr
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial, records
 from automil.tune.final.ensemble_row import (
     ENSEMBLE,
@@ -36,10 +36,34 @@ from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, fit_worker, import_for
 from automil.tune.workers.isolation import OutOfTime, run_tasks
 
-__all__ = ["final_evaluation", "FitTask"]
+__all__ = ["final_evaluation", "FitTask", "StoredResult"]
 
 # The study user attribute holding the learner's result, valid while its studies match the key in it.
 RESULT_ATTR = "result"
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    """A learner's final evaluation as its main study keeps it (one attribute, so that a worker never pairs
+    one worker's row with another's key): the ``key`` of what it was computed from (a rerun reuses it only
+    under the same key), the leaderboard ``row``, and every bag's out-of-fold ``scores`` (so that a rerun
+    that reuses the result can still ensemble it)."""
+
+    key: dict
+    row: LearnerResult
+    scores: dict[ScoreKey, np.ndarray]
+
+    @classmethod
+    def read(cls, study) -> StoredResult | None:
+        """The study's stored result, if it has one."""
+        stored = study.user_attrs.get(RESULT_ATTR)
+        if stored is None:
+            return None
+        return cls(stored["key"], LearnerResult.from_dict(stored["row"]), loaded_scores(stored["scores"]))
+
+    def write(self, study) -> None:
+        study.set_user_attr(RESULT_ATTR, {"key": self.key, "row": self.row.to_dict(),
+                                          "scores": stored_scores(self.scores)})
 
 
 @dataclass(frozen=True)
@@ -89,7 +113,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
     modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model.uri is None]
     members = main_members(plan, bags, candidates) if options.ensemble else None
-    nested = options.protocol == "nested"
+    nested = options.protocol == Protocol.NESTED
     repeats = plan.folds.repeats
     workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:
@@ -130,9 +154,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         candidate = candidates[learner]
         candidate.fit_seconds = row.costs.fit_seconds
         _set_model_uri(row, recorder.study_done(job.spec, job.study, row, candidate.model, bags))
-        # one attribute, so that a worker never pairs one worker's row with another's key
-        job.study.set_user_attr(RESULT_ATTR, {"key": job.key, "row": row.to_dict(),
-                                              "scores": stored_scores(candidate.scores)})
+        StoredResult(job.key, row, candidate.scores).write(job.study)
         rows[learner] = row
         listener.learner_done(row)
     for learner in modelless:
@@ -175,16 +197,13 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
                "repeats": options.repeats, "protocol": options.protocol}
         if plan.folds.source is not None:  # drawn repeats follow from the seed the studies hold already
             key["folds"] = plan.folds.digest
-        if instance_labels:  # a result stored before the instance figures is computed again
+        if instance_labels:  # the bags' digest leaves out instance labels; a row without their figures won't do
             key["instance_figures"] = True
         candidates[learner] = Candidate(trials, sub_trials)
-        stored = main.user_attrs.get(RESULT_ATTR)
-        # a result stored before ensembles kept no scores, one stored before the procedure's figure no
-        # outer splits: it is computed again
-        if stored is not None and stored.get("key") == key and ("scores" in stored or not options.ensemble) \
-                and ("outer_splits" in stored["row"] or options.protocol != "nested"):
-            rows[learner] = LearnerResult.from_dict(stored["row"])
-            candidates[learner].scores = loaded_scores(stored.get("scores", {}))
+        stored = StoredResult.read(main)
+        if stored is not None and stored.key == key:
+            rows[learner] = stored.row
+            candidates[learner].scores = stored.scores
             candidates[learner].fit_seconds = rows[learner].costs.fit_seconds
             recorder.study_done(spec, main)  # what this worker could not log as it went
             listener.learner_done(rows[learner])
@@ -266,9 +285,10 @@ def _log_model(plan: Plan, storage, recorder: Recorder, row: LearnerResult, mode
 
     study = optuna.load_study(study_name=study_name(plan.dataset, row.learner), storage=storage)
     _set_model_uri(row, recorder.study_done(plugins.get_learner(row.learner), study, row, model, bags))
-    stored = study.user_attrs[RESULT_ATTR]
-    if row.model.uri is not None and stored["row"].get("model_uri") is None:
-        study.set_user_attr(RESULT_ATTR, {**stored, "row": {**stored["row"], "model_uri": row.model.uri}})
+    stored = StoredResult.read(study)
+    if row.model.uri is not None and stored.row.model.uri is None:
+        stored_row = replace(stored.row, model=replace(stored.row.model, uri=row.model.uri))
+        replace(stored, row=stored_row).write(study)
 
 
 def _set_model_uri(row: LearnerResult, uri: str | None):
@@ -294,21 +314,21 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
             job.evaluation.errors.append(f"{task.refit} fit: {out}")
         return
     if job is not None:
-        job.evaluation.budget_seconds += out["fit_seconds"] + out["predict_seconds"]
+        job.evaluation.budget_seconds += out.fit_seconds + out.predict_seconds
     if task.refit is Refit.MODEL:
-        candidate.model = out["model"]
+        candidate.model = out.model
     else:
         evaluation, test = job.evaluation, task.test
         key = NESTED_SCORES if task.refit is Refit.NESTED else ScoreKey(Refit.REPEAT, task.index)
         if key not in candidate.scores:  # every bag's out-of-fold scores, for the ensemble
-            candidate.scores[key] = np.full((bags.n_bags, *out["scores"].shape[1:]), np.nan)
-        candidate.scores[key][test] = out["scores"]
-        scores = fold_scores(bags.y[test], out["y_pred"])
+            candidate.scores[key] = np.full((bags.n_bags, *out.scores.shape[1:]), np.nan)
+        candidate.scores[key][test] = out.scores
+        scores = fold_scores(bags.y[test], out.y_pred)
         if task.refit is Refit.NESTED or task.index == 0:  # out-of-fold predictions for the confusion matrix
-            evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out["y_pred"]))
+            evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out.y_pred))
         if task.refit is Refit.NESTED:
             evaluation.nested[task.index] = scores
-            evaluation.instance[task.index] = out["instance"]
+            evaluation.instance[task.index] = out.instance
         else:
             evaluation.repeated.setdefault(task.index, []).append(scores)
-            evaluation.fit_seconds.append(out["fit_seconds"])
+            evaluation.fit_seconds.append(out.fit_seconds)

@@ -21,6 +21,7 @@ from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.final.ensemble_selection import rounded
 from automil.tune.listener import Listener, StudyProgress
+from automil.tune.options import Allocation
 from automil.tune.schedule.budget import (
     PROBE_FRACTIONS,
     estimated_trial_seconds,
@@ -77,7 +78,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
             break
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
-                         equal=plan.options.allocation == "equal")
+                         equal=plan.options.allocation == Allocation.EQUAL)
         listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
         if step is None:
             break
@@ -260,15 +261,15 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
             if error.error_type == FitPruned.__name__:
                 raise optuna.TrialPruned() from None
             raise
-        scores = fold_scores(bags.y[test], out["y_pred"])
-        attrs[TrialAttr.FOLD_ACCURACY].append(scores["accuracy"])
-        attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores["balanced_accuracy"])
-        attrs[TrialAttr.FIT_SECONDS].append(out["fit_seconds"])
-        attrs[TrialAttr.PREDICT_SECONDS].append(out["predict_seconds"])
-        fits.oof_scores.append(out["scores"])
+        scores = fold_scores(bags.y[test], out.y_pred)
+        attrs[TrialAttr.FOLD_ACCURACY].append(scores.accuracy)
+        attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores.balanced_accuracy)
+        attrs[TrialAttr.FIT_SECONDS].append(out.fit_seconds)
+        attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
+        fits.oof_scores.append(out.scores)
         if not multi:
-            trial.report(scores[plan.options.metric], step=step)
-        if scores["one_class"]:  # pruned under every objective: never a result
+            trial.report(getattr(scores, plan.options.metric), step=step)
+        if scores.one_class:  # pruned under every objective: never a result
             attrs[TrialAttr.ONE_CLASS] = True
             attrs[TrialAttr.ERROR] = f"predicted one class for every bag of fold {step}"
             raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
@@ -325,7 +326,7 @@ def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, 
         except FitError:
             return
         sizes.append(size)
-        seconds.append(out["fit_seconds"])
+        seconds.append(out.fit_seconds)
     else:
         estimate = estimated_trial_seconds(sizes, seconds, full, len(fits.splits), spec.fit_growth)
         measured = ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True))
@@ -364,7 +365,7 @@ def objective_values(attrs: dict, options) -> float | list[float]:
     """What Optuna is told: the mean over the folds of the metric, or of every objective (metrics and
     seconds per fit or prediction) for a multi-objective study."""
     # the per-fold lists: fold_accuracy, fold_balanced_accuracy, fit_seconds, predict_seconds
-    means = [float(np.mean(attrs[name if name.endswith("_seconds") else f"fold_{name}"]))
+    means = [float(np.mean(attrs[name if name.endswith("_seconds") else TrialAttr.fold(name)]))
              for name in (options.objectives if options.multi_objective else [options.metric])]
     return means if options.multi_objective else means[0]
 
@@ -372,8 +373,8 @@ def objective_values(attrs: dict, options) -> float | list[float]:
 def _tell(study, trial, attrs: dict, state: TrialState, value) -> TrialRecord:
     """Store the trial's attributes with its fold means, and finish it in ``state``."""
     for metric in ("accuracy", "balanced_accuracy"):
-        mean, std = mean_std(attrs[f"fold_{metric}"])
-        attrs[metric], attrs[f"{metric}_std"] = mean, std
+        mean, std = mean_std(attrs[TrialAttr.fold(metric)])
+        attrs[TrialAttr(metric)], attrs[TrialAttr.std(metric)] = mean, std
     for key, item in attrs.items():
         trial.set_user_attr(key, item)
     return tell(study, trial, state, value)

@@ -22,6 +22,7 @@ import numpy as np
 from automil.records import TrialAttr, TrialRecord
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget
 from automil.tune.listener import LearnerStanding, Standing
+from automil.tune.options import Allocation
 from automil.tune.studies.plan import Plan
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
@@ -260,7 +261,7 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
         best = best_trial(trials, directions)
         stderr = 0.0
         if best is not None:
-            folds = best.attrs.get(f"fold_{metric}") or []
+            folds = best.attrs.get(TrialAttr.fold(metric)) or []
             if len(folds) > 1:
                 stderr = float(np.std(folds, ddof=1) / np.sqrt(len(folds)))
         state.append(StudyState(len(counted), None if best is None else best.value, stderr))
@@ -277,7 +278,7 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
     """What the listener shows: every learner's trials, best score and phase in the policy, and the time
     left until tuning stops at ``deadline``."""
     n_trials = plan.options.n_trials
-    weights = shares(states, n_trials, plan.options.allocation == "equal")
+    weights = shares(states, n_trials, plan.options.allocation == Allocation.EQUAL)
     rows = []
     for state in states:
         if state.too_slow:

@@ -17,7 +17,7 @@ import numpy as np
 
 from automil.evaluation.folds import fold_digest
 from automil.evaluation.folds_file import RunFolds
-from automil.records import TrialAttr
+from automil.records import Protocol, TrialAttr
 from automil.tune.backend.optuna_trials import (
     best_trial,
     counts_toward_budget,
@@ -117,7 +117,7 @@ def prepare_studies(storage, dataset, bags, specs, options, folds: RunFolds) -> 
     stored_assignment = assignment.tolist()
     for study, spec, split in studies:
         attrs = study.user_attrs
-        protocol = options.protocol if split is None else "nested"
+        protocol = options.protocol if split is None else Protocol.NESTED
         # The fold assignment goes last: other workers opening the study at the same moment check it only
         # once it is there, so by then every attribute they compare against is written.
         wanted = {**record, "learner": spec.name, "plugin": spec.plugin, "split": split, "protocol": protocol,
@@ -319,7 +319,7 @@ def _source(storage, learner: str, dataset: str, attrs: dict) -> tuple[str, dict
         other = summary.user_attrs
         if (other.get("learner") != learner or other.get("dataset") in (None, dataset)
                 or other.get("split") is not None or META_FEATURES_ATTR not in other):
-            continue  # outer-split studies, other learners, this dataset, studies of older versions
+            continue  # outer-split studies, other learners, this dataset, studies without meta-features
         try:
             features = MetaFeatures.from_dict(other[META_FEATURES_ATTR])
         except ValueError:

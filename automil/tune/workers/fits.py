@@ -5,17 +5,34 @@ from __future__ import annotations
 import functools
 import importlib
 import os
+from dataclasses import dataclass
 
 import numpy as np
 
 from automil.bags import Bags
-from automil.evaluation.instance_metrics import instance_fold
+from automil.evaluation.instance_metrics import InstanceFold, instance_fold
 from automil.evaluation.standardized import Standardized
 from automil.tune.final.ensemble_selection import labels_and_scores
 from automil.tune.options import TuneOptions
 from automil.tune.workers.isolation import FitWorker
 
-__all__ = ["fit_worker", "fit_predict", "import_for", "load_learners"]
+__all__ = ["FitResult", "fit_worker", "fit_predict", "import_for", "load_learners"]
+
+
+@dataclass
+class FitResult:
+    """What a fit worker answers for one fit: its seconds, and with test bags their predicted labels
+    ``y_pred`` and scores (:func:`automil.tune.final.ensemble_selection.bag_scores`, what ensembles
+    combine) and the seconds that took; the fitted ``model`` when asked for, and the test bags'
+    ``instance`` figures when asked for and the data and learner have them (made in the worker, so that
+    the model never leaves it for them)."""
+
+    fit_seconds: float
+    predict_seconds: float = 0.0
+    y_pred: np.ndarray | None = None
+    scores: np.ndarray | None = None
+    model: object = None
+    instance: InstanceFold | None = None
 
 
 def load_learners(_=None, learners: tuple[str, ...] | None = None):
@@ -38,12 +55,9 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
 
     This is the unit of work a :class:`~automil.tune.workers.isolation.FitWorker` runs: its arguments are small
     (a learner name and bag indices into data the worker already holds). ``seed`` goes to the learner's
-    ``random_state`` unless ``params`` sets it. Returns a dict with ``y_pred`` and ``scores`` (the test
-    bags' scores, :func:`automil.tune.final.ensemble_selection.bag_scores`; both ``None`` without ``test``),
-    ``fit_seconds``,
-    ``predict_seconds``, with ``return_model`` ``model``, and with ``score_instances`` ``instance``: the
-    test bags' :func:`automil.evaluation.instance_metrics.instance_fold` (``None`` without instance labels or
-    instance output), made here so that the model never leaves the worker for it.
+    ``random_state`` unless ``params`` sets it. Returns a :class:`FitResult`; its ``model`` with
+    ``return_model``, its ``instance`` (:func:`automil.evaluation.instance_metrics.instance_fold`) with
+    ``score_instances``.
 
     Raises
     ------
@@ -85,8 +99,7 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         if unknown.size:
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
                              f"trained on: {unknown[:5].tolist()}")
-    return {"y_pred": y_pred, "scores": scores, "fit_seconds": fit_seconds, "predict_seconds": predict_seconds,
-            "model": model if return_model else None, "instance": instance}
+    return FitResult(fit_seconds, predict_seconds, y_pred, scores, model if return_model else None, instance)
 
 
 def fit_worker(options: TuneOptions, spare: bool = True) -> FitWorker:
