@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 import automil
-from automil.evaluation import Standardized, fold_scores
-from automil.folds import bag_folds, fold_splits, repeat_seeds
+from automil.evaluation.folds import bag_folds, fold_splits, repeat_seeds
+from automil.evaluation.standardized import Standardized, fold_scores
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 N_FOLDS = 6
