@@ -11,7 +11,9 @@ function per property, each raising ``AssertionError`` that says what broke. Use
         check()
 
 The MIL checks follow the "algorithmic unit tests" of Raff & Holt (NeurIPS 2023): a learner that claims
-the standard MIL assumption must not learn from signals that only negative bags carry.
+the standard MIL assumption must not learn from signals that only negative bags carry, and no learner may
+depend on the order of a bag's instances. :mod:`automil.mil_assumption` holds the generated data, the
+stricter presence test (:func:`check_presence_not_absence`) and the table of docs/algorithms.md.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from sklearn.exceptions import NotFittedError
 
 from automil.bags import Bags
 from automil.learner import LearnerSpec
+from automil.mil_assumption import check_instance_order_does_not_matter, check_presence_not_absence
 
-__all__ = ["check_learner", "check_search_space_extremes", "learner_checks", "witness_bags"]
+__all__ = ["check_learner", "check_search_space_extremes", "learner_checks", "witness_bags",
+           "check_instance_order_does_not_matter", "check_presence_not_absence"]
 
 SEED = 0
 N_FEATURES = 5
@@ -330,7 +334,7 @@ def check_search_space_extremes(spec, n_random: int = 2):
 
 
 _GENERAL = (check_clone_and_params, check_binary, check_multiclass, check_list_and_bags_input,
-            check_deterministic, check_refit_forgets, check_bad_input)
+            check_deterministic, check_refit_forgets, check_bad_input, check_instance_order_does_not_matter)
 _MIL = (check_witness_copy_flips_negative_bag, check_negative_instances_keep_bag_negative,
         check_negative_only_signal_is_not_learned)
 

@@ -4,7 +4,7 @@ the maximum over its instances of the instance's class probability; binary: posi
 positive probability exceeds 0.5), same number of trees and features per node, same folds.
 
     python bench/forest_baseline.py [--datasets musk1 elephant fox tiger sival] [--folds 5] [--trees 100]
-                                    [--split-weights instances]
+                                    [--split-weights instances] [--tree instance]
 
 Prints a markdown table: accuracy % (mean over the folds' bags) and fit seconds (CPU of this process,
 one thread each) of both, and their differences and ratio.
@@ -59,8 +59,12 @@ def main():
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--trees", type=int, default=100)
     parser.add_argument("--split-weights", help="MIRF's split_weights (default: MIRF's default)")
+    parser.add_argument("--tree", help="MIRF's tree: id3-mi (default) or instance (the baseline's trees on "
+                                       "bootstrap samples of bags, MIRF's threshold)")
     args = parser.parse_args()
     mirf_params = {"split_weights": args.split_weights} if args.split_weights else {}
+    if args.tree:
+        mirf_params["tree"] = args.tree
     print("| data set | MIRF % | instance forest % | difference | MIRF s | forest s | time ratio |")
     print("|---|---|---|---|---|---|---|")
     for name in args.datasets:

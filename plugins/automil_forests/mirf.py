@@ -16,10 +16,12 @@ from automil_forests.forest import (
     tree_seeds,
 )
 from automil_forests.id3mi_tree import CHILDREN, INSTANCES, NODE, grow_id3mi_tree, id3mi_bag_proba, id3mi_instance_proba
+from automil_forests.instance_trees import grow_instance_tree
 
 # the gain's child weights by name: n(child)/n(S), c(child)/(c(L)+c(R)), and docs/algorithms.md 10.2's
 # c(child)/c(S) (see split_weights in MIRFClassifier)
 SPLIT_WEIGHTS = {"instances": INSTANCES, "children": CHILDREN, "node": NODE}
+TREES = ("id3-mi", "instance")
 NO_SKIP = np.zeros((0, 0), dtype=np.bool_)
 
 
@@ -48,14 +50,27 @@ def move_threshold(proba: np.ndarray, t: float) -> np.ndarray:
 
 
 def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_features, max_depth,
-                      min_samples_split, split_weights, random_state, n_jobs):
-    """Grow ``n_estimators`` ID3-MI trees; returns the stacked forest and each tree's bags (the
-    bootstrap sample of N bags drawn with replacement, or all bags in order), shape (T, N)."""
+                      min_samples_split, split_weights, random_state, n_jobs, tree="id3-mi"):
+    """Grow ``n_estimators`` ID3-MI trees (or with ``tree="instance"`` CART trees on instances labelled by
+    their bag); returns the stacked forest and each tree's bags (the bootstrap sample of N bags drawn with
+    replacement, or all bags in order), shape (T, N)."""
     m = resolve_max_features(max_features, bags.n_features)
     depth = resolve_max_depth(max_depth)
     min_split = check_int("min_samples_split", min_samples_split, 1)
     if split_weights not in SPLIT_WEIGHTS:
         raise ValueError(f"split_weights={split_weights!r} is invalid: use one of {tuple(SPLIT_WEIGHTS)}")
+    if tree not in TREES:
+        raise ValueError(f"tree={tree!r} is invalid: use one of {TREES}")
+    if tree == "instance":
+        def grow_instance(seeds):
+            rng, draw_seed = seeds
+            sample = rng.integers(0, bags.n_bags, bags.n_bags) if bootstrap else np.arange(bags.n_bags)
+            drawn, times = np.unique(sample, return_counts=True)
+            return grow_instance_tree(bags, y, n_classes, drawn, times, max_features=m, max_depth=depth,
+                                      min_samples_split=min_split, seed=draw_seed), sample
+
+        grown = map_threads(grow_instance, tree_seeds(random_state, n_estimators), n_jobs)
+        return stack_trees([t for t, _ in grown]), np.stack([sample for _, sample in grown])
     sizes = bags.sizes
     XT = np.ascontiguousarray(bags.X.T)  # feature-major: a node's sweep reads one contiguous row
     order = np.argsort(XT, axis=1, kind="stable")
@@ -102,6 +117,11 @@ class MIRFClassifier(TreeEnsemble):
         by its share of the node's instances, as ID3 does, at the same candidate thresholds (where a bag
         enters or leaves a child): peeling one instance is worth ``Info(S) / n``, and the trees are a
         third as deep (65 levels on SIVAL, scikit-learn's 32).
+    tree : {"id3-mi", "instance"}, default="id3-mi"
+        ``"instance"`` grows scikit-learn's CART trees (Gini) on the instances of each bootstrap sample
+        instead, every instance labelled with its bag's label (``split_weights`` then unused): with 300
+        trees the instance-level forest MIRF generalizes, kept as a point of the search space so that a
+        tuned MIRF is not below it. Scored, thresholded and explained like the ID3-MI trees.
     threshold : "oob" or float, default="oob"
         Binary only: a bag is positive when its score exceeds this. The score is the maximum over the
         bag's instances of their forest-mean positive leaf probability (10.4's rule on the forest's
@@ -132,7 +152,8 @@ class MIRFClassifier(TreeEnsemble):
     """
 
     def __init__(self, n_estimators=100, max_features="sqrt", max_depth=None, min_samples_split=2,
-                 bootstrap=True, split_weights="instances", threshold="oob", random_state=None, n_jobs=None):
+                 bootstrap=True, split_weights="instances", threshold="oob", random_state=None, n_jobs=None,
+                 tree="id3-mi"):
         self.n_estimators = n_estimators
         self.max_features = max_features
         self.max_depth = max_depth
@@ -142,13 +163,14 @@ class MIRFClassifier(TreeEnsemble):
         self.threshold = threshold
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.tree = tree
 
     def _fit(self, bags, y):
         self.forest_, self.estimators_samples_ = grow_id3mi_forest(
             bags, y, len(self.classes_), n_estimators=check_int("n_estimators", self.n_estimators, 1),
             bootstrap=bool(self.bootstrap), max_features=self.max_features, max_depth=self.max_depth,
             min_samples_split=self.min_samples_split, split_weights=self.split_weights,
-            random_state=self.random_state, n_jobs=resolve_n_jobs(self.n_jobs))
+            random_state=self.random_state, n_jobs=resolve_n_jobs(self.n_jobs), tree=self.tree)
         self.threshold_ = 0.5
         if self.threshold != "oob":
             if not (isinstance(self.threshold, float | int) and 0 < self.threshold < 1):

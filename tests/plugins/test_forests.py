@@ -364,3 +364,18 @@ def test_search_space_builds_learners_that_fit(name):
             params = {**params, "n_estimators": 5, "max_layers": 2}
         model = spec.build(**params).fit(witness_bags(6))
         assert model.predict(witness_bags(4, seed=1)).shape == (8,)
+
+
+def test_an_instance_tree_of_mirf_is_scikit_learns_tree_on_instances_labelled_by_their_bag():
+    bags = witness_bags(12, seed=3)
+    forest = MIRFClassifier(n_estimators=1, max_features=None, bootstrap=False, tree="instance",
+                            random_state=0).fit(bags)
+    reference = DecisionTreeClassifier(random_state=0).fit(bags.X, np.repeat(bags.y, bags.sizes))
+    np.testing.assert_allclose(forest.instance_scores(bags), reference.predict_proba(bags.X))
+    bag_positive = np.maximum.reduceat(reference.predict_proba(bags.X)[:, 1], bags.offsets[:-1])
+    np.testing.assert_array_equal(forest.predict(bags), (bag_positive > forest.threshold_).astype(int))
+
+
+def test_mirf_refuses_an_unknown_tree():
+    with pytest.raises(ValueError, match="tree='cart' is invalid"):
+        MIRFClassifier(n_estimators=2, tree="cart").fit(witness_bags(4))
