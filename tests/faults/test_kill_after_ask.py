@@ -15,15 +15,6 @@ pytestmark = pytest.mark.timeout(300)
 N_TRIALS = 4
 
 
-@pytest.fixture(params=["journal", "sqlite", pytest.param("postgres", marks=harness.needs_postgres)])
-def storage(request, tmp_path):
-    if request.param == "journal":
-        return f"journal:{tmp_path / 'studies' / 'automil.journal'}"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'studies.db'}"
-    return request.getfixturevalue("postgres")
-
-
 def stopped(pid: int) -> bool:
     """Whether ``pid`` has stopped itself (SIGSTOP: state T)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -31,8 +22,8 @@ def stopped(pid: int) -> bool:
 
 
 def test_a_kill_right_after_a_trial_is_created_leaves_a_trial_the_rerun_fails_and_replaces(tmp_path, site,
-                                                                                           storage):
-    tune = Tune(tmp_path, site, storage, n_trials=N_TRIALS, env={STOP_AFTER_ASK_ENV: "3"})
+                                                                                           any_storage):
+    tune = Tune(tmp_path, site, any_storage, n_trials=N_TRIALS, env={STOP_AFTER_ASK_ENV: "3"})
     tune.start()
     harness.wait_for(lambda: stopped(tune.process.pid), 180, "automil tune to stop after its third ask")
     os.killpg(tune.process.pid, signal.SIGKILL)
