@@ -221,3 +221,35 @@ def test_a_bad_sparse_value_names_its_field(tmp_path):
 def test_load_bags_of_a_missing_path_says_there_is_no_such_file(tmp_path):
     with pytest.raises(ValueError, match="gone.data: no such file"):
         load_bags(tmp_path / "gone.data")
+
+
+def with_trailing_comma(text, lines):
+    """``text`` with a comma appended to the given 0-based ``lines`` (None: every line)."""
+    rows = text.split("\n")
+    return "\n".join(row + "," if row and (lines is None or i in lines) else row for i, row in enumerate(rows))
+
+
+@pytest.mark.parametrize("fmt", ["mill", "mill-sparse"])
+@pytest.mark.parametrize("lines", [None, {0, 2, 3}], ids=["every line", "mixed"])
+def test_mill_lines_may_end_with_one_empty_field(tmp_path, fmt, lines):
+    # published MILL files (a mutagenesis set) end most lines, not all, with a comma
+    expected = read_bags(write(tmp_path / "plain.data", SAMPLES[fmt]))
+    bags = read_bags(write(tmp_path / "commas.data", with_trailing_comma(SAMPLES[fmt], lines)))
+    np.testing.assert_array_equal(dense(bags), dense(expected))
+    assert list(bags.names) == NAMES[fmt]
+    assert detect_format(tmp_path / "commas.data") == fmt
+
+
+@pytest.mark.parametrize("line, found", [("i2,a,0,.5,1e-3,", 5), ("i2,a,0,.5,1e-3,4,9,", 7)])
+def test_a_trailing_comma_does_not_hide_a_wrong_field_count(tmp_path, line, found):
+    text = with_trailing_comma(replace_line("mill", 2, line), {0})
+    with pytest.raises(FormatError) as caught:
+        read_bags(write(tmp_path / "ragged.data", text))
+    assert caught.value.line == 2
+    assert f"wrong field count: expected 6 fields as on line 1, got {found}" in str(caught.value)
+
+
+def test_two_trailing_empty_fields_are_an_empty_field(tmp_path):
+    text = with_trailing_comma(with_trailing_comma(SAMPLES["mill"], None), {1})
+    with pytest.raises(FormatError, match=r"line 2: wrong field count: expected 6 fields as on line 1, got 7"):
+        read_bags(write(tmp_path / "two.data", text))

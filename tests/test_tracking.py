@@ -590,3 +590,31 @@ def test_trials_and_results_round_trip_through_a_postgresql_store(logged, postgr
     assert cli.main(["report", "--format", "csv", "--tracking-uri", postgres_uri]) == 0
     row = dict(zip(*[line.split(",") for line in capsys.readouterr().out.splitlines()[:2]]))
     assert float(row["digits-bags BACC mean"]) == pytest.approx(100 * metrics["balanced_accuracy"], abs=1e-4)
+
+
+def test_every_study_run_of_a_nested_tune_the_procedure_s_too_has_the_bags_as_its_dataset_input(
+        tmp_path, fresh_plugins, mlflow_store):
+    """Filtering the runs table by dataset keeps every row of the leaderboard, the procedure's headline row
+    (``automil``) included."""
+    import functools
+
+    from driver_support import load_in_process
+
+    from automil.records import PROCEDURE
+    from automil.tune.driver import tune
+    from automil.tune.options import TuneOptions
+
+    load_in_process(fresh_plugins, tmp_path / "records")
+    uri = mlflow_store(tmp_path)
+    options = TuneOptions(n_trials=2, timeout=None, folds=3, repeats=1, jobs=1, protocol="nested", ensemble=False,
+                          warm_start=False, storage=f"journal:{tmp_path / 'studies.journal'}")
+    tune("test-bags", ["centroid"], options, tracking=functools.partial(Tracker, uri))
+    client = mlflow.MlflowClient(uri)
+    experiment = client.get_experiment_by_name("test-bags")
+    studies = {run.data.tags["automil.learner"]: run
+               for run in client.search_runs([experiment.experiment_id], "tags.`automil.kind` = 'study'")}
+    assert set(studies) == {"centroid", PROCEDURE}
+    expected = BagsDataset(automil.get_dataset("test-bags").load(), "test-bags").digest
+    for learner, run in studies.items():
+        (dataset_input,) = run.inputs.dataset_inputs
+        assert (dataset_input.dataset.name, dataset_input.dataset.digest) == ("test-bags", expected), learner

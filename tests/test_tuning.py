@@ -352,8 +352,8 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     automil(tmp_path, "--learner", "centroid", "--learner", "recorder", "--n-trials", "1", "--folds", "3",
             "--protocol", "nested", *FAST)
     load_in_process(monkeypatch, tmp_path / "records")
-    monkeypatch.setenv("AUTOMIL_TEST_FIT_DELAY", "120")  # the recorder's refits run past the budget
-    options = TuneOptions(n_trials=1, folds=3, repeats=3, timeout=10.0, jobs=2, ensemble=False,
+    monkeypatch.setenv("AUTOMIL_TEST_FIT_DELAY", "600")  # the recorder's refits run past the budget
+    options = TuneOptions(n_trials=1, folds=3, repeats=3, timeout=45.0, jobs=2, ensemble=False,
                           storage=f"journal:{tmp_path / 'studies.journal'}")
     bags, learners = load_bags("test-bags"), ["centroid", "recorder"]
     storage = open_storage(options.storage)

@@ -97,7 +97,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         release_instances(bags)
     procedure = procedure_row(rows)  # absent under the tuned protocol: no outer split to choose in
     if procedure is not None:
-        recorder.procedure_done(procedure)
+        recorder.procedure_done(procedure, bags)
     tracker.call(tracker.tracking.refresh_comparison, dataset, _select(rows, choice, dataset, tracker, listener))
     backlog = tracker.flush()
     if backlog is not None:
@@ -162,9 +162,10 @@ class TrackingRecorder:
     def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
         return self._row_done(result, ENSEMBLE, model, bags)
 
-    def procedure_done(self, result: LearnerResult) -> None:
-        """The procedure's row on a run of its own, beside the learners' (it has no model)."""
-        self._row_done(result, PROCEDURE_SPEC)
+    def procedure_done(self, result: LearnerResult, bags) -> None:
+        """The procedure's row on a run of its own, beside the learners' (it has no model); ``bags`` are its
+        dataset input, as on every learner's run, so that filtering the runs by dataset keeps its row."""
+        self._row_done(result, PROCEDURE_SPEC, bags=bags)
 
     def _row_done(self, result: LearnerResult, spec, model=None, bags=None) -> str | None:
         parent = self._parent(result.study, spec)

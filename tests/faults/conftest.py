@@ -16,6 +16,16 @@ def journal(tmp_path) -> str:
     return f"journal:{tmp_path / 'studies' / 'automil.journal'}"
 
 
+@pytest.fixture(params=["journal", "sqlite", pytest.param("postgres", marks=harness.needs_postgres)])
+def any_storage(request, tmp_path) -> str:
+    """Each study storage in turn: the journal file, sqlite, PostgreSQL (marked ``postgres``)."""
+    if request.param == "journal":
+        return f"journal:{tmp_path / 'studies' / 'automil.journal'}"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'studies.db'}"
+    return request.getfixturevalue("postgres")
+
+
 @pytest.fixture
 def postgres():
     """The URL of a fresh database on the test PostgreSQL server (dropped after the test)."""

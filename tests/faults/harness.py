@@ -252,10 +252,12 @@ def script_manages(url: str) -> bool:
 
 # ---- MLflow ----------------------------------------------------------------------------------------------
 class MlflowServer:
-    """``mlflow server`` on 127.0.0.1 with a database backend; stop and start it at will (same port)."""
+    """``mlflow server`` on 127.0.0.1 with a database backend; stop and start it at will (same port).
+    ``app`` and ``env`` start another server app (``--app-name basic-auth`` with its configuration)."""
 
-    def __init__(self, backend_uri: str, workdir: Path):
+    def __init__(self, backend_uri: str, workdir: Path, app: str | None = None, env: dict | None = None):
         self.backend_uri = backend_uri
+        self.app, self.env = app, env or {}
         self.workdir = Path(workdir)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -266,15 +268,21 @@ class MlflowServer:
         self.starts += 1
         self.workdir.mkdir(parents=True, exist_ok=True)
         log = open(self.workdir / f"mlflow-server-{self.starts}.log", "w")
-        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **self.env}
+        app = ["--app-name", self.app] if self.app else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", self.backend_uri,
              "--artifacts-destination", (self.workdir / "artifacts").as_uri(), "--host", "127.0.0.1",
-             "--port", str(self.port), "--workers", "1"],
+             "--port", str(self.port), "--workers", "1", *app],
             cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         wait_for(self.healthy, timeout, f"mlflow server on port {self.port}", interval=0.2)
         return self
+
+    @property
+    def log(self) -> str:
+        """What the server wrote since it last started (uvicorn logs one line per request)."""
+        return (self.workdir / f"mlflow-server-{self.starts}.log").read_text()
 
     def healthy(self) -> bool:
         if self.process.poll() is not None:

@@ -29,8 +29,8 @@ def test_sigkill_of_the_fit_worker_fails_that_trial_and_the_run_goes_on(tmp_path
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
-def test_sigkill_of_the_driver_kills_its_workers_and_a_rerun_completes_the_study(tmp_path, site, journal, jobs):
-    tune = Tune(tmp_path, site, journal, learners=("napper",), n_trials=N_TRIALS, extra=("--jobs", str(jobs)))
+def test_sigkill_of_the_driver_kills_its_workers_and_a_rerun_completes_the_study(tmp_path, site, any_storage, jobs):
+    tune = Tune(tmp_path, site, any_storage, learners=("napper",), n_trials=N_TRIALS, extra=("--jobs", str(jobs)))
     tune.start()
     tune.wait_for_fit(5)  # the third trial is running
     os.kill(tune.process.pid, signal.SIGKILL)

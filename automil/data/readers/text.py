@@ -304,6 +304,8 @@ def _bags(text: _Text, X, keys, labels: np.ndarray, *, key_field: int, real_inst
 def _read_mill(text: _Text, sparse: bool = False) -> Bags:
     text.require_lines()
     _, bag, label, rest = text.split_leading(",", 3, "instance name, bag name, label")
+    # Some published MILL files end every line, or only some, with a comma: one empty last field is no value.
+    rest = list(map(str.removesuffix, rest, repeat(",")))
     X = _pairs(text, rest, ",", 4) if sparse else _dense(text, rest, ",", 4)
     labels = _integers(text, label, 3, "the label")
     return _bags(text, X, np.asarray(bag, dtype=object), labels, key_field=2)

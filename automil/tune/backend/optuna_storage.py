@@ -18,7 +18,10 @@ import json
 import os
 import threading
 import time
+import uuid
 import warnings
+
+from automil.tune.backend.optuna_internals import heartbeat_enabled, replace_trial_creation, trial_template
 
 __all__ = ["DEFAULT_STORAGE", "open_storage", "trial_heartbeat", "StorageUnavailable"]
 
@@ -116,22 +119,24 @@ def _patient(storage, url: str):
     wait = float(os.environ.get(STORAGE_WAIT_ENV, STORAGE_WAIT_SECONDS))
     for name in _RETRIED_AS_THEY_ARE:
         setattr(storage, name, _retrying(getattr(storage, name), url, wait))
-    create, set_state = storage._create_new_trial, storage.set_trial_state_values
+    set_state = storage.set_trial_state_values
 
-    def create_once(study_id: int, template_trial=None):
-        template = _marked(template_trial)
-        mark = template.system_attrs[CREATION_ATTR]
-        tried = []
+    def create_once(create):
+        def made_once(study_id: int, template_trial=None):
+            mark = uuid.uuid4().hex
+            template = trial_template(template_trial, system_attrs={CREATION_ATTR: mark})
+            tried = []
 
-        def attempt():
-            if tried:  # the last attempt may have made the trial before its answer was lost
-                made = [t for t in storage.get_all_trials(study_id, deepcopy=False)
-                        if t.system_attrs.get(CREATION_ATTR) == mark]
-                if made:
-                    return made[0]
-            tried.append(True)
-            return create(study_id, template)
-        return _retrying(attempt, url, wait)()
+            def attempt():
+                if tried:  # the last attempt may have made the trial before its answer was lost
+                    made = [t for t in storage.get_all_trials(study_id, deepcopy=False)
+                            if t.system_attrs.get(CREATION_ATTR) == mark]
+                    if made:
+                        return made[0]
+                tried.append(True)
+                return create(study_id, template)
+            return _retrying(attempt, url, wait)()
+        return made_once
 
     def set_state_once(trial_id: int, state, values=None):
         tried = []
@@ -147,29 +152,9 @@ def _patient(storage, url: str):
                 tried.append(True)
         return _retrying(attempt, url, wait)()
 
-    storage._create_new_trial = create_once
-    storage.create_new_trial = lambda study_id, template_trial=None: create_once(study_id, template_trial)._trial_id
+    replace_trial_creation(storage, create_once)
     storage.set_trial_state_values = set_state_once
     return storage
-
-
-def _marked(template):
-    """A trial template (Optuna's default for a new trial when ``template`` is ``None``) with a fresh mark."""
-    import datetime
-    import uuid
-
-    from optuna.trial import FrozenTrial, TrialState
-
-    mark = {CREATION_ATTR: uuid.uuid4().hex}
-    if template is None:
-        return FrozenTrial(number=-1, state=TrialState.RUNNING, value=None, values=None,
-                           datetime_start=datetime.datetime.now(), datetime_complete=None, params={},
-                           distributions={}, user_attrs={}, system_attrs=mark, intermediate_values={}, trial_id=-1)
-    return FrozenTrial(number=template.number, state=template.state, value=None, values=template.values,
-                       datetime_start=template.datetime_start, datetime_complete=template.datetime_complete,
-                       params=template.params, distributions=template.distributions,
-                       user_attrs=template.user_attrs, system_attrs={**template.system_attrs, **mark},
-                       intermediate_values=template.intermediate_values, trial_id=template._trial_id)
 
 
 def _retrying(call, url: str, wait: float):
@@ -220,9 +205,7 @@ def _root(error: BaseException) -> str:
 def trial_heartbeat(storage, trial_id: int):
     """Within the block a thread records the trial's heartbeat every ``HEARTBEAT_SECONDS``, as Optuna's
     ``study.optimize`` does (automil asks and tells instead); nothing without a heartbeat storage."""
-    from optuna.storages._heartbeat import is_heartbeat_enabled
-
-    if not is_heartbeat_enabled(storage):  # a journal file
+    if not heartbeat_enabled(storage):  # a journal file
         yield
         return
     stop = threading.Event()

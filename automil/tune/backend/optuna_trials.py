@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from automil.records import StudyRecord, TrialAttr, TrialCounts, TrialRecord, TrialState
+from automil.tune.backend.optuna_internals import study_storage, trial_id
 from automil.tune.workers.isolation import HEARTBEAT_SECONDS
 from automil.tune.workers.processes import process_alive
 
@@ -131,9 +132,9 @@ def fail_stale_trials(study):
 
     for trial in study.get_trials(deepcopy=False, states=(OptunaState.RUNNING,)):
         if abandoned(trial_record(trial)):
-            storage = study._storage  # Optuna has no public way to annotate another process's trial
-            storage.set_trial_user_attr(trial._trial_id, TrialAttr.STALE, True)
-            storage.set_trial_user_attr(trial._trial_id, TrialAttr.ERROR, DIED)
+            storage = study_storage(study)  # Optuna has no public way to annotate another process's trial
+            storage.set_trial_user_attr(trial_id(trial), TrialAttr.STALE, True)
+            storage.set_trial_user_attr(trial_id(trial), TrialAttr.ERROR, DIED)
             study.tell(trial.number, state=OptunaState.FAIL, skip_if_finished=True)
 
 

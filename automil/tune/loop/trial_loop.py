@@ -17,6 +17,7 @@ from automil.epochs import FitPruned
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.standardized import fold_scores, mean_std
 from automil.records import TrialAttr, TrialRecord, TrialState
+from automil.tune.backend.optuna_internals import owned_trials, study_storage, trial_id
 from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.final.ensemble_selection import rounded
@@ -45,7 +46,7 @@ from automil.tune.studies.plan import (
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, import_for
 from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
-from automil.tune.workers.processes import process_identity, signals_held
+from automil.tune.workers.processes import process_identity, signals_held, stop_after_ask_for_tests
 
 __all__ = ["tune_studies", "run_trial", "objective_values"]
 
@@ -63,6 +64,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
 
     worker.set_data(bags)
     worker.wait_started()  # outside any trial: start-up is not a trial's cost
+    owned_trials(storage, lambda: {TrialAttr.WORKER: process_identity()})
     studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
                          for split in plan.options.splits] for learner in plan.learners}
     configured, warmed = set(), set()
@@ -143,7 +145,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     hard_stop = started + share if fair_share else deadline
     probe = worth_probing(_values(bags), share)  # a share the deadline cuts is all the learner has left
     trial, held = _ask(study)
-    with trial_heartbeat(study._storage, trial._trial_id):  # Optuna has no public handle on a trial's storage
+    with trial_heartbeat(study_storage(study), trial_id(trial)):
         state, value = TrialState.COMPLETE, None
         try:
             for signum in held:
@@ -197,8 +199,11 @@ class _Fits:
 def _ask(study):
     """A new trial of ``study``, named with this process, and the signals that came meanwhile.
 
-    Ctrl-C between ask() and the trial's owner would leave a RUNNING trial that a prompt rerun cannot tell
-    from a live one (and counts): the signal waits until the trial is named, then closes it as interrupted.
+    The storage writes the owner with the trial (:func:`~automil.tune.backend.optuna_internals.owned_trials`),
+    so a process killed at any point leaves no RUNNING trial that a rerun cannot tell from a live one. The
+    owner is written again after ``ask()``: two processes claiming one queued trial at once both name it
+    before the claim, and the winner's name must be the last. Ctrl-C waits until the trial is named, then
+    closes it as interrupted.
     """
     import optuna
 
@@ -210,6 +215,7 @@ def _ask(study):
         optuna.storages.fail_stale_trials(study)  # an RDB storage's trials of dead processes: failed, retried
         with signals_held() as held:
             trial = study.ask()
+            stop_after_ask_for_tests()
             trial.set_user_attr(TrialAttr.WORKER, process_identity())
     return trial, held
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from automil.bags import Bags
 
 __all__ = ["process_identity", "process_alive", "resident_bytes", "exit_reason", "die_with_parent", "signals_held",
-           "share_instances", "release_instances", "remove_orphans", "RUN_DIRECTORY_PREFIX"]
+           "share_instances", "release_instances", "remove_orphans", "RUN_DIRECTORY_PREFIX",
+           "stop_after_ask_for_tests", "STOP_AFTER_ASK_ENV"]
 
 _PR_SET_PDEATHSIG = 1
 
@@ -152,3 +153,18 @@ def remove_orphans() -> None:
             continue  # not a run directory, or one still being made
         if owner and process_alive(owner) is False:
             shutil.rmtree(directory, ignore_errors=True)
+
+
+# The fault tests' hook: the process stops itself (SIGSTOP) right after the N-th ``ask()`` of the run, so
+# that a test can kill it exactly between a trial's creation and its next write.
+STOP_AFTER_ASK_ENV = "AUTOMIL_TEST_STOP_AFTER_ASK"
+_asked = []
+
+
+def stop_after_ask_for_tests() -> None:
+    """Called right after each ``study.ask()``; stops the process at the ask ``$AUTOMIL_TEST_STOP_AFTER_ASK``
+    counts (nothing when it is unset)."""
+    _asked.append(True)
+    after = os.environ.get(STOP_AFTER_ASK_ENV)
+    if after is not None and len(_asked) == int(after):
+        os.kill(os.getpid(), signal.SIGSTOP)
