@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from automil.cli.common import add_tracking_uri, print_table, subcommand
+from automil.cli.common import add_slide_labels, add_tracking_uri, print_table, subcommand
 from automil.records import PROCEDURE, LearnerResult, Status
 from automil.uris import shown_storage
 
@@ -20,6 +20,7 @@ def add_tune(commands):
                       "--fit-timeout, then an honest leaderboard (nested cross-validation). Rerun the same "
                       "command to continue; run it on several processes or machines to share the work.")
     sub.add_argument("--dataset", required=True, help="registered dataset name or a bag file")
+    add_slide_labels(sub)
     sub.add_argument("--learner", action="append", metavar="NAME",
                      help="learner to tune (repeatable; default: every learner that fits the data)")
     _add_tune_options(sub, defaults=True)

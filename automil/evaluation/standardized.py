@@ -146,13 +146,13 @@ class Standardized(ClassifierMixin, BaseEstimator):
 def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed: int = 0):
     """Out-of-fold bag predictions with fixed parameters: the protocol of the accuracy checks.
 
-    Every fold of ``bag_folds(bags.y, n_splits, seed)`` is predicted by ``Standardized(estimator)``
+    Every fold of ``bag_folds(bags.y, n_splits, seed, bags.groups)`` is predicted by ``Standardized(estimator)``
     fitted on the other folds. Returns the predictions, the fold of every bag and the seconds spent
     fitting and predicting.
     """
     import time
 
-    assignment = bag_folds(bags.y, n_splits, seed)
+    assignment = bag_folds(bags.y, n_splits, seed, bags.groups)
     predicted = np.empty(bags.n_bags, dtype=bags.y.dtype)
     start = time.perf_counter()
     for train, test in fold_splits(assignment):

@@ -42,7 +42,7 @@ _INTEGER = re.compile(r"[+-]?\d+\Z")
 _MCILBOOST_HEAD = re.compile(r"\d+:\d+:[+-]?\d+\Z")
 
 
-def read_bags(path, format: str | None = None) -> Bags:
+def read_bags(path, format: str | None = None, labels=None, groups: str | None = None) -> Bags:
     """Read a file of bags in any supported format, plain or gzip-compressed, or a ``.npz`` archive or bag
     folder (``automil.data.readers.layouts.LAYOUTS``).
 
@@ -52,6 +52,9 @@ def read_bags(path, format: str | None = None) -> Bags:
     format : str, optional
         One of ``FORMATS`` (or a README letter: A, A-sparse, B, C, D) or ``LAYOUTS``; detected from the
         first bytes when omitted.
+    labels, groups : optional
+        A slide feature folder's labels CSV and the column of every slide's group
+        (``automil.data.readers.layouts.read_layout``).
 
     Returns
     -------
@@ -68,7 +71,9 @@ def read_bags(path, format: str | None = None) -> Bags:
     path = Path(path)
     name = _format_name(format) if format is not None else detect_layout(path)
     if name in LAYOUTS:
-        return read_layout(path, name)
+        return read_layout(path, name, labels, groups)
+    if labels is not None or groups is not None:
+        raise FormatError(path, None, "--labels and --groups apply to folders of feature files, not to a bag file")
     text = _Text.read(path)
     return _READERS[name or _detect(text)](text)
 
