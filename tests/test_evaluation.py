@@ -125,7 +125,7 @@ def test_fit_predict_rejects_predictions_of_the_wrong_shape_naming_the_plugin(te
 
 def test_fold_scores_flag_one_class_predictions():
     assert fold_scores([0, 1, 1, 0], [1, 1, 1, 1]) == {"accuracy": 0.5, "balanced_accuracy": 0.5,
-                                                        "one_class": True}
+                                                        "roc_auc": None, "one_class": True}
     assert not fold_scores([0, 1, 2], [0, 1, 1])["one_class"]
     assert mean_std([0.5, 0.7]) == pytest.approx((0.6, np.std([0.5, 0.7], ddof=1)))
     assert mean_std([]) == (None, None) and mean_std([0.3]) == (0.3, None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+import numpy as np
+
 from automil.cli.common import add_slide_labels, add_tracking_uri, print_table, subcommand
 
 __all__ = ["add_predict"]
@@ -41,7 +43,7 @@ def _run_predict(args) -> int:
     bags = load_bags(args.dataset, labels=args.labels, groups=args.groups)
     predictions = predict_bags(model, bags)
     if args.heatmaps:
-        from automil.heatmaps import write_heatmaps
+        from automil.evaluation.heatmaps import write_heatmaps
 
         written = write_heatmaps(model, bags, predictions, args.heatmaps)
         pictures = sum(files.picture is not None for files in written)
@@ -58,6 +60,11 @@ def _run_predict(args) -> int:
              "" if p.witness is None else p.witness) for p in predictions]
     print_table(("bag", "label", "scores", "witness"), rows)
     if bags.y is not None:
-        scores = fold_scores(bags.y, [p.label for p in predictions])
-        print(f"\n{bags.n_bags} bags: ACC {100 * scores['accuracy']:.1f}, BACC {100 * scores['balanced_accuracy']:.1f}")
+        classes = np.asarray(model.classes_)
+        probabilities = None if predictions[0].scores is None else np.array(
+            [[p.scores[str(c)] for c in classes] for p in predictions])
+        scores = fold_scores(bags.y, [p.label for p in predictions], probabilities, classes)
+        auc = "" if scores["roc_auc"] is None else f", AUC {100 * scores['roc_auc']:.1f}"
+        print(f"\n{bags.n_bags} bags: ACC {100 * scores['accuracy']:.1f}, BACC {100 * scores['balanced_accuracy']:.1f}"
+              f"{auc}")
     return 0

@@ -130,6 +130,9 @@ def open_tracker(tracking_uri: str | None):
                            ) from error
 
 
+METRIC_LABELS = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}
+
+
 def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     """The leaderboard as a table, and as JSON to ``json_path`` ('-': to stdout instead of the table)."""
     import json
@@ -144,13 +147,14 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     if not rows or not table:
         return 0
     nested = rows[0].protocol == "nested"
-    metric = "BACC" if rows[0].metric == "balanced_accuracy" else "ACC"
+    metric = METRIC_LABELS.get(rows[0].metric, "ACC")
     head = "nested" if nested else "tuned*"
     fronts = any(row.tuning.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
     instance = any(row.instance is not None for row in rows)
-    header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC", "reps",
+    header = ("learner", f"ACC ({head})", f"BACC ({head})", f"AUC ({head})", "repeated-CV ACC", "repeated-CV BACC",
+              "reps",
               f"tuning {metric}*", "fit s", "budget s", "trials", "T/O") + (
         ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
         else ()) + (("inst AUC", "wit prec") if instance else ()) + ("best parameters",)
@@ -161,7 +165,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
             timed_out = "" if status == Status.SKIPPED else row.counts.timed_out  # a skipped row has no count
-            table.append((row.learner, what, what, "", "", "", "", "", _budget(row.costs.budget_seconds),
+            table.append((row.learner, what, what, "", "", "", "", "", "", _budget(row.costs.budget_seconds),
                           row.counts.trials,
                           timed_out, *extra,
                           (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
@@ -170,6 +174,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
         headline, repeated, costs = row.headline, row.repeated, row.costs
         table.append((name, _measured(headline.accuracy, headline.accuracy_std),
                       _measured(headline.balanced_accuracy, headline.balanced_accuracy_std),
+                      _measured(headline.roc_auc, headline.roc_auc_std),
                       _measured(repeated.accuracy, repeated.accuracy_std),
                       _measured(repeated.balanced_accuracy, repeated.balanced_accuracy_std),
                       _blank(repeated.repeats), _percent(row.tuning.score),

@@ -13,7 +13,7 @@ from automil.bags import Bags, as_bags
 from automil.evaluation.folds import bag_folds, fold_splits
 from automil.learner import BagClassifier
 
-__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "fold_scores", "mean_std"]
+__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "fold_scores", "roc_auc", "mean_std"]
 
 
 # Rows per block when the statistics of a float32 matrix are accumulated in float64.
@@ -161,14 +161,33 @@ def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed:
 
 
 # ---- metrics ---------------------------------------------------------------------------------------
-def fold_scores(y_true, y_pred) -> dict:
-    """ACC, BACC and whether every bag was given one class (``one_class``: a degenerate fit)."""
+def fold_scores(y_true, y_pred, scores=None, classes=None) -> dict:
+    """ACC, BACC, ROC AUC of the bag ``scores`` (:func:`roc_auc`; ``None`` without scores) and whether every
+    bag was given one class (``one_class``: a degenerate fit)."""
     from sklearn.metrics import accuracy_score, balanced_accuracy_score
 
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     return {"accuracy": float(accuracy_score(y_true, y_pred)),
             "balanced_accuracy": float(balanced_accuracy_score(y_true, y_pred)),
+            "roc_auc": None if scores is None else roc_auc(y_true, scores, classes),
             "one_class": bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1)}
+
+
+def roc_auc(y_true, scores, classes) -> float | None:
+    """ROC AUC of bag scores: for two classes of the second class's score (``scores`` of shape ``(n_bags,)``,
+    or its column of ``(n_bags, 2)``); for more, the one-vs-rest macro average over the classes ``y_true``
+    holds (scikit-learn's ``roc_auc_score(multi_class="ovr")`` when every class is there). ``classes`` are
+    the sorted classes the columns stand for. ``None`` when ``y_true`` holds one class: no AUC is defined."""
+    from sklearn.metrics import roc_auc_score
+
+    y_true, scores, classes = np.asarray(y_true), np.asarray(scores, dtype=np.float64), np.asarray(classes)
+    if len(np.unique(y_true)) < 2:
+        return None
+    if scores.ndim == 1 or len(classes) == 2:
+        positive = scores if scores.ndim == 1 else scores[:, 1]
+        return float(roc_auc_score(y_true == classes[1], positive))
+    present = [k for k, c in enumerate(classes) if np.any(y_true == c)]
+    return float(np.mean([roc_auc_score(y_true == classes[k], scores[:, k]) for k in present]))
 
 
 def mean_std(values) -> tuple[float | None, float | None]:

@@ -14,12 +14,12 @@ __all__ = ["TuneOptions", "default_jobs", "parse_size", "read_study_file", "SAMP
            "PROTOCOLS", "ALLOCATIONS"]
 
 SAMPLERS = ("tpe", "random")
-METRICS = ("balanced_accuracy", "accuracy")
+METRICS = ("balanced_accuracy", "accuracy", "roc_auc")
 DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol
 DEFAULT_METRIC = "balanced_accuracy"
 # What --objective may name, with its direction: the metrics (mean over the folds) and the costs (mean
 # seconds per fold of the trial's fits or predictions).
-OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "fit_seconds": "minimize",
+OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "roc_auc": "maximize", "fit_seconds": "minimize",
               "predict_seconds": "minimize"}
 PROTOCOLS = ("nested", "tuned")
 # promise: the time goes to the learners close to the best (AutoML); equal: every learner with a score gets

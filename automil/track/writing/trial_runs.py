@@ -89,12 +89,12 @@ def trial_metrics(trial: TrialRecord) -> list[tuple[str, float, int]]:
     """``(key, value, step)`` of every finite number a trial carries."""
     attrs = trial.attrs
     out = []
-    for key in ("accuracy", "balanced_accuracy", "accuracy_std", "balanced_accuracy_std"):
+    for key in ("accuracy", "balanced_accuracy", "roc_auc", "accuracy_std", "balanced_accuracy_std", "roc_auc_std"):
         out.append((key, attrs.get(key), 0))
-    for key in ("fold_accuracy", "fold_balanced_accuracy"):
+    for key in ("fold_accuracy", "fold_balanced_accuracy", "fold_roc_auc"):
         values = attrs.get(key)
         if isinstance(values, (list, tuple)):
-            out.extend((key, value, fold) for fold, value in enumerate(values))
+            out.extend((key, value, fold) for fold, value in enumerate(values) if value is not None)
     for key in ("fit_seconds", "predict_seconds"):
         values = attrs.get(key)
         if isinstance(values, (list, tuple)):

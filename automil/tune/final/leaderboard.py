@@ -105,7 +105,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
         nested_figure = _figure(NestedFigure, nested if nested and all(s is not None for s in nested) else [],
                                 tuned_splits=job.tuned_splits, outer_splits=_outer_splits(job) if nested else None)
     # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
-    repeated = _figure(RepeatedFigure, [{metric: np.mean([s[metric] for s in scores]) for metric in METRICS}
+    repeated = _figure(RepeatedFigure, [{metric: mean_std(s.get(metric) for s in scores)[0] for metric in METRICS}
                                         for scores in repeats], repeats=len(repeats))
     predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
     classes, matrix = _confusion(predictions) if predictions and (
@@ -141,7 +141,7 @@ def _figure(cls, scores, **extra) -> Figure:
     """A ``cls`` (a :class:`Figure`) of the mean and sd of each metric over ``scores`` (dicts by metric)."""
     values = {}
     for metric in METRICS:
-        values[metric], values[f"{metric}_std"] = mean_std(s[metric] for s in scores)
+        values[metric], values[f"{metric}_std"] = mean_std(s.get(metric) for s in scores)
     return cls(**values, **extra)
 
 
@@ -153,7 +153,8 @@ def _metrics(figure: Figure) -> dict:
 def _outer_splits(job: Evaluation) -> list[dict | None]:
     """Each outer split's inner score and the scores of its refit on the outer fold (``None``: no refit)."""
     return [None if s is None else {"inner": None if i >= len(job.inner) else job.inner[i],
-                                    "accuracy": s["accuracy"], "balanced_accuracy": s["balanced_accuracy"]}
+                                    "accuracy": s["accuracy"], "balanced_accuracy": s["balanced_accuracy"],
+                                    "roc_auc": s.get("roc_auc")}
             for i, s in enumerate(job.nested)]
 
 

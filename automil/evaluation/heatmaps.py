@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from automil.bags import Bags
-from automil.prediction import BagPrediction
+from automil.evaluation.prediction import BagPrediction
 
 __all__ = ["HeatmapFiles", "instance_evidence", "write_heatmaps"]
 
@@ -86,10 +86,7 @@ def _title(name: str, prediction: BagPrediction) -> str:
 def _draw(path: Path, coords: np.ndarray, scores: np.ndarray, title: str, label: str) -> None:
     """The scores as a grid of patches: each instance fills the cell of its coords (the patch step is the
     smallest gap between distinct coordinates), the rest of the slide is left blank."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # no pyplot: no global state, no window, a figure freed with its object
 
     step = _step(coords)
     origin = coords.min(axis=0)
@@ -97,7 +94,8 @@ def _draw(path: Path, coords: np.ndarray, scores: np.ndarray, title: str, label:
     grid = np.full((cells[:, 1].max() + 1, cells[:, 0].max() + 1), np.nan)
     grid[cells[:, 1], cells[:, 0]] = scores
     width, height = grid.shape[1] * step, grid.shape[0] * step
-    figure, axes = plt.subplots(figsize=(6.4, 6.4 * height / width + 0.6))
+    figure = Figure(figsize=(6.4, 6.4 * height / width + 0.6))
+    axes = figure.subplots()
     image = axes.imshow(grid, cmap="magma", interpolation="nearest", vmin=scores.min(), vmax=scores.max(),
                         extent=(origin[0], origin[0] + width, origin[1] + height, origin[1]))
     axes.set_facecolor("0.85")  # no tissue: grey, outside the colour scale
@@ -106,7 +104,6 @@ def _draw(path: Path, coords: np.ndarray, scores: np.ndarray, title: str, label:
     axes.set_ylabel("y (pixels)")
     figure.colorbar(image, ax=axes, label=label, shrink=0.8)
     figure.savefig(path, dpi=80, bbox_inches="tight")
-    plt.close(figure)
 
 
 def _step(coords: np.ndarray) -> float:
