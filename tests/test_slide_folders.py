@@ -153,3 +153,13 @@ def test_the_generated_witnesses_sit_in_their_region_of_tumour_slides(clam):
     shift = bags.X[tumour & region].mean(axis=0) - bags.X[tumour & ~region].mean(axis=0)
     none = bags.X[~tumour & region].mean(axis=0) - bags.X[~tumour & ~region].mean(axis=0)
     assert np.linalg.norm(shift) > 2.5 > 0.8 > np.linalg.norm(none)  # WITNESS_SHIFT 3.5 against noise
+
+
+def test_a_bag_folder_groups_its_bags_by_the_case_id_of_labels_csv(tmp_path):
+    rng = np.random.default_rng(0)
+    for name in ("s1", "s2", "s3"):
+        np.save(tmp_path / f"{name}.npy", rng.normal(size=(4, 3)))
+    (tmp_path / "labels.csv").write_text("bag,label,case_id\ns1,LUAD,p1\ns2,LUAD,p1\ns3,LUSC,p2\n")
+    bags = load_bags(tmp_path)
+    assert list(bags.groups) == ["p1", "p1", "p2"] and list(bags.y) == ["LUAD", "LUAD", "LUSC"]
+    assert bags.subset([2, 0]).groups.tolist() == ["p2", "p1"]
