@@ -10,9 +10,9 @@ import mlflow
 import numpy as np
 import pytest
 
-from automil.data import load_bags
-from automil.folds import split_groups
-from automil.run_folds import read_fold_file
+from automil.data.datasets import load_bags
+from automil.evaluation.folds import split_groups
+from automil.evaluation.folds_file import read_fold_file
 from automil_datasets.slides import CLASSES, write_slide_set
 
 

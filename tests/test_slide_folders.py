@@ -65,7 +65,7 @@ def test_the_pt_files_hold_the_same_features_without_coords(clam):
 
 def test_pt_files_without_torch_say_how_to_install_it(clam):
     script = ("import sys; sys.modules['torch'] = None\n"  # what an environment without torch imports
-              "from automil.data import load_bags\n"
+              "from automil.data.datasets import load_bags\n"
               f"load_bags({str(clam.features / 'pt_files')!r}, labels={str(clam.labels)!r})\n")
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     last = run.stderr.strip().splitlines()[-1]
