@@ -23,7 +23,8 @@ _EXPORTS = {
     "get_dataset": "automil.plugins",
     # the plugin API: what a learner or dataset plugin may use besides the names above
     "fetch": "automil.data.datasets",
-    "read_bags": "automil.data.readers.text",
+    "read_bags": "automil.data.readers",
+    "Reader": "automil.data.readers",
     "bag_max": "automil.bag_scores",
     "witness": "automil.bag_scores",
     "bag_folds": "automil.evaluation.folds",

@@ -14,3 +14,8 @@ def register_learners(register):
 @hookspec
 def register_datasets(register):
     """Call ``register(DatasetSpec(...))`` once for every dataset the plugin adds."""
+
+
+@hookspec
+def register_formats(register):
+    """Call ``register(Reader(...))`` once for every file format the plugin adds."""

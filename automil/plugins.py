@@ -1,8 +1,10 @@
 """The plugin manager: built-in plugins, entry points, ``AUTOMIL_LOAD_PLUGINS``, and the registry.
 
-Built-in plugins are packages under ``plugins/`` registered through the entry-point group ``automil``
-like any third-party plugin; they are also listed here by module name so they load even when the
-packaging metadata is broken. Loading is lazy (on the first registry call) and happens once per process.
+Built-in plugins are packages under ``plugins/``, written like any third-party plugin and loaded by module
+name from ``BUILTIN_PLUGINS``, the one place a built-in's name is written (the import contracts and the
+contract suite read it). Third-party plugins come through the entry-point group ``automil``. The core's own
+file formats register through the same hooks (``automil.data.readers.builtin``). Loading is lazy (on the
+first registry call) and happens once per process.
 """
 
 from __future__ import annotations
@@ -17,15 +19,18 @@ from importlib.metadata import entry_points
 import pluggy
 
 from automil import hookspecs
+from automil.data.readers import builtin as builtin_formats
 
 ENTRY_POINT_GROUP = "automil"
 LOAD_PLUGINS_ENV = "AUTOMIL_LOAD_PLUGINS"
+CORE_FORMATS = "automil"  # the plugin name of the built-in readers
 BUILTIN_PLUGINS = {
     "datasets": "automil_datasets",
     "svm": "automil_svm",
     "pdmisvm": "automil_pdmisvm",
     "forests": "automil_forests",
     "embedding": "automil_embedding",
+    "deep": "automil_deep",
 }
 
 
@@ -43,6 +48,7 @@ class Registry:
 
     learners: dict = field(default_factory=dict)
     datasets: dict = field(default_factory=dict)
+    formats: dict = field(default_factory=dict)
     failures: dict = field(default_factory=dict)
     plugins: dict = field(default_factory=dict)  # plugin name -> version
 
@@ -76,6 +82,7 @@ def _allowed() -> set[str] | None:
 def _load_plugins() -> pluggy.PluginManager:
     pm = pluggy.PluginManager("automil")
     pm.add_hookspecs(hookspecs)
+    pm.register(builtin_formats, name=CORE_FORMATS)  # the core's own readers: not a plugin one can leave out
     pm.load_failures = {}
     pm.plugin_versions = {}
     allowed = _allowed()
@@ -124,8 +131,8 @@ def _guarded_register(pm, name, load, version):
 
 
 def registry(kind: str) -> Registry:
-    """Call one registration hook on every plugin and collect the specs; ``kind`` is 'learners' or
-    'datasets'. Two plugins claiming one name raise ``ValueError`` naming both."""
+    """Call one registration hook on every plugin and collect the specs; ``kind`` is 'learners', 'datasets'
+    or 'formats'. Two plugins claiming one name raise ``ValueError`` naming both."""
     if kind in _registries:
         return _registries[kind]
     pm = plugin_manager()

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from automil import load_bags
-from automil.data.readers.text import read_bags
+from automil.data.readers import read_bags
 
 
 def main():

@@ -5,8 +5,10 @@ import dataclasses
 import numpy as np
 import optuna
 import pytest
+from contract_settings import for_contract
 
 import automil
+from automil import plugins
 from automil.checks import (
     check_first_trial_is_a_point_of_the_search_space,
     check_search_space_extremes,
@@ -14,10 +16,15 @@ from automil.checks import (
 )
 from automil.learner import SEED
 
-CASES = [(spec.name, check) for spec in automil.learners().values() for check in learner_checks(spec)]
+REGISTRY = plugins.registry("learners")
+CASES = [pytest.param(spec.name, check, id=f"{spec.name}-{check.__name__}")
+         for spec in REGISTRY.learners.values() for check in learner_checks(for_contract(spec))]
+# a built-in plugin that cannot load here (the deep learners without PyTorch) is a skip that says why
+CASES += [pytest.param(plugin, None, id=f"{plugin}-not-loaded", marks=pytest.mark.skip(reason=f"{plugin}: {why}"))
+          for plugin, why in REGISTRY.failures.items() if plugin in plugins.BUILTIN_PLUGINS]
 
 
-@pytest.mark.parametrize(("learner", "check"), CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
+@pytest.mark.parametrize(("learner", "check"), CASES)
 def test_learner_honours_contract(learner, check):
     check()
 

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from automil.data.datasets import CACHE_DIR_ENV, DATA_DIR_ENV, DataFile, DataFileError, fetch
-from automil.data.readers.text import read_bags
+from automil.data.readers import read_bags
 from automil_datasets.catalog import BENCHMARK_FILES
 
 MUSK1 = next(entry for entry in BENCHMARK_FILES if entry.name == "musk1")

@@ -7,7 +7,8 @@ import pytest
 import scipy.sparse as sp
 
 from automil import BagClassifier, load_bags
-from automil.data.readers.text import FORMATS, FormatError, detect_format, read_bags
+from automil.data.readers import FormatError, detect_format, read_bags
+from automil.data.readers.text import FORMATS
 
 # Three bags (2, 1 and 2 instances) of 3 features in every format; bag "b" holds the only positive line.
 X = np.array([[1.0, -2.5, 0.0], [0.5, 1e-3, 4.0], [7.0, 0.0, -1.0], [0.0, 0.25, 3.0], [2.0, 2.0, 2.0]])

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from automil import load_bags
-from automil.data.readers.text import FormatError, detect_format, read_bags
+from automil.data.readers import FormatError, detect_format, read_bags
 
 h5py = pytest.importorskip("h5py")
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from automil import Bags
-from automil.data.readers.text import FORMATS, FormatError, read_bags
+from automil.data.readers import FormatError, read_bags
+from automil.data.readers.text import FORMATS
 
 pytestmark = pytest.mark.timeout(120)
 

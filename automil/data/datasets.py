@@ -192,7 +192,7 @@ def load_bags(name_or_path, format: str | None = None, labels=None, groups: str 
         return plugins.get_dataset(name).load()
     path = Path(name).expanduser()
     if path.is_file() or path.is_dir():
-        from automil.data.readers.text import read_bags
+        from automil.data.readers import read_bags
 
         return read_bags(path, format=format, labels=labels, groups=groups)
     if path.suffix or len(path.parts) > 1:

@@ -1,8 +1,7 @@
-"""The deep learners (automil_deep): the contract suite on small networks and few epochs, seeding, the
+"""The deep learners (automil_deep; tests/test_contract.py runs their contract): seeding, the
 per-epoch validation losses, weights-only pickles that load in a fresh process, and the one-line hint when
 PyTorch is missing."""
 
-import dataclasses
 import functools
 import pickle
 import subprocess
@@ -14,18 +13,15 @@ import pytest
 
 pytest.importorskip("torch")
 
+from contract_settings import SMALL_NETWORK, small_network  # noqa: E402
+
 import automil_deep  # noqa: E402 - after the skip: the plugin's tests need torch
 from automil import FitPruned, plugins  # noqa: E402
-from automil.checks import learner_checks, witness_bags  # noqa: E402
+from automil.checks import witness_bags  # noqa: E402
 from automil.cli.main import main  # noqa: E402
 from automil.epochs import epoch_listener  # noqa: E402
 from automil.tune.workers.fits import load_learners  # noqa: E402
 from automil.tune.workers.isolation import FitWorker  # noqa: E402
-
-# Small and short: the contract's bags are a few dozen, and its checks fit about fifteen models per learner;
-# nothing held out (no second training on all bags) except where early stopping is the point.
-FAST = {"hidden": 32, "epochs": 10, "batch_size": 4, "learning_rate": 3e-3,
-        "validation_fraction": 0.0}
 
 
 def _specs() -> dict:
@@ -34,20 +30,7 @@ def _specs() -> dict:
     return {spec.name: spec for spec in specs}
 
 
-def _capped(space):
-    """The search space with at most 5 epochs: every point's shape is still tried, in a fraction of the time."""
-    def capped_space(trial):
-        params = space(trial)
-        return {**params, "epochs": min(params["epochs"], 5)}
-    return capped_space
-
-
-def _fast(spec):
-    return dataclasses.replace(spec, defaults={**spec.defaults, **FAST}, search_space=_capped(spec.search_space))
-
-
 SPECS = _specs()
-CASES = [(name, check) for name, spec in SPECS.items() for check in learner_checks(_fast(spec))]
 
 
 @pytest.fixture(autouse=True)
@@ -61,18 +44,13 @@ def test_the_plugin_registers_the_five_learners_of_issue_26():
     assert all(spec.witness for spec in SPECS.values())
 
 
-@pytest.mark.parametrize(("learner", "check"), CASES, ids=[f"{n}-{c.__name__}" for n, c in CASES])
-def test_learner_honours_contract(learner, check):
-    check()
-
-
 @pytest.mark.parametrize("learner", sorted(SPECS))
 def test_each_epoch_leaves_a_validation_loss_and_the_seed_fixes_the_model(learner):
     train, test = witness_bags(10), witness_bags(5, seed=1)
-    spec = _fast(SPECS[learner])
+    spec = small_network(SPECS[learner])
     held_out = {"validation_fraction": 0.2, "patience": 3}
     first = spec.build(random_state=3, **held_out).fit(train)
-    assert 1 <= first.n_epochs_ <= len(first.validation_loss_) <= FAST["epochs"]
+    assert 1 <= first.n_epochs_ <= len(first.validation_loss_) <= SMALL_NETWORK["epochs"]
     assert np.isfinite(first.validation_loss_).all()
     again = spec.build(random_state=3, **held_out).fit(train)
     other = spec.build(random_state=4, **held_out).fit(train)
@@ -82,7 +60,7 @@ def test_each_epoch_leaves_a_validation_loss_and_the_seed_fixes_the_model(learne
 
 def test_each_epoch_is_reported_to_the_driver_which_can_stop_the_fit():
     train = witness_bags(10)
-    spec = _fast(SPECS["abmil"])
+    spec = small_network(SPECS["abmil"])
     held_out = {"validation_fraction": 0.2, "patience": 3}
     heard = []
     with epoch_listener(lambda epoch, score: heard.append((epoch, score)) and False):
@@ -96,7 +74,7 @@ def test_each_epoch_is_reported_to_the_driver_which_can_stop_the_fit():
 
 def test_instance_scores_give_the_witness_and_attention_sums_to_one_per_bag():
     train, test = witness_bags(20), witness_bags(10, seed=1)
-    model = _fast(SPECS["abmil"]).build().fit(train)
+    model = small_network(SPECS["abmil"]).build().fit(train)
     scores = model.instance_scores(test)
     assert scores.shape == (test.n_instances, 2)
     np.testing.assert_allclose(np.add.reduceat(scores[:, 0], test.offsets[:-1]), 1.0, rtol=1e-5)
@@ -109,7 +87,7 @@ def test_instance_scores_give_the_witness_and_attention_sums_to_one_per_bag():
 
 def test_a_fitted_model_pickles_its_weights_as_arrays_and_predicts_the_same_in_a_fresh_process(tmp_path):
     train, test = witness_bags(10), witness_bags(5, seed=1)
-    model = _fast(SPECS["transmil"]).build().fit(train)
+    model = small_network(SPECS["transmil"]).build().fit(train)
     data = pickle.dumps(model)
     assert b"torch" not in data, "the pickle holds a torch object; it should hold only arrays"
     (tmp_path / "model.pkl").write_bytes(data)

@@ -4,8 +4,10 @@ circle, no private name imported across modules, modules of about 400 lines at m
 spelled as a string outside the one module that reads Optuna's."""
 
 import ast
+import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -22,9 +24,62 @@ def _run(command):
     assert done.returncode == 0, f"{' '.join(map(str, command))} failed:\n{done.stdout}\n{done.stderr}"
 
 
-def test_import_contracts_hold():
+# What a plugin may import besides the package itself: the plugin API of the README.
+PUBLIC_MODULES = ("automil.kernels", "automil.spaces", "automil.checks")
+ABOVE_THE_CORE = ("automil.cli", "automil.tune", "automil.track")
+
+
+def core_modules() -> list[str]:
+    """Every module and package at the top of ``automil/`` but the command line, the driver and tracking."""
+    names = [path.stem for path in PACKAGE.glob("*.py") if path.stem != "__init__"]
+    names += [path.parent.name for path in PACKAGE.glob("*/__init__.py")]
+    return sorted(set(f"automil.{name}" for name in names) - set(ABOVE_THE_CORE))
+
+
+def layout_contracts() -> list[dict]:
+    """The contracts that name modules, derived from the package layout and the built-in plugin table."""
+    from automil.plugins import BUILTIN_PLUGINS
+
+    core = core_modules()
+    return [
+        {"name": "The core imports none of the driver, tracking or the command line", "type": "forbidden",
+         # Optuna is allowed: a learner's search space is an Optuna define-by-run function, and the checks run one.
+         "source_modules": core, "forbidden_modules": [*ABOVE_THE_CORE, "mlflow"]},
+        {"name": "Built-in plugins use only the public API (automil, " + ", ".join(PUBLIC_MODULES) + ")",
+         "type": "forbidden", "source_modules": sorted(BUILTIN_PLUGINS.values()), "allow_indirect_imports": "true",
+         "forbidden_modules": [*ABOVE_THE_CORE, *(m for m in core if m not in PUBLIC_MODULES)]},
+    ]
+
+
+def _toml(value) -> str:
+    return value if value == "true" else json.dumps(value)
+
+
+def test_import_contracts_hold(tmp_path):
+    """pyproject's contracts plus those derived from the layout, over the core and every built-in plugin."""
     pytest.importorskip("importlinter")
-    _run([Path(sys.executable).parent / "lint-imports", "--no-cache"])
+    from automil.plugins import BUILTIN_PLUGINS
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    lines = ["[tool.importlinter]", f"root_packages = {_toml(['automil', *sorted(BUILTIN_PLUGINS.values())])}",
+             "include_external_packages = true"]
+    for contract in [*config["contracts"], *layout_contracts()]:
+        lines += ["", "[[tool.importlinter.contracts]]"]
+        lines += [f"{key} = {_toml(value)}" for key, value in contract.items()]
+    (tmp_path / "contracts.toml").write_text("\n".join(lines) + "\n")
+    _run([Path(sys.executable).parent / "lint-imports", "--no-cache", "--config", tmp_path / "contracts.toml"])
+
+
+def test_the_derived_contracts_cover_every_core_module_and_built_in_plugin():
+    from automil.plugins import BUILTIN_PLUGINS
+
+    core = core_modules()
+    assert {"automil.bags", "automil.data", "automil.evaluation", "automil.plugins", "automil.records"} <= set(core)
+    assert not set(core) & set(ABOVE_THE_CORE)
+    plugin_contract = layout_contracts()[1]
+    assert set(plugin_contract["source_modules"]) == {init.parent.name for init in
+                                                       (ROOT / "plugins").glob("automil_*/__init__.py")}
+    assert set(plugin_contract["source_modules"]) == set(BUILTIN_PLUGINS.values())
 
 
 def test_ruff_finds_nothing():

@@ -21,9 +21,8 @@ import scipy.sparse as sp
 
 from automil.bags import Bags
 from automil.data.readers.errors import FormatError
-from automil.data.readers.layouts import LAYOUTS, detect_layout, read_layout
 
-__all__ = ["FORMATS", "FormatError", "read_bags", "detect_format"]
+__all__ = ["FORMATS", "FORMAT_ALIASES", "read_text", "detect_text"]
 
 FORMATS = {
     "mill": "A: MILL text, comma-separated: instance name, bag name, label, then the dense features",
@@ -42,54 +41,16 @@ _INTEGER = re.compile(r"[+-]?\d+\Z")
 _MCILBOOST_HEAD = re.compile(r"\d+:\d+:[+-]?\d+\Z")
 
 
-def read_bags(path, format: str | None = None, labels=None, groups: str | None = None) -> Bags:
-    """Read a file of bags in any supported format, plain or gzip-compressed, or a ``.npz`` archive or bag
-    folder (``automil.data.readers.layouts.LAYOUTS``).
-
-    Parameters
-    ----------
-    path : str or Path
-    format : str, optional
-        One of ``FORMATS`` (or a README letter: A, A-sparse, B, C, D) or ``LAYOUTS``; detected from the
-        first bytes when omitted.
-    labels, groups : optional
-        A slide feature folder's labels CSV and the column of every slide's group
-        (``automil.data.readers.layouts.read_layout``).
-
-    Returns
-    -------
-    Bags
-        Bag labels are the largest instance label of each bag (a bag is positive when one of its
-        instances is); names are the file's bag names or ids. ``instance_y`` holds the line labels for
-        format C (real instance labels) and for any file where some bag mixes line labels.
-
-    Raises
-    ------
-    FormatError
-        A ``ValueError`` naming the file, the line and the problem.
-    """
-    path = Path(path)
-    name = _format_name(format) if format is not None else detect_layout(path)
-    if name in LAYOUTS:
-        return read_layout(path, name, labels, groups)
-    if labels is not None or groups is not None:
-        raise FormatError(path, None, "--labels and --groups apply to folders of feature files, not to a bag file")
-    text = _Text.read(path)
-    return _READERS[name or _detect(text)](text)
+def read_text(path, format: str | None = None) -> Bags:
+    """Read a text file of bags (plain or gzip-compressed) in ``format``, a key of ``FORMATS``, or in the
+    format its first lines show when ``format`` is None. Raises :class:`FormatError` naming the line."""
+    text = _Text.read(Path(path))
+    return _READERS[format or _detect(text)](text)
 
 
-def detect_format(path) -> str:
-    """The name (a key of ``FORMATS`` or ``LAYOUTS``) of the format at ``path``, from its first bytes."""
-    return detect_layout(Path(path)) or _detect(_Text.read(Path(path)))
-
-
-def _format_name(format: str) -> str:
-    key = format.strip().lower()
-    key = FORMAT_ALIASES.get(key, key)
-    if key not in FORMATS and key not in LAYOUTS:
-        raise ValueError(f"unknown file format {format!r}; known formats: {', '.join([*FORMATS, *LAYOUTS])} "
-                         f"(or the README letters {', '.join(a.upper() for a in FORMAT_ALIASES)})")
-    return key
+def detect_text(path) -> str:
+    """The key of ``FORMATS`` that the first lines of the text file at ``path`` show."""
+    return _detect(_Text.read(Path(path)))
 
 
 # ---- text and lines --------------------------------------------------------------------------------------
