@@ -216,7 +216,7 @@ def _print_choice(rows: list[LearnerResult]):
     model = chosen.model
     where = (f", registered as {model.registered}" if model.registered
              else " (not tracked: no model logged)" if not model.uri else "")
-    metric = 'BACC' if chosen.metric == 'balanced_accuracy' else 'ACC'
+    metric = METRIC_LABELS.get(chosen.metric, 'ACC')
     procedure = next((row for row in rows if row.learner == PROCEDURE and row.metric_value() is not None), None)
     own = "" if procedure is None else (f"; {PROCEDURE}'s own nested {metric} "
                                         f"{_measured(procedure.metric_value(), procedure.metric_std())}, "
