@@ -30,6 +30,10 @@ class Bags:
         Bag labels, any hashable values.
     instance_y : array-like of shape (n_instances,), optional
         Instance labels where the data set has real ones.
+    coords : array-like of shape (n_instances, 2), optional
+        Each instance's position (a patch's pixel coordinates on its slide), for heatmaps.
+    groups : array-like of shape (n_bags,), optional
+        The group of every bag (a patient's slides): every split keeps a group's bags on one side.
     names : sequence of str of shape (n_bags,), optional
         Bag names, used in error messages and reports.
     feature_names : sequence of str of shape (n_features,), optional
@@ -44,7 +48,7 @@ class Bags:
     """
 
     def __init__(self, X, offsets, y=None, *, instance_y=None, names=None, feature_names=None,
-                 source=None):
+                 source=None, coords=None, groups=None):
         self.source = source
         self.names = None if names is None else np.asarray([str(n) for n in names], dtype=object)
         if sp.issparse(X):
@@ -59,6 +63,8 @@ class Bags:
         self.offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self.y = None if y is None else np.asarray(y)
         self.instance_y = None if instance_y is None else np.asarray(instance_y)
+        self.coords = None if coords is None else np.asarray(coords)
+        self.groups = None if groups is None else np.asarray([str(g) for g in groups], dtype=object)
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
         self.instances_file = None
         self._validate()
@@ -175,17 +181,19 @@ class Bags:
             instance_y=None if self.instance_y is None else self.instance_y[rows],
             names=None if self.names is None else self.names[bag_indices],
             feature_names=self.feature_names, source=self.source,
+            coords=None if self.coords is None else self.coords[rows],
+            groups=None if self.groups is None else self.groups[bag_indices],
         )
 
     def with_instances(self, X) -> Bags:
         """The same bags (labels, names) with new instance features, e.g. after standardization."""
         return Bags(X, self.offsets, self.y, instance_y=self.instance_y, names=self.names,
                     feature_names=None if X.shape[1] != self.n_features else self.feature_names,
-                    source=self.source)
+                    source=self.source, coords=self.coords, groups=self.groups)
 
     def with_labels(self, y) -> Bags:
         bags = Bags(self.X, self.offsets, y, instance_y=self.instance_y, names=self.names,
-                    feature_names=self.feature_names, source=self.source)
+                    feature_names=self.feature_names, source=self.source, coords=self.coords, groups=self.groups)
         bags.instances_file = self.instances_file
         return bags
 
@@ -274,9 +282,13 @@ class Bags:
                              f"instance {row - offsets[i]}, feature {col}: NaN and inf are not allowed")
         for name, values, expected, unit in (("labels", self.y, self.n_bags, "bags"),
                                              ("names", self.names, self.n_bags, "bags"),
-                                             ("instance labels", self.instance_y, n, "instances")):
+                                             ("groups", self.groups, self.n_bags, "bags"),
+                                             ("instance labels", self.instance_y, n, "instances"),
+                                             ("coords", self.coords, n, "instances")):
             if values is not None and len(values) != expected:
                 raise ValueError(f"{self._where()}got {len(values)} {name} for {expected} {unit}")
+        if self.coords is not None and (self.coords.ndim != 2 or self.coords.shape[1] != 2):
+            raise ValueError(f"{self._where()}coords must have shape (n_instances, 2), got {self.coords.shape}")
         if self.feature_names is not None and len(self.feature_names) != self.X.shape[1]:
             raise ValueError(f"{self._where()}got {len(self.feature_names)} feature names for "
                              f"{self.X.shape[1]} features")

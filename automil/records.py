@@ -82,10 +82,13 @@ class TrialAttr(StrEnum):
     ESTIMATOR_PARAMS = "estimator_params"  # the learner's parameters as JSON: what the final evaluation refits
     FOLD_ACCURACY = "fold_accuracy"
     FOLD_BALANCED_ACCURACY = "fold_balanced_accuracy"
+    FOLD_ROC_AUC = "fold_roc_auc"  # None for a fold whose test bags hold one class
     ACCURACY = "accuracy"  # the mean over the folds (and its sd below), set when the trial finishes
     ACCURACY_STD = "accuracy_std"
     BALANCED_ACCURACY = "balanced_accuracy"
     BALANCED_ACCURACY_STD = "balanced_accuracy_std"
+    ROC_AUC = "roc_auc"
+    ROC_AUC_STD = "roc_auc_std"
     FIT_SECONDS = "fit_seconds"
     PREDICT_SECONDS = "predict_seconds"
     TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
@@ -159,9 +162,10 @@ _OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "cho
 _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
              "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score", "best_trial",
              "best_params", "nested_accuracy", "nested_accuracy_std", "nested_balanced_accuracy",
-             "nested_balanced_accuracy_std", "repeated_accuracy", "repeated_accuracy_std",
-             "repeated_balanced_accuracy", "repeated_balanced_accuracy_std", "accuracy", "accuracy_std",
-             "balanced_accuracy", "balanced_accuracy_std", "repeats", "headline", "fit_seconds", "budget_seconds",
+             "nested_balanced_accuracy_std", "nested_roc_auc", "nested_roc_auc_std", "repeated_accuracy",
+             "repeated_accuracy_std", "repeated_balanced_accuracy", "repeated_balanced_accuracy_std",
+             "repeated_roc_auc", "repeated_roc_auc_std", "accuracy", "accuracy_std", "balanced_accuracy",
+             "balanced_accuracy_std", "roc_auc", "roc_auc_std", "repeats", "headline", "fit_seconds", "budget_seconds",
              "one_class", "error", "trials_stopped", "classes", "confusion_matrix", "tuned_splits", "outer_splits",
              "pareto_front", "members", "choices", "model_uri", "selected", "registered_model", "status")
 # Field metadata: a part's prefix in the row's flat keys, and a field's own flat key where it is not the prefix
@@ -206,12 +210,14 @@ class Tuning:
 
 @dataclass(frozen=True)
 class Figure:
-    """Both metrics as mean and sd (over folds or repeats; an sd ``None`` rests on one, not measured)."""
+    """Every metric as mean and sd (over folds or repeats; an sd ``None`` rests on one, not measured)."""
 
     accuracy: float | None = None
     accuracy_std: float | None = None
     balanced_accuracy: float | None = None
     balanced_accuracy_std: float | None = None
+    roc_auc: float | None = None
+    roc_auc_std: float | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +228,7 @@ class OuterSplit:
     inner: float | None
     accuracy: float
     balanced_accuracy: float
+    roc_auc: float | None = None
 
 
 @dataclass(frozen=True)

@@ -40,3 +40,13 @@ def print_table(header, rows, file=None):
     print("  ".join("-" * w for w in widths), file=out)
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(), file=out)
+
+
+def add_slide_labels(sub) -> None:
+    """``--labels`` and ``--groups``: how to read a slide feature folder (docs/data.md, "Slide features")."""
+    sub.add_argument("--labels", metavar="CSV",
+                     help="a slide feature folder's labels table (columns slide_id,label, optional case_id); "
+                          "default: the one .csv beside the features")
+    sub.add_argument("--groups", metavar="COLUMN",
+                     help="the labels table's column of every slide's group (default case_id when it has "
+                          "one): every split keeps a group's slides on one side")

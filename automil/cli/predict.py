@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 
-from automil.cli.common import add_tracking_uri, print_table, subcommand
+import numpy as np
+
+from automil.cli.common import add_slide_labels, add_tracking_uri, print_table, subcommand
 
 __all__ = ["add_predict"]
 
@@ -19,8 +22,13 @@ def add_predict(commands):
                           "models:/automil-DATASET/VERSION, runs:/RUN_ID/model, or a row's model_uri")
     sub.add_argument("--dataset", required=True, metavar="NAME_OR_FILE",
                      help="registered dataset name or a bag file")
+    add_slide_labels(sub)
     sub.add_argument("--json", metavar="PATH",
                      help="write the predictions as JSON to PATH ('-': to stdout instead of the lines)")
+    sub.add_argument("--heatmaps", metavar="DIR",
+                     help="write every bag's instance scores to DIR: <bag>.csv (instance, x, y, score) and, when "
+                          "the bags have coords, <bag>.png drawn at their positions (learners with instance "
+                          "scores)")
     add_tracking_uri(sub)
 
 
@@ -32,8 +40,15 @@ def _run_predict(args) -> int:
     from automil.track.writing.model import load_estimator
 
     model = load_estimator(args.tracking_uri or default_tracking_uri(), args.model)
-    bags = load_bags(args.dataset)
+    bags = load_bags(args.dataset, labels=args.labels, groups=args.groups)
     predictions = predict_bags(model, bags)
+    if args.heatmaps:
+        from automil.evaluation.heatmaps import write_heatmaps
+
+        written = write_heatmaps(model, bags, predictions, args.heatmaps)
+        pictures = sum(files.picture is not None for files in written)
+        print(f"heatmaps of {len(written)} bags in {args.heatmaps} ({pictures} pictures, {len(written)} tables)",
+              file=sys.stderr if args.json == "-" else sys.stdout)
     if args.json:
         text = json.dumps([p.to_dict() for p in predictions], indent=2)
         if args.json == "-":
@@ -45,6 +60,11 @@ def _run_predict(args) -> int:
              "" if p.witness is None else p.witness) for p in predictions]
     print_table(("bag", "label", "scores", "witness"), rows)
     if bags.y is not None:
-        scores = fold_scores(bags.y, [p.label for p in predictions])
-        print(f"\n{bags.n_bags} bags: ACC {100 * scores.accuracy:.1f}, BACC {100 * scores.balanced_accuracy:.1f}")
+        classes = np.asarray(model.classes_)
+        probabilities = None if predictions[0].scores is None else np.array(
+            [[p.scores[str(c)] for c in classes] for p in predictions])
+        scores = fold_scores(bags.y, [p.label for p in predictions], probabilities, classes)
+        auc = "" if scores.roc_auc is None else f", AUC {100 * scores.roc_auc:.1f}"
+        print(f"\n{bags.n_bags} bags: ACC {100 * scores.accuracy:.1f}, BACC {100 * scores.balanced_accuracy:.1f}"
+              f"{auc}")
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 
-from automil.cli.common import add_tracking_uri, print_table, subcommand
+from automil.cli.common import add_slide_labels, add_tracking_uri, print_table, subcommand
 from automil.records import PROCEDURE, LearnerResult, Protocol, Status
 from automil.uris import shown_storage
 
@@ -20,6 +20,7 @@ def add_tune(commands):
                       "--fit-timeout, then an honest leaderboard (nested cross-validation). Rerun the same "
                       "command to continue; run it on several processes or machines to share the work.")
     sub.add_argument("--dataset", required=True, help="registered dataset name or a bag file")
+    add_slide_labels(sub)
     sub.add_argument("--learner", action="append", metavar="NAME",
                      help="learner to tune (repeatable; default: every learner that fits the data)")
     _add_tune_options(sub, defaults=True)
@@ -133,6 +134,9 @@ def open_tracker(tracking_uri: str | None):
                            ) from error
 
 
+METRIC_LABELS = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}
+
+
 def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     """The leaderboard as a table, and as JSON to ``json_path`` ('-': to stdout instead of the table)."""
     import json
@@ -147,13 +151,14 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     if not rows or not table:
         return 0
     nested = rows[0].protocol == Protocol.NESTED
-    metric = "BACC" if rows[0].metric == "balanced_accuracy" else "ACC"
+    metric = METRIC_LABELS.get(rows[0].metric, "ACC")
     head = "nested" if nested else "tuned*"
     fronts = any(row.tuning.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
     instance = any(row.instance is not None for row in rows)
-    header = ("learner", f"ACC ({head})", f"BACC ({head})", "repeated-CV ACC", "repeated-CV BACC", "reps",
+    header = ("learner", f"ACC ({head})", f"BACC ({head})", f"AUC ({head})", "repeated-CV ACC", "repeated-CV BACC",
+              "reps",
               f"tuning {metric}*", "fit s", "budget s", "trials", "T/O") + (
         ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
         else ()) + (("inst AUC", "wit prec") if instance else ()) + ("best parameters",)
@@ -164,7 +169,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
         if not status.has_figure:
             what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
             timed_out = "" if status == Status.SKIPPED else row.counts.timed_out  # a skipped row has no count
-            table.append((row.learner, what, what, "", "", "", "", "", _budget(row.costs.budget_seconds),
+            table.append((row.learner, what, what, "", "", "", "", "", "", _budget(row.costs.budget_seconds),
                           row.counts.trials,
                           timed_out, *extra,
                           (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
@@ -173,6 +178,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
         headline, repeated, costs = row.headline, row.repeated, row.costs
         table.append((name, _measured(headline.accuracy, headline.accuracy_std),
                       _measured(headline.balanced_accuracy, headline.balanced_accuracy_std),
+                      _measured(headline.roc_auc, headline.roc_auc_std),
                       _measured(repeated.accuracy, repeated.accuracy_std),
                       _measured(repeated.balanced_accuracy, repeated.balanced_accuracy_std),
                       _blank(repeated.repeats), _percent(row.tuning.score),
@@ -214,7 +220,7 @@ def _print_choice(rows: list[LearnerResult]):
     model = chosen.model
     where = (f", registered as {model.registered}" if model.registered
              else " (not tracked: no model logged)" if not model.uri else "")
-    metric = 'BACC' if chosen.metric == 'balanced_accuracy' else 'ACC'
+    metric = METRIC_LABELS.get(chosen.metric, 'ACC')
     procedure = next((row for row in rows if row.learner == PROCEDURE and row.metric_value() is not None), None)
     own = "" if procedure is None else (f"; {PROCEDURE}'s own nested {metric} "
                                         f"{_measured(procedure.metric_value(), procedure.metric_std())}, "

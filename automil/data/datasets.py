@@ -175,22 +175,26 @@ def _remove_empty(directories):
             return
 
 
-def load_bags(name_or_path, format: str | None = None):
+def load_bags(name_or_path, format: str | None = None, labels=None, groups: str | None = None):
     """``Bags`` for a registered dataset name, or for a file or bag folder in any supported format.
 
     A registered name wins over a file of the same name in the working directory. ``format`` names
-    the file format when detection from the content is not wanted (see ``automil.data.readers.text``).
+    the file format when detection from the content is not wanted (see ``automil.data.readers.text``); ``labels``
+    and ``groups`` are a slide feature folder's labels CSV and its group column.
     """
     from automil import plugins
 
     name = str(name_or_path)
     if format is None and name in plugins.datasets():
+        if labels is not None or groups is not None:
+            raise ValueError(f"{name} is a registered dataset with its own labels: --labels and --groups apply "
+                             "to slide feature folders")
         return plugins.get_dataset(name).load()
     path = Path(name).expanduser()
     if path.is_file() or path.is_dir():
         from automil.data.readers import read_bags
 
-        return read_bags(path, format=format)
+        return read_bags(path, format=format, labels=labels, groups=groups)
     if path.suffix or len(path.parts) > 1:
         raise DataFileError(f"{name}: no such file (and no registered dataset has this name)")
     plugins.get_dataset(name)  # raises with the known names and close matches

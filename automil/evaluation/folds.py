@@ -7,28 +7,58 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bag_folds", "repeat_seeds", "fold_splits", "fold_digest"]
+__all__ = ["bag_folds", "split_groups", "repeat_seeds", "fold_splits", "fold_digest"]
 
 
-def bag_folds(y, n_splits: int, seed: int) -> np.ndarray:
+def bag_folds(y, n_splits: int, seed: int, groups=None) -> np.ndarray:
     """The fold (0..n_splits-1) of every bag: stratified by bag label, shuffled by ``seed``.
 
-    Bags are the units, so a bag's instances always land in one fold together.
+    Bags are the units, so a bag's instances always land in one fold together. With ``groups`` (one per
+    bag, e.g. a patient's slides) a group's bags land in one fold together, stratified as far as the groups
+    allow (scikit-learn's ``StratifiedGroupKFold``). Every split automil makes is drawn here.
     """
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
 
     y = np.asarray(y)
     if n_splits < 2:
         raise ValueError(f"folds must be at least 2, got {n_splits}")
-    _, counts = np.unique(y, return_counts=True)
-    if counts.min() < n_splits:
-        raise ValueError(f"{n_splits}-fold cross-validation needs at least {n_splits} bags of every class; "
-                         f"the smallest class has {counts.min()}")
+    if groups is None:
+        _, counts = np.unique(y, return_counts=True)
+        if counts.min() < n_splits:
+            raise ValueError(f"{n_splits}-fold cross-validation needs at least {n_splits} bags of every class; "
+                             f"the smallest class has {counts.min()}")
+        splits = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed).split(np.zeros(len(y)), y)
+    else:
+        groups = np.asarray(groups)
+        n_groups = len(np.unique(groups))
+        if n_groups < n_splits:
+            raise ValueError(f"{n_splits}-fold cross-validation over groups needs at least {n_splits} groups; "
+                             f"the bags have {n_groups}")
+        splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+        splits = splitter.split(np.zeros(len(y)), y, groups)
     assignment = np.empty(len(y), dtype=np.int64)
-    splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
-    for fold, (_, test) in enumerate(splitter.split(np.zeros(len(y)), y)):
+    for fold, (_, test) in enumerate(splits):
         assignment[test] = fold
+    if groups is not None:
+        for fold in range(n_splits):
+            left_out = set(np.unique(y)) - set(np.unique(y[assignment != fold]))
+            if left_out:
+                raise ValueError(f"{n_splits} folds over groups: fold {fold} holds every group with class "
+                                 f"{sorted(left_out)[0]!r}, so its training bags have none; use fewer folds")
     return assignment
+
+
+def split_groups(assignment, groups) -> str | None:
+    """The first group whose bags lie in more than one fold of ``assignment``, ``None`` when no group does."""
+    if groups is None:
+        return None
+    groups = np.asarray(groups)
+    order = np.argsort(groups, kind="stable")
+    sorted_groups, sorted_folds = groups[order], np.asarray(assignment)[order]
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    lowest, highest = np.minimum.reduceat(sorted_folds, starts), np.maximum.reduceat(sorted_folds, starts)
+    split = np.flatnonzero(lowest != highest)
+    return None if split.size == 0 else str(sorted_groups[starts[split[0]]])
 
 
 def repeat_seeds(seed: int, n_repeats: int) -> list[int]:

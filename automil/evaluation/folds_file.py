@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from automil.evaluation.folds import bag_folds, fold_digest, repeat_seeds
+from automil.evaluation.folds import bag_folds, fold_digest, repeat_seeds, split_groups
 
 __all__ = ["RunFolds", "FoldFile", "read_fold_file", "bag_keys", "FORMAT", "VERSION"]
 
@@ -42,6 +42,8 @@ class RunFolds:
         The fold of every bag in each repeat of the repeated cross-validation of the best parameters.
     source : str or None
         The folds file they were read from; ``None``: drawn from the run's seed.
+    groups : ndarray of shape (n_bags,) or None
+        Every bag's group (its patient): no group has bags in two folds.
     """
 
     dataset: str
@@ -49,13 +51,15 @@ class RunFolds:
     tuning: np.ndarray
     repeats: tuple[np.ndarray, ...]
     source: str | None = None
+    groups: np.ndarray | None = None
 
     @classmethod
     def drawn(cls, dataset: str, bags, n_folds: int, seed: int, n_repeats: int) -> RunFolds:
         """Stratified folds drawn from ``seed``: the studies' with ``seed`` itself, each repeat's with a
         seed derived from it (:func:`automil.evaluation.folds.repeat_seeds`), so every repeat is fresh."""
-        repeats = tuple(bag_folds(bags.y, n_folds, s) for s in repeat_seeds(seed, n_repeats))
-        return cls(dataset, tuple(bag_keys(bags)), bag_folds(bags.y, n_folds, seed), repeats)
+        repeats = tuple(bag_folds(bags.y, n_folds, s, bags.groups) for s in repeat_seeds(seed, n_repeats))
+        return cls(dataset, tuple(bag_keys(bags)), bag_folds(bags.y, n_folds, seed, bags.groups), repeats,
+                   groups=bags.groups)
 
     @property
     def n_folds(self) -> int:
@@ -75,7 +79,10 @@ class RunFolds:
         head = json.dumps({"format": FORMAT, "version": VERSION, "dataset": self.dataset, "folds": self.n_folds},
                           indent=2)[:-2]
         repeats = ",\n".join("    " + folds(r, "    ") for r in self.repeats)
-        return f'{head},\n  "tuning": {folds(self.tuning, "  ")},\n  "repeats": [\n{repeats}\n  ]\n}}\n'
+        groups = "" if self.groups is None else ',\n  "groups": {\n' + ",\n".join(
+            f"    {json.dumps(str(group))}: {json.dumps([self.keys[i] for i in np.flatnonzero(self.groups == group)])}"
+            for group in dict.fromkeys(self.groups)) + "\n  }"
+        return f'{head},\n  "tuning": {folds(self.tuning, "  ")},\n  "repeats": [\n{repeats}\n  ]{groups}\n}}\n'
 
     def _names(self, assignment: np.ndarray) -> list[list[str]]:
         return [[self.keys[i] for i in np.flatnonzero(assignment == fold)] for fold in range(self.n_folds)]
@@ -90,17 +97,36 @@ class FoldFile:
     n_folds: int
     tuning: list[list[str]]
     repeats: list[list[list[str]]]
+    groups: dict[str, list[str]] | None = None
 
     def run_folds(self, dataset: str, bags, n_repeats: int) -> RunFolds:
         """The folds over ``bags``, with the first ``n_repeats`` repeats; a ``ValueError`` naming the file
-        when a name is not a bag of the data, a bag is in no test fold, or a fold leaves a class out of its
-        training bags (in any repeat of the file)."""
+        when a name is not a bag of the data, a bag is in no test fold, a fold leaves a class out of its
+        training bags, or a group (the data's, or the file's ``groups``) has bags in two folds (in any repeat
+        of the file)."""
         keys = bag_keys(bags)
         index = {key: i for i, key in enumerate(keys)}
-        assignments = [self._assignment(folds, what, index, dataset, bags.y)
-                       for folds, what in [(self.tuning, "the tuning folds"),
-                                           *((r, f"repeat {n}") for n, r in enumerate(self.repeats))]]
-        return RunFolds(dataset, tuple(keys), assignments[0], tuple(assignments[1:n_repeats + 1]), self.path)
+        groups = bags.groups if bags.groups is not None else self._file_groups(index)
+        assignments = []
+        every = [(self.tuning, "the tuning folds"), *((r, f"repeat {n}") for n, r in enumerate(self.repeats))]
+        for folds, what in every:
+            assignments.append(self._assignment(folds, what, index, dataset, bags.y))
+            split = split_groups(assignments[-1], groups)
+            if split is not None:
+                held = sorted({int(f) for f in assignments[-1][groups == split]})
+                raise ValueError(f"{self.path}: {what} split group {split!r} (its bags are in test folds "
+                                 f"{', '.join(map(str, held))}); a group's bags must share one fold")
+        return RunFolds(dataset, tuple(keys), assignments[0], tuple(assignments[1:n_repeats + 1]), self.path,
+                        groups)
+
+    def _file_groups(self, index: dict) -> np.ndarray | None:
+        """Every bag's group as the file records it (a bag it does not name is a group of its own)."""
+        if not self.groups:
+            return None
+        groups = np.array(["\0" + key for key in index], dtype=object)  # "\0": never a recorded group's name
+        for group, names in self.groups.items():
+            groups[[index[name] for name in names if name in index]] = group
+        return groups
 
     def _assignment(self, folds: list[list[str]], what: str, index: dict, dataset: str, y) -> np.ndarray:
         assignment = np.full(len(index), -1, dtype=np.int64)
@@ -151,7 +177,11 @@ def read_fold_file(path) -> FoldFile:
     tuning = data.get("tuning", repeats[0])
     for folds, what in [(tuning, "the tuning folds"), *((r, f"repeat {n}") for n, r in enumerate(repeats))]:
         _check_folds(path, folds, n_folds, what)
-    return FoldFile(path, n_folds, tuning, repeats)
+    groups = data.get("groups")
+    if groups is not None and not (isinstance(groups, dict) and all(
+            isinstance(names, list) and all(isinstance(n, str) for n in names) for names in groups.values())):
+        raise ValueError(f'{path}: "groups" must map every group to the list of its bag names')
+    return FoldFile(path, n_folds, tuning, repeats, groups)
 
 
 def _check_folds(path: str, folds, n_folds: int, what: str) -> None:

@@ -15,7 +15,8 @@ from automil.bags import Bags, as_bags
 from automil.evaluation.folds import bag_folds, fold_splits
 from automil.learner import BagClassifier
 
-__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "FoldScores", "fold_scores", "mean_std"]
+__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "FoldScores", "fold_scores", "roc_auc",
+           "mean_std"]
 
 
 # Rows per block when the statistics of a float32 matrix are accumulated in float64.
@@ -148,13 +149,13 @@ class Standardized(ClassifierMixin, BaseEstimator):
 def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed: int = 0):
     """Out-of-fold bag predictions with fixed parameters: the protocol of the accuracy checks.
 
-    Every fold of ``bag_folds(bags.y, n_splits, seed)`` is predicted by ``Standardized(estimator)``
+    Every fold of ``bag_folds(bags.y, n_splits, seed, bags.groups)`` is predicted by ``Standardized(estimator)``
     fitted on the other folds. Returns the predictions, the fold of every bag and the seconds spent
     fitting and predicting.
     """
     import time
 
-    assignment = bag_folds(bags.y, n_splits, seed)
+    assignment = bag_folds(bags.y, n_splits, seed, bags.groups)
     predicted = np.empty(bags.n_bags, dtype=bags.y.dtype)
     start = time.perf_counter()
     for train, test in fold_splits(assignment):
@@ -165,21 +166,42 @@ def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed:
 # ---- metrics ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FoldScores:
-    """One fold's ACC and BACC (a metric's name is its field's), and whether every bag was given one class
-    (``one_class``: a degenerate fit)."""
+    """One fold's ACC, BACC and ROC AUC (a metric's name is its field's; ``roc_auc`` is ``None`` without bag
+    scores or when the fold's bags hold one class), and whether every bag was given one class (``one_class``:
+    a degenerate fit)."""
 
     accuracy: float
     balanced_accuracy: float
     one_class: bool = False
+    roc_auc: float | None = None
 
 
-def fold_scores(y_true, y_pred) -> FoldScores:
-    """The :class:`FoldScores` of predictions ``y_pred`` of the labels ``y_true``."""
+def fold_scores(y_true, y_pred, scores=None, classes=None) -> FoldScores:
+    """The :class:`FoldScores` of predictions ``y_pred`` of the labels ``y_true``, with the ROC AUC of the bag
+    ``scores`` (:func:`roc_auc`) when given."""
     from sklearn.metrics import accuracy_score, balanced_accuracy_score
 
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     return FoldScores(float(accuracy_score(y_true, y_pred)), float(balanced_accuracy_score(y_true, y_pred)),
-                      bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1))
+                      bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1),
+                      None if scores is None else roc_auc(y_true, scores, classes))
+
+
+def roc_auc(y_true, scores, classes) -> float | None:
+    """ROC AUC of bag scores: for two classes of the second class's score (``scores`` of shape ``(n_bags,)``,
+    or its column of ``(n_bags, 2)``); for more, the one-vs-rest macro average over the classes ``y_true``
+    holds (scikit-learn's ``roc_auc_score(multi_class="ovr")`` when every class is there). ``classes`` are
+    the sorted classes the columns stand for. ``None`` when ``y_true`` holds one class: no AUC is defined."""
+    from sklearn.metrics import roc_auc_score
+
+    y_true, scores, classes = np.asarray(y_true), np.asarray(scores, dtype=np.float64), np.asarray(classes)
+    if len(np.unique(y_true)) < 2:
+        return None
+    if scores.ndim == 1 or len(classes) == 2:
+        positive = scores if scores.ndim == 1 else scores[:, 1]
+        return float(roc_auc_score(y_true == classes[1], positive))
+    present = [k for k, c in enumerate(classes) if np.any(y_true == c)]
+    return float(np.mean([roc_auc_score(y_true == classes[k], scores[:, k]) for k in present]))
 
 
 def mean_std(values) -> tuple[float | None, float | None]:

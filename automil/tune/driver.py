@@ -63,7 +63,8 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     worker.start()  # it imports the learners while the data loads and the studies are prepared
     bags = None
     try:
-        bags = share_instances(load_bags(dataset))  # every process of the run maps this one copy
+        # every process of the run maps this one copy
+        bags = share_instances(load_bags(dataset, labels=options.labels, groups=options.groups))
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
         specs, skipped = _usable_learners(bags, learners)

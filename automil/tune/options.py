@@ -16,12 +16,12 @@ __all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_stud
            "OBJECTIVES"]
 
 SAMPLERS = ("tpe", "random")
-METRICS = ("balanced_accuracy", "accuracy")
+METRICS = ("balanced_accuracy", "accuracy", "roc_auc")
 DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol
 DEFAULT_METRIC = "balanced_accuracy"
 # What --objective may name, with its direction: the metrics (mean over the folds) and the costs (mean
 # seconds per fold of the trial's fits or predictions).
-OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "fit_seconds": "minimize",
+OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "roc_auc": "maximize", "fit_seconds": "minimize",
               "predict_seconds": "minimize"}
 
 
@@ -41,7 +41,8 @@ class TuneOptions:
     gives the folds and the repeats; ``folds`` is then ``None`` until :meth:`with_fold_file` takes the
     file's number (without a file ``None`` means 6). ``track`` and ``tracking_uri``
     are read by the command line, which opens the tracking store and hands
-    ``tune`` a factory for it; the driver itself never opens one.
+    ``tune`` a factory for it; the driver itself never opens one. ``labels`` and ``groups`` say how to read a
+    slide feature folder (its labels CSV, and the column of every slide's group).
     """
 
     n_trials: int | None = 20
@@ -63,6 +64,8 @@ class TuneOptions:
     ensemble: bool = True
     track: bool = True
     tracking_uri: str | None = None
+    labels: str | None = None  # a slide feature folder's labels CSV (automil.data.load_bags)
+    groups: str | None = None  # its column of every bag's group; None: case_id when it has one
 
     def __post_init__(self):
         self.objectives = tuple(self.objectives or ())

@@ -102,7 +102,7 @@ class DeepMILClassifier(BagClassifier):
         self.scale_ = np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
         seed = int(np.random.SeedSequence(self.random_state).generate_state(1)[0])
         rng = np.random.default_rng(seed)
-        train, validation = self._held_out(y, seed)
+        train, validation = self._held_out(y, seed, bags.groups)
         batches = Batches(self._scaled(bags), bags.offsets, device)
         settings = dict(learning_rate=self.learning_rate, weight_decay=self.weight_decay,
                         batch_size=self.batch_size, max_instances=self.max_instances, patience=self.patience,
@@ -119,14 +119,18 @@ class DeepMILClassifier(BagClassifier):
                             **settings)
         self.network_, self.device_ = network, str(device)
 
-    def _held_out(self, y, seed):
-        """The training and validation bags: ``automil.bag_folds`` with ``1 / validation_fraction`` folds,
-        fold 0 held out; no validation bags when that makes fewer than 2 folds (a fraction of 0) or when a
-        class has fewer bags than folds."""
+    def _held_out(self, y, seed, groups=None):
+        """The training and validation bags: ``automil.bag_folds`` with ``1 / validation_fraction`` folds
+        (over ``groups`` when the bags have them: a patient's slides on one side), fold 0 held out; no
+        validation bags when that makes fewer than 2 folds (a fraction of 0), when a class has fewer bags
+        than folds, or when the groups are too few to split."""
         n_splits = int(round(1 / self.validation_fraction)) if self.validation_fraction > 0 else 0
         if n_splits < 2 or np.bincount(y).min() < n_splits:
             return np.arange(len(y)), np.array([], dtype=np.int64)
-        folds = automil.bag_folds(y, n_splits, seed)
+        try:
+            folds = automil.bag_folds(y, n_splits, seed, groups)
+        except ValueError:  # too few groups, or a class in too few of them: train on every bag, as above
+            return np.arange(len(y)), np.array([], dtype=np.int64)
         return np.flatnonzero(folds != 0), np.flatnonzero(folds == 0)
 
     def _scaled(self, bags):

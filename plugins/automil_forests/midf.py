@@ -103,11 +103,16 @@ class MIDFClassifier(BagClassifier):
         out_of_fold = self.vectors == "out_of_fold"
         K = len(self.classes_)
         fold_seed, level_seed = seed_sequence(self.random_state).spawn(2)
-        if n_folds < 2:  # 13.3: too few bags of a class for inner folds: one level on all bags
+        folds = None
+        if n_folds >= 2:
+            try:  # over the bags' groups when they have them: a patient's slides in one inner fold
+                folds = fold_splits(bag_folds(y, n_folds, int(fold_seed.generate_state(1)[0]), bags.groups))
+            except ValueError:  # too few groups for the inner folds: as with too few bags, below
+                folds = None
+        if folds is None:  # 13.3: too few bags of a class for inner folds: one level on all bags
             self.layers_ = [[self._fold_model(bags, level_seed)]]
             self.n_layers_, self.layer_scores_ = 1, np.array([])
             return
-        folds = fold_splits(bag_folds(y, n_folds, int(fold_seed.generate_state(1)[0])))
         X, layers, scores = bags.X, [], []
         best, since_best = -np.inf, 0
         for seeds in level_seed.spawn(max_layers):

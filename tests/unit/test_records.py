@@ -8,9 +8,10 @@ from automil.records import Headline, LearnerResult, ModelRecord, Status, TrialC
 ROW_KEYS = ["dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
             "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score", "best_trial",
             "best_params", "nested_accuracy", "nested_accuracy_std", "nested_balanced_accuracy",
-            "nested_balanced_accuracy_std", "repeated_accuracy", "repeated_accuracy_std",
-            "repeated_balanced_accuracy", "repeated_balanced_accuracy_std", "accuracy", "accuracy_std",
-            "balanced_accuracy", "balanced_accuracy_std", "repeats", "headline", "fit_seconds", "budget_seconds",
+            "nested_balanced_accuracy_std", "nested_roc_auc", "nested_roc_auc_std", "repeated_accuracy",
+            "repeated_accuracy_std", "repeated_balanced_accuracy", "repeated_balanced_accuracy_std",
+            "repeated_roc_auc", "repeated_roc_auc_std", "accuracy", "accuracy_std", "balanced_accuracy",
+            "balanced_accuracy_std", "roc_auc", "roc_auc_std", "repeats", "headline", "fit_seconds", "budget_seconds",
             "one_class", "error", "trials_stopped"]
 # Added with the chosen model: the outer splits tuned and their inner and outer scores, the logged model, the
 # choice and its registry version.

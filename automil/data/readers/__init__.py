@@ -28,7 +28,7 @@ def formats() -> dict[str, Reader]:
     return {r.name: r for r in sorted(table.values(), key=lambda reader: reader.plugin == plugins.CORE_FORMATS)}
 
 
-def read_bags(path, format: str | None = None):
+def read_bags(path, format: str | None = None, labels=None, groups: str | None = None):
     """Read the bags at ``path`` (a file, plain or gzip-compressed, or a folder) in any registered format.
 
     Parameters
@@ -37,6 +37,9 @@ def read_bags(path, format: str | None = None):
     format : str, optional
         A name or alias of :func:`formats` (the text formats also take the benchmark README's letters A,
         A-sparse, B, C, D); detected when omitted.
+    labels, groups : optional
+        For the formats whose labels are a table (``Reader.takes_labels``: folders of feature files): the
+        labels CSV, and its column of every bag's group.
 
     Returns
     -------
@@ -52,9 +55,13 @@ def read_bags(path, format: str | None = None):
         A ``ValueError`` naming the file, the line or bag, and the problem.
     """
     path = Path(path)
-    if format is not None:
-        return _named(format).read(path)
-    reader = _detected(path)
+    reader = _named(format) if format is not None else _detected(path)
+    if reader is not None and reader.takes_labels:
+        return reader.read(path, labels, groups)
+    if labels is not None or groups is not None:
+        tables = ", ".join(name for name, r in formats().items() if r.takes_labels)
+        raise FormatError(path, None, f"--labels and --groups apply to folders of feature files ({tables}), not "
+                                      f"to a {reader.name if reader else 'text'} file")
     if reader is not None:
         return reader.read(path)
     from automil.data.readers.text import read_text

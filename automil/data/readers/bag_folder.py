@@ -9,10 +9,7 @@ Instance labels, when a data set has them, are ``<bag>.instance_y.npy`` or an ``
 
 from __future__ import annotations
 
-import csv
-import io
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +17,8 @@ import numpy as np
 
 from automil.bags import Bags
 from automil.data.readers.errors import FormatError
+from automil.data.readers.feature_files import FeatureFile
+from automil.data.readers.labels_table import LabelsTable, read_labels_table
 from automil.data.readers.npy_files import NpyHeader, read_header, read_into
 
 __all__ = ["LABELS", "FEATURE_SUFFIXES", "INSTANCE_LABELS", "read_bag_folder"]
@@ -27,15 +26,12 @@ __all__ = ["LABELS", "FEATURE_SUFFIXES", "INSTANCE_LABELS", "read_bag_folder"]
 LABELS = "labels.csv"
 FEATURE_SUFFIXES = (".npy", ".h5")
 INSTANCE_LABELS = "instance_y"  # <bag>.instance_y.npy beside a .npy, or a dataset in the .h5 file
-_INTEGER = re.compile(r"[+-]?\d+\Z")
 
 
 @dataclass(frozen=True)
-class _BagFile:
+class _BagFile(FeatureFile):
     """One bag's feature file: where it is, what it holds, and how to read it into place."""
 
-    name: str
-    path: Path
     shape: tuple
     dtype: np.dtype
     npy: NpyHeader | None = None  # None for an .h5 file
@@ -44,19 +40,16 @@ class _BagFile:
     def is_h5(self) -> bool:
         return self.path.suffix == ".h5"
 
-    def error(self, what: str) -> FormatError:
-        return FormatError(self.path, None, f"bag {self.name!r}: {what}")
-
     @classmethod
     def open(cls, name: str, path: Path) -> _BagFile:
         """The file's shape and dtype, read from its header; the file is checked to hold them all."""
         bag = cls(name, path, (), np.dtype(np.float64))
         if path.suffix == ".h5":
-            with bag._h5() as f:
-                features = bag._h5_features(f)
+            with bag.h5() as f:
+                features = bag.h5_features(f)
                 bag = cls(name, path, features.shape, features.dtype)
         else:
-            npy = bag._guard(lambda: read_header(path))
+            npy = bag.guard(lambda: read_header(path))
             bag = cls(name, path, npy.shape, npy.dtype, npy)
         shape, dtype = bag.shape, bag.dtype
         if len(shape) != 2:
@@ -71,51 +64,25 @@ class _BagFile:
         """Fill ``out`` (this bag's rows of the instance matrix), refuse NaN and inf, and return the bag's
         instance labels (None without any); an .h5 file is opened once for both."""
         if self.is_h5:
-            with self._h5() as f:
-                self._guard(lambda: self._h5_features(f).read_direct(out))
-                instance_y = self._guard(lambda: f[INSTANCE_LABELS][()]) if INSTANCE_LABELS in f else None
+            with self.h5() as f:
+                self.guard(lambda: self.h5_features(f).read_direct(out))
+                instance_y = self.guard(lambda: f[INSTANCE_LABELS][()]) if INSTANCE_LABELS in f else None
         else:
-            self._guard(lambda: read_into(self.path, self.npy, out))
+            self.guard(lambda: read_into(self.path, self.npy, out))
             instance_y = self._npy_instance_labels()
-        finite = np.isfinite(out)
-        if not finite.all():
-            row, col = (int(v) for v in np.argwhere(~finite)[0])
-            raise self.error(f"a non-finite value ({out[row, col]}) in instance {row}, feature {col}: NaN and "
-                             "inf are not allowed")
+        self.refuse_non_finite(out)
         return instance_y
 
     def _npy_instance_labels(self) -> np.ndarray | None:
         path = self.path.with_name(f"{self.name}.{INSTANCE_LABELS}.npy")
         if not path.is_file():
             return None
-        return _BagFile(self.name, path, (), self.dtype)._guard(lambda: np.load(path, allow_pickle=False))
-
-    def _h5(self):
-        import h5py
-
-        return self._guard(lambda: h5py.File(self.path, "r"))
-
-    def _h5_features(self, f):
-        import h5py
-
-        features = f.get("features")
-        if not isinstance(features, h5py.Dataset):
-            raise self.error(f"no 'features' dataset in the HDF5 file (it holds {', '.join(f) or 'nothing'})")
-        return features
-
-    def _guard(self, read):
-        """``read()``, with a damaged file (truncated, not this format, unreadable) said in one line."""
-        try:
-            return read()
-        except FormatError:
-            raise
-        except (OSError, ValueError, EOFError, KeyError) as error:  # what numpy and h5py raise on bad bytes
-            raise self.error(f"cannot read the {self.path.suffix} file ({error}): the file is truncated or "
-                             "corrupt; get a fresh copy") from None
+        return _BagFile(self.name, path, (), self.dtype).guard(lambda: np.load(path, allow_pickle=False))
 
 
-def read_bag_folder(folder) -> Bags:
-    """Read the bags of a folder in the order of its ``labels.csv``.
+def read_bag_folder(folder, labels=None, groups: str | None = None) -> Bags:
+    """Read the bags of a folder in the order of its ``labels.csv`` (or of the table ``labels``), each bag's
+    group from the table's column ``groups`` (default ``case_id`` when it has one).
 
     Raises
     ------
@@ -125,7 +92,8 @@ def read_bag_folder(folder) -> Bags:
         labels for some bags only.
     """
     folder = Path(folder)
-    names, y, lines = _labels(folder)
+    table = _labels(folder, labels, groups)
+    names, y, lines = table.names, table.labels, table.lines
     files = [_BagFile.open(name, path) for name, path in zip(names, _feature_paths(folder, names, lines))]
     width = files[0].shape[1]
     for bag in files[1:]:
@@ -136,43 +104,17 @@ def read_bag_folder(folder) -> Bags:
     dtype = np.result_type(*{bag.dtype for bag in files})
     X = np.empty((int(offsets[-1]), width), dtype=dtype if dtype.kind == "f" else np.float64)
     instance_y = [bag.read_into(X[start:stop]) for bag, start, stop in zip(files, offsets[:-1], offsets[1:])]
-    return Bags(X, offsets, y, instance_y=_instance_labels(files, instance_y), names=names, source=str(folder))
+    return Bags(X, offsets, y, instance_y=_instance_labels(files, instance_y), names=names, source=str(folder),
+                groups=table.groups)
 
 
-def _labels(folder: Path) -> tuple[list[str], np.ndarray, dict[str, int]]:
-    """Bag names, labels (integers when every label is one) and the line of each bag in ``labels.csv``."""
-    path = folder / LABELS
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
+def _labels(folder: Path, labels, groups: str | None) -> LabelsTable:
+    """The labels table: ``labels`` when given, else the folder's ``labels.csv``."""
+    path = folder / LABELS if labels is None else Path(labels)
+    if labels is None and not path.is_file():
         raise FormatError(folder, None, f"no {LABELS}: a bag folder needs a labels table with the columns "
-                                        "bag,label and one <bag>.npy or <bag>.h5 file per bag") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise FormatError(path, None, f"cannot read the labels table: {error}") from None
-    reader = csv.reader(io.StringIO(text))
-    header = [cell.strip().lower() for cell in next(reader, [])]
-    if "bag" not in header or "label" not in header:
-        raise FormatError(path, 1, f"expected a header naming the columns bag and label, got {','.join(header)!r}")
-    at_bag, at_label = header.index("bag"), header.index("label")
-    names, labels, lines = [], [], {}
-    for row in reader:
-        if not any(cell.strip() for cell in row):
-            continue
-        line = reader.line_num
-        if len(row) != len(header):
-            raise FormatError(path, line, f"expected {len(header)} fields as in the header, got {len(row)}")
-        name, label = row[at_bag].strip(), row[at_label].strip()
-        if not name or not label:
-            raise FormatError(path, line, f"bag {name!r} has an empty label" if name else "an empty bag name")
-        if name in lines:
-            raise FormatError(path, line, f"bag {name!r} appears again (first on line {lines[name]})")
-        names.append(name)
-        labels.append(label)
-        lines[name] = line
-    if not names:
-        raise FormatError(path, None, "no bags: the labels table has a header but no rows")
-    integers = all(_INTEGER.match(label) for label in labels)
-    return names, np.array(labels).astype(np.int64) if integers else np.array(labels), lines
+                                        "bag,label and one <bag>.npy or <bag>.h5 file per bag")
+    return read_labels_table(path, ("bag",), "bag", groups)
 
 
 def _feature_paths(folder: Path, names: list[str], lines: dict[str, int]) -> list[Path]:

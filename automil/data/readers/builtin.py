@@ -20,12 +20,14 @@ _ONE_BAG_MAGIC = {b"\x93NUMPY": ".npy", b"\x89HDF\r\n\x1a\n": "HDF5"}
 
 @hookimpl
 def register_formats(register):
-    """Register the five text formats, ``npz`` and ``bag-folder``."""
+    """Register the five text formats, ``npz``, the slide feature folders ``clam`` and ``trident`` and
+    ``bag-folder`` (last among the folders: it takes any folder)."""
     from functools import partial
 
     from automil.data.readers.arrays import read_npz
     from automil.data.readers.bag_folder import read_bag_folder
     from automil.data.readers.reader import Reader
+    from automil.data.readers.slide_folders import read_clam, read_trident, slide_layout
     from automil.data.readers.text import FORMAT_ALIASES, FORMATS, read_text
 
     aliases = {name: tuple(a for a, target in FORMAT_ALIASES.items() if target == name) for name in FORMATS}
@@ -33,8 +35,15 @@ def register_formats(register):
         register(Reader(name, partial(read_text, format=name), description, aliases=aliases[name]))
     register(Reader("npz", read_npz, "NumPy .npz: arrays X, offsets (bags + 1) or bag (bag index per instance), "
                                      "y; optional instance_y and bag_names", detect=_is_npz))
-    register(Reader("bag-folder", read_bag_folder, "a folder: labels.csv (columns bag,label) and one <bag>.npy "
-                                                   "or <bag>.h5 feature file per bag", detect=_is_bag_folder))
+    labels = "and a labels CSV (slide_id,label, optional case_id) given by --labels or the one .csv beside them"
+    register(Reader("clam", read_clam, "a CLAM features directory: h5_files/<slide>.h5 (features, coords) or "
+                                       f"pt_files/<slide>.pt, {labels}", takes_labels=True,
+                    detect=lambda path: slide_layout(path) == "clam"))
+    register(Reader("trident", read_trident, f"a TRIDENT features_<encoder> folder of <slide>.h5 files, {labels}",
+                    takes_labels=True, detect=lambda path: slide_layout(path) == "trident"))
+    register(Reader("bag-folder", read_bag_folder, "a folder: labels.csv (columns bag,label, optional case_id) "
+                                                   "and one <bag>.npy or <bag>.h5 feature file per bag",
+                    takes_labels=True, detect=_is_bag_folder))
 
 
 def _head(path: Path) -> bytes:

@@ -28,6 +28,10 @@ class Reader:
         only when named.
     aliases : tuple of str
         Other names ``format=`` accepts (compared in lower case).
+    takes_labels : bool
+        The format's labels are a table beside the features (a folder of feature files): ``read`` is then
+        called as ``read(path, labels, groups)``, with the table given by ``--labels`` (``None``: its own)
+        and the table's column of every bag's group (``None``: ``case_id`` when it has one).
     plugin : str
         Filled in by the registry: the plugin that registered the format.
     """
@@ -37,4 +41,5 @@ class Reader:
     description: str = ""
     detect: Callable[[Path], bool] | None = None
     aliases: tuple[str, ...] = ()
+    takes_labels: bool = False
     plugin: str = ""

@@ -89,13 +89,13 @@ def trial_metrics(trial: TrialRecord) -> list[tuple[str, float, int]]:
     """``(key, value, step)`` of every finite number a trial carries."""
     attrs = trial.attrs
     out = []
-    for key in (TrialAttr.ACCURACY, TrialAttr.BALANCED_ACCURACY, TrialAttr.ACCURACY_STD,
-                TrialAttr.BALANCED_ACCURACY_STD):
+    for key in (TrialAttr.ACCURACY, TrialAttr.BALANCED_ACCURACY, TrialAttr.ROC_AUC, TrialAttr.ACCURACY_STD,
+                TrialAttr.BALANCED_ACCURACY_STD, TrialAttr.ROC_AUC_STD):
         out.append((key, attrs.get(key), 0))
-    for key in (TrialAttr.FOLD_ACCURACY, TrialAttr.FOLD_BALANCED_ACCURACY):
+    for key in (TrialAttr.FOLD_ACCURACY, TrialAttr.FOLD_BALANCED_ACCURACY, TrialAttr.FOLD_ROC_AUC):
         values = attrs.get(key)
         if isinstance(values, (list, tuple)):
-            out.extend((key, value, fold) for fold, value in enumerate(values))
+            out.extend((key, value, fold) for fold, value in enumerate(values) if value is not None)
     for key in (TrialAttr.FIT_SECONDS, TrialAttr.PREDICT_SECONDS):
         values = attrs.get(key)
         if isinstance(values, (list, tuple)):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from automil.evaluation.folds import fold_splits
-from automil.evaluation.standardized import fold_scores
+from automil.evaluation.standardized import fold_scores, mean_std
 from automil.records import LearnerResult, Protocol, Status, TrialAttr, TrialCounts, TrialRecord
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial
 from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, rounded, score, select
@@ -93,15 +93,16 @@ class Members:
     calibrators: list
     weights: list[float]
 
-    def predict(self, candidates: dict[str, Candidate], key: ScoreKey, where, classes) -> np.ndarray | None:
-        """Labels of the bags ``where`` from the members' scores under ``key``; ``None`` if one is missing."""
+    def predict(self, candidates: dict[str, Candidate], key: ScoreKey, where, classes) -> tuple | None:
+        """Labels and combined probabilities of the bags ``where`` from the members' scores under ``key``;
+        ``None`` if one is missing."""
         total = 0.0
         for name, calibrator, weight in zip(self.names, self.calibrators, self.weights, strict=True):
             scores = candidates[name].scores.get(key)
             if scores is None or np.isnan(scores[where]).any():
                 return None
             total = total + weight * calibrated(calibrator, scores[where])
-        return classes[np.argmax(total, axis=1)]
+        return classes[np.argmax(total, axis=1)], total
 
 
 def _oof_scores(trial: TrialRecord | None, n_bags: int) -> np.ndarray | None:
@@ -154,10 +155,11 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
                          fit_seconds=[sum(candidates[n].fit_seconds or 0.0 for n in main.names)])
     for r, assignment in enumerate(plan.folds.repeats):
         for _, test in fold_splits(assignment):
-            y_pred = main.predict(candidates, ScoreKey(Refit.REPEAT, r), test, classes)
-            if y_pred is None:
+            predicted = main.predict(candidates, ScoreKey(Refit.REPEAT, r), test, classes)
+            if predicted is None:
                 break
-            evaluation.repeated.setdefault(r, []).append(fold_scores(bags.y[test], y_pred))
+            y_pred, probas = predicted
+            evaluation.repeated.setdefault(r, []).append(fold_scores(bags.y[test], y_pred, probas, classes))
             if r == 0:
                 evaluation.predictions.setdefault(Refit.REPEAT, []).append((bags.y[test], y_pred))
     row = result_row(plan.dataset, options, evaluation)
@@ -199,11 +201,12 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
         tuned += 1
         evaluation.inner[i] = _inner_score(plan, bags, members, oof, i, classes)
         test = np.flatnonzero(plan.folds.tuning == i)
-        y_pred = members.predict(candidates, NESTED_SCORES, test, classes)
-        if y_pred is None:
+        predicted = members.predict(candidates, NESTED_SCORES, test, classes)
+        if predicted is None:
             evaluation.errors.append(f"a member's nested fit of outer split {i} is missing: no nested figure")
             continue
-        evaluation.nested[i] = fold_scores(bags.y[test], y_pred)
+        y_pred, probas = predicted
+        evaluation.nested[i] = fold_scores(bags.y[test], y_pred, probas, classes)
         evaluation.predictions.setdefault(Refit.NESTED, []).append((bags.y[test], y_pred))
     evaluation.tuned_splits = tuned
 
@@ -215,9 +218,10 @@ def _inner_score(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray],
                                                               strict=True))
     y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
     for _, test in fold_splits(plan.folds.tuning, exclude=i):
-        values.append(getattr(fold_scores(bags.y[test], y_pred[start:start + len(test)]), plan.options.metric))
+        part = slice(start, start + len(test))
+        values.append(getattr(fold_scores(bags.y[test], y_pred[part], total[part], classes), plan.options.metric))
         start += len(test)
-    return float(np.mean(values))
+    return mean_std(values)[0]
 
 
 def _out_of_fold_order(assignment, exclude=None) -> np.ndarray:

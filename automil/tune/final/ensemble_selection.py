@@ -12,6 +12,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from automil.evaluation.prediction import scores_of
+from automil.evaluation.standardized import roc_auc
 from automil.learner import BagClassifier
 
 __all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "rounded", "calibrate", "calibrated", "log_loss", "select",
@@ -72,7 +73,10 @@ def calibrated(calibrator, scores) -> np.ndarray:
 
 
 def score(y_index, proba, metric: str) -> float:
-    """``accuracy`` or ``balanced_accuracy`` of the argmax of ``proba`` against class indices ``y_index``."""
+    """``accuracy`` or ``balanced_accuracy`` of the argmax of ``proba`` against class indices ``y_index``, or
+    its ``roc_auc`` (0 where none is defined)."""
+    if metric == "roc_auc":
+        return roc_auc(y_index, proba, np.arange(proba.shape[1])) or 0.0
     hit = np.argmax(proba, axis=1) == y_index
     if metric == "accuracy":
         return float(hit.mean())

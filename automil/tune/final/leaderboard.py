@@ -107,8 +107,8 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
         nested_figure = _figure(NestedFigure, nested if nested and all(s is not None for s in nested) else [],
                                 tuned_splits=job.tuned_splits, outer_splits=_outer_splits(job) if nested else None)
     # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
-    # the mean over a repeat's folds of each metric
-    means = [FoldScores(**{m: float(np.mean([getattr(s, m) for s in scores])) for m in METRICS}) for scores in repeats]
+    # the mean over a repeat's folds of each metric (a fold without an AUC left out of its mean)
+    means = [FoldScores(**{m: mean_std(getattr(s, m) for s in scores)[0] for m in METRICS}) for scores in repeats]
     repeated = _figure(RepeatedFigure, means, repeats=len(repeats))
     predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
     classes, matrix = _confusion(predictions) if predictions and (
@@ -157,7 +157,7 @@ def _metrics(figure: Figure) -> dict:
 def _outer_splits(job: Evaluation) -> list[OuterSplit | None]:
     """Each outer split's inner score and the scores of its refit on the outer fold (``None``: no refit)."""
     return [None if s is None else OuterSplit(None if i >= len(job.inner) else job.inner[i], s.accuracy,
-                                              s.balanced_accuracy)
+                                              s.balanced_accuracy, s.roc_auc)
             for i, s in enumerate(job.nested)]
 
 

@@ -323,7 +323,7 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
         if key not in candidate.scores:  # every bag's out-of-fold scores, for the ensemble
             candidate.scores[key] = np.full((bags.n_bags, *out.scores.shape[1:]), np.nan)
         candidate.scores[key][test] = out.scores
-        scores = fold_scores(bags.y[test], out.y_pred)
+        scores = fold_scores(bags.y[test], out.y_pred, out.scores, bags.classes)
         if task.refit is Refit.NESTED or task.index == 0:  # out-of-fold predictions for the confusion matrix
             evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out.y_pred))
         if task.refit is Refit.NESTED:

@@ -191,7 +191,8 @@ class _Fits:
     splits: list
     limit: float
     attrs: dict = field(default_factory=lambda: {
-        TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FIT_SECONDS: [],
+        TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FOLD_ROC_AUC: [],
+        TrialAttr.FIT_SECONDS: [],
         TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False, TrialAttr.ONE_CLASS: False})
     oof_scores: list = field(default_factory=list)
 
@@ -267,13 +268,14 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
             if error.error_type == FitPruned.__name__:
                 raise optuna.TrialPruned() from None
             raise
-        scores = fold_scores(bags.y[test], out.y_pred)
+        scores = fold_scores(bags.y[test], out.y_pred, out.scores, bags.classes)
         attrs[TrialAttr.FOLD_ACCURACY].append(scores.accuracy)
         attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores.balanced_accuracy)
+        attrs[TrialAttr.FOLD_ROC_AUC].append(scores.roc_auc)
         attrs[TrialAttr.FIT_SECONDS].append(out.fit_seconds)
         attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
         fits.oof_scores.append(out.scores)
-        if not multi:
+        if not multi and getattr(scores, plan.options.metric) is not None:
             trial.report(getattr(scores, plan.options.metric), step=step)
         if scores.one_class:  # pruned under every objective: never a result
             attrs[TrialAttr.ONE_CLASS] = True
@@ -370,16 +372,18 @@ def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float
 def objective_values(attrs: dict, options) -> float | list[float]:
     """What Optuna is told: the mean over the folds of the metric, or of every objective (metrics and
     seconds per fit or prediction) for a multi-objective study."""
-    # the per-fold lists: fold_accuracy, fold_balanced_accuracy, fit_seconds, predict_seconds
-    means = [float(np.mean(attrs[name if name.endswith("_seconds") else TrialAttr.fold(name)]))
+    # the per-fold lists: fold_accuracy, fold_balanced_accuracy, fold_roc_auc, fit_seconds, predict_seconds; a
+    # fold's AUC is None when its test bags hold one class, and the mean is over the folds that have one
+    means = [mean_std(attrs[name if name.endswith("_seconds") else TrialAttr.fold(name)])[0]
              for name in (options.objectives if options.multi_objective else [options.metric])]
+    means = [float("nan") if m is None else m for m in means]
     return means if options.multi_objective else means[0]
 
 
 def _tell(study, trial, attrs: dict, state: TrialState, value) -> TrialRecord:
     """Store the trial's attributes with its fold means, and finish it in ``state``."""
-    for metric in ("accuracy", "balanced_accuracy"):
-        mean, std = mean_std(attrs[TrialAttr.fold(metric)])
+    for metric in ("accuracy", "balanced_accuracy", "roc_auc"):
+        mean, std = mean_std(attrs.get(TrialAttr.fold(metric), []))
         attrs[TrialAttr(metric)], attrs[TrialAttr.std(metric)] = mean, std
     for key, item in attrs.items():
         trial.set_user_attr(key, item)

@@ -1,0 +1,129 @@
+"""Slide feature folders laid out as CLAM and TRIDENT write them, generated with the evidence in a known place.
+
+A slide is a grid of patches (``coords`` in level-0 pixels, as the extractors store them); every slide of a
+tumour case has a disc of witness patches, all in the same region of the grid, whose features are shifted
+along one direction. Each case adds its own offset to every patch of its slides, so a split that puts one
+case's slides on both sides leaks it. Run ``python -m automil_datasets.slides OUT --layout clam`` (or
+``trident``); the labels table is written as ``OUT/slides.csv`` with the columns ``case_id,slide_id,label``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SlideSet", "write_slide_set", "in_witness_region", "LABELS_FILE", "CLASSES", "TRIDENT_ENCODER"]
+
+LABELS_FILE = "slides.csv"
+CLASSES = ("normal_tissue", "tumor_tissue")
+TRIDENT_ENCODER = "uni_v1"
+PATCH = 256  # patch side in pixels: coords step by this much
+GRID = 16  # a slide is at most GRID x GRID patches
+TISSUE_FRACTION = 0.6  # share of the grid's patches that hold tissue
+# The witness region: a disc of radius WITNESS_RADIUS patches around WITNESS_CENTRE (column, row).
+WITNESS_CENTRE = (4.0, 4.0)
+WITNESS_RADIUS = 2.6
+WITNESS_SHIFT = 3.5  # how far a witness patch moves along the tumour direction (noise has unit variance)
+CASE_SPREAD = 0.7  # the standard deviation of a case's own offset
+
+
+@dataclass(frozen=True)
+class SlideSet:
+    """What :func:`write_slide_set` wrote: the folder to give ``--dataset``, the labels table, the slides."""
+
+    features: Path
+    labels: Path
+    slides: tuple[str, ...]
+
+
+def write_slide_set(root, layout: str = "clam", n_cases: int = 24, n_features: int = 32, seed: int = 0,
+                    pt: bool = True) -> SlideSet:
+    """Write ``n_cases`` cases of 2 or 3 slides each under ``root`` in ``layout`` (``clam`` or ``trident``).
+
+    Half the cases (rounded down) are ``tumor_tissue``. CLAM: ``root/h5_files/<slide>.h5`` and, with ``pt``
+    and torch installed, ``root/pt_files/<slide>.pt``; TRIDENT: ``root/20x_256px_0px_overlap/
+    features_uni_v1/<slide>.h5``. Every ``.h5`` holds ``features`` (float32, patches x ``n_features``) and
+    ``coords`` (int64, patches x 2, the top-left pixel of each patch).
+    """
+    import h5py
+
+    if layout not in ("clam", "trident"):
+        raise ValueError(f"layout must be 'clam' or 'trident', got {layout!r}")
+    root = Path(root)
+    rng = np.random.default_rng(seed)
+    direction = rng.standard_normal(n_features)
+    direction /= np.linalg.norm(direction)
+    if layout == "clam":
+        h5_dir = root / "h5_files"
+        pt_dir = root / "pt_files" if pt and _has_torch() else None
+    else:
+        h5_dir, pt_dir = root / "20x_256px_0px_overlap" / f"features_{TRIDENT_ENCODER}", None
+    for folder in (h5_dir, pt_dir):
+        if folder is not None:
+            folder.mkdir(parents=True, exist_ok=True)
+    labels = rng.permutation(np.arange(n_cases) < n_cases // 2)
+    rows = []
+    for case, tumour in enumerate(labels):
+        case_id = f"case-{case:03d}"
+        offset = CASE_SPREAD * rng.standard_normal(n_features)
+        for s in range(int(rng.integers(2, 4))):
+            slide_id = f"{case_id}-slide-{s}"
+            features, coords = _slide(rng, direction, offset, bool(tumour))
+            with h5py.File(h5_dir / f"{slide_id}.h5", "w") as f:
+                f.create_dataset("features", data=features)
+                f.create_dataset("coords", data=coords)
+            if pt_dir is not None:
+                import torch
+
+                torch.save(torch.from_numpy(features), pt_dir / f"{slide_id}.pt")
+            rows.append((case_id, slide_id, CLASSES[int(tumour)]))
+    labels_path = root / LABELS_FILE
+    with open(labels_path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(("case_id", "slide_id", "label"))
+        writer.writerows(rows)
+    return SlideSet(root if layout == "clam" else h5_dir.parent.parent, labels_path, tuple(r[1] for r in rows))
+
+
+def in_witness_region(coords) -> np.ndarray:
+    """Whether each patch (``coords`` in pixels) lies in the witness disc."""
+    cells = np.asarray(coords) / PATCH
+    return np.hypot(cells[:, 0] - WITNESS_CENTRE[0], cells[:, 1] - WITNESS_CENTRE[1]) <= WITNESS_RADIUS
+
+
+def _slide(rng, direction, offset, tumour: bool) -> tuple[np.ndarray, np.ndarray]:
+    """One slide's patch features and coords: tissue on a random part of the grid, witnesses in the disc."""
+    cells = np.argwhere(np.ones((GRID, GRID), dtype=bool))[:, ::-1]  # (column, row)
+    keep = rng.random(len(cells)) < TISSUE_FRACTION
+    keep |= np.hypot(cells[:, 0] - WITNESS_CENTRE[0], cells[:, 1] - WITNESS_CENTRE[1]) <= WITNESS_RADIUS
+    coords = (cells[keep] * PATCH).astype(np.int64)
+    features = rng.standard_normal((len(coords), len(direction))) + offset
+    if tumour:
+        features[in_witness_region(coords)] += WITNESS_SHIFT * direction
+    return features.astype(np.float32), coords
+
+
+def _has_torch() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m automil_datasets.slides", description=__doc__.split("\n")[0])
+    parser.add_argument("out", help="the folder to write")
+    parser.add_argument("--layout", choices=("clam", "trident"), default="clam")
+    parser.add_argument("--cases", type=int, default=24)
+    parser.add_argument("--features", type=int, default=32)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    written = write_slide_set(args.out, args.layout, args.cases, args.features, args.seed)
+    print(f"{len(written.slides)} slides in {written.features}; labels in {written.labels}")
+
+
+if __name__ == "__main__":
+    main()
