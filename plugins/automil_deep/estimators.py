@@ -1,8 +1,8 @@
 """The deep MIL learners as automil estimators: one shared training procedure, five networks.
 
 PyTorch is imported when a model is fitted or loaded, not when the plugin registers its learners. A fitted
-model pickles its weights as arrays (``state_dict``), so a model logged to MLflow holds no closure and no
-torch object, and loads in any process that has torch.
+model pickles its weights as CPU arrays (``state_dict``), so a model logged to MLflow holds no closure and no
+torch object, and loads in any process that has torch, with or without the GPU it was trained on.
 """
 
 from __future__ import annotations
@@ -11,6 +11,9 @@ import numpy as np
 
 import automil
 from automil import BagClassifier
+
+# Instances of a bag a training step sees at most (:class:`DeepMILClassifier`, ``max_instances``).
+MAX_INSTANCES = 512
 
 __all__ = ["ABMILClassifier", "DSMILClassifier", "DeepMILClassifier", "MINetClassifier", "MiNetClassifier",
            "TransMILClassifier"]
@@ -34,13 +37,22 @@ class DeepMILClassifier(BagClassifier):
     epochs : int, default=50
         Most passes over the training bags (early stopping ends most fits sooner).
     batch_size : int, default=8
-        Bags per step (padded to the longest with a mask); the papers take one bag a step, which is about
-        8 times slower an epoch on CPU, and no more accurate for abmil on musk1.
+        Bags per step (padded to the longest with a mask; a step's bags are of similar size); the papers take
+        one bag a step, which is about 8 times slower an epoch on CPU, and no more accurate for abmil on musk1.
+    max_instances : int or None, default=512
+        Instances of a bag a training step sees at most: a larger bag is cut to that many, drawn at random
+        at every step, so that an epoch costs at most bags x ``max_instances``. Early stopping's held-out
+        bags and prediction use every instance. ``None``: every instance always. 512 is above the bags of
+        the classic sets (musk2's largest bags excepted) and of a few hundred patches, and cuts the slides of
+        thousands.
     patience : int, default=10
         Epochs without a lower validation loss before training stops.
     validation_fraction : float, default=0.2
         Share of the training bags held out (stratified) for early stopping; 0 trains on all bags for
         ``epochs`` epochs.
+    device : str, default="auto"
+        Where the network trains and predicts: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``"auto"`` is CUDA when
+        torch sees a GPU, else the CPU. Set it again on a fitted model to predict elsewhere.
     random_state : int, optional
         Seeds the weights, dropout, the order of bags and the held-out split.
 
@@ -54,18 +66,23 @@ class DeepMILClassifier(BagClassifier):
         The epochs of the best held-out loss (``epochs`` when nothing was held out).
     mean_, scale_ : ndarray of shape (n_features,)
         The training instances' standardization.
+    device_ : str
+        The device the network was trained on.
     """
 
     def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
-                 batch_size=8, patience=10, validation_fraction=0.2, random_state=None):
+                 batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
+                 random_state=None):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.hidden = hidden
         self.dropout = dropout
         self.epochs = epochs
         self.batch_size = batch_size
+        self.max_instances = max_instances
         self.patience = patience
         self.validation_fraction = validation_fraction
+        self.device = device
         self.random_state = random_state
 
     def _network(self, n_features: int, n_classes: int):
@@ -73,28 +90,34 @@ class DeepMILClassifier(BagClassifier):
 
     # ---- fitting -----------------------------------------------------------------------------------
     def _fit(self, bags, y):
-        from automil_deep.training import Batches, fit_network, seeded_torch
+        from automil_deep.training import Batches, fit_network, resolve_device, seeded_torch
 
+        if self.max_instances is not None and not (isinstance(self.max_instances, int | np.integer)
+                                                   and self.max_instances >= 1):
+            raise ValueError(f"max_instances={self.max_instances!r}: give a whole number of instances of at "
+                             "least 1 (or None for every instance)")
+        device = resolve_device(self.device)
         X = np.asarray(bags.X, dtype=np.float64)
         self.mean_ = X.mean(axis=0)
         self.scale_ = np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
         seed = int(np.random.SeedSequence(self.random_state).generate_state(1)[0])
         rng = np.random.default_rng(seed)
         train, validation = self._held_out(y, seed)
-        batches = Batches(self._scaled(bags), bags.offsets)
+        batches = Batches(self._scaled(bags), bags.offsets, device)
         settings = dict(learning_rate=self.learning_rate, weight_decay=self.weight_decay,
-                        batch_size=self.batch_size, patience=self.patience, rng=rng)
-        with seeded_torch(seed):
-            network = self._network(bags.n_features, len(self.classes_))
+                        batch_size=self.batch_size, max_instances=self.max_instances, patience=self.patience,
+                        rng=rng)
+        with seeded_torch(seed, device):
+            network = self._network(bags.n_features, len(self.classes_)).to(device)
             self.validation_loss_, self.n_epochs_ = fit_network(network, batches, y, train, validation,
                                                                  epochs=self.epochs, **settings)
             if len(validation):
                 # Early stopping chose the number of epochs; the held-out bags are too many to waste on the
                 # small MIL sets (abmil on musk1: 84 against 90 % accuracy), so a new network trains on all.
-                network = self._network(bags.n_features, len(self.classes_))
+                network = self._network(bags.n_features, len(self.classes_)).to(device)
                 fit_network(network, batches, y, np.arange(len(y)), validation[:0], epochs=self.n_epochs_,
                             **settings)
-        self.network_ = network
+        self.network_, self.device_ = network, str(device)
 
     def _held_out(self, y, seed):
         """The training and validation bags: ``automil.bag_folds`` with ``1 / validation_fraction`` folds,
@@ -113,12 +136,14 @@ class DeepMILClassifier(BagClassifier):
     def _evaluate(self, bags):
         import torch
 
-        from automil_deep.training import Batches, evaluate, thread_count
+        from automil_deep.training import Batches, evaluate, resolve_device, thread_count
 
+        device = resolve_device(self.device)
+        self.network_.to(device)  # a model trained on a GPU predicts on the CPU, and back
         threads = torch.get_num_threads()
         torch.set_num_threads(thread_count())
         try:
-            logits, scores, _ = evaluate(self.network_, Batches(self._scaled(bags), bags.offsets),
+            logits, scores, _ = evaluate(self.network_, Batches(self._scaled(bags), bags.offsets, device),
                                          np.arange(bags.n_bags))
         finally:
             torch.set_num_threads(threads)
@@ -143,11 +168,11 @@ class DeepMILClassifier(BagClassifier):
         ``witness`` is the arg-max within the bag of the predicted class's column."""
         return np.vstack(self._evaluate(bags)[1])
 
-    # ---- pickling: weights as arrays -----------------------------------------------------------------
+    # ---- pickling: weights as CPU arrays (a loaded model moves to its device when it predicts) ---------
     def __getstate__(self):
         state = dict(self.__dict__)
         if "network_" in state:
-            state["network_"] = {name: value.detach().numpy().copy()
+            state["network_"] = {name: value.detach().cpu().numpy().copy()
                                  for name, value in state["network_"].state_dict().items()}
         return state
 
@@ -175,9 +200,10 @@ class ABMILClassifier(DeepMILClassifier):
     """
 
     def __init__(self, gated=False, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
-                 batch_size=8, patience=10, validation_fraction=0.2, random_state=None):
-        super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
-                         validation_fraction, random_state)
+                 batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
+                 random_state=None):
+        super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
+                         validation_fraction, device, random_state)
         self.gated = gated
 
     def _network(self, n_features, n_classes):
@@ -197,9 +223,10 @@ class PoolingClassifier(DeepMILClassifier):
     """
 
     def __init__(self, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25,
-                 epochs=50, batch_size=8, patience=10, validation_fraction=0.2, random_state=None):
-        super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
-                         validation_fraction, random_state)
+                 epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2,
+                 device="auto", random_state=None):
+        super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
+                         validation_fraction, device, random_state)
         self.pooling = pooling
 
 
@@ -225,9 +252,10 @@ class MINetClassifier(PoolingClassifier):
     """
 
     def __init__(self, deep_supervision=True, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128,
-                 dropout=0.25, epochs=50, batch_size=8, patience=10, validation_fraction=0.2, random_state=None):
-        super().__init__(pooling, learning_rate, weight_decay, hidden, dropout, epochs, batch_size, patience,
-                         validation_fraction, random_state)
+                 dropout=0.25, epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10,
+                 validation_fraction=0.2, device="auto", random_state=None):
+        super().__init__(pooling, learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances,
+                         patience, validation_fraction, device, random_state)
         self.deep_supervision = deep_supervision
 
     def _network(self, n_features, n_classes):

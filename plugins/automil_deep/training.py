@@ -1,5 +1,7 @@
-"""Training and applying a network on bags: padded mini-batches with masks, Adam with weight decay, early
-stopping on held-out bags, and a seeded, thread-capped run that leaves torch's global state as it was."""
+"""Training and applying a network on bags: mini-batches of bags of similar size, padded with masks, each
+bag cut to a random subset of its instances per step; Adam with weight decay, early stopping on held-out
+bags, on the CPU or a CUDA device, in a seeded, thread-capped run that leaves torch's global state as it
+was."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from torch import nn
 
 from automil import report_epoch
 
-__all__ = ["Batches", "evaluate", "fit_network", "seeded_torch"]
+__all__ = ["Batches", "evaluate", "fit_network", "resolve_device", "seeded_torch"]
 
 # Padded instances per prediction batch: large enough to amortize the per-call overhead, small enough that a
 # batch of (B, N, D) activations stays a few MB.
@@ -21,34 +23,63 @@ PREDICT_CELLS = 1 << 16
 # An epoch counts as better only when it lowers the best validation loss by this share: a learning rate too
 # small to matter then stops after `patience` epochs instead of creeping down for all of them.
 MIN_IMPROVEMENT = 1e-3
+# Training batches are cut from pools of this many batches' worth of shuffled bags, each pool sorted by bag
+# size: batches of similar sizes (little padding) whose make-up still changes every epoch (fastai's
+# SortishSampler takes 50 too).
+POOL_BATCHES = 50
+CPU = torch.device("cpu")
 
 
 class Batches:
-    """Bags as one float32 matrix and offsets, cut into padded ``(X, mask)`` batches of chosen bags.
+    """Bags as one float32 matrix and offsets, cut into padded ``(X, mask)`` batches of chosen bags on
+    ``device`` (the matrix stays on the CPU: one batch at a time moves).
 
     Parameters
     ----------
     X : ndarray of shape (n_instances, n_features)
     offsets : ndarray of shape (n_bags + 1,)
+    device : torch.device, default=cpu
     """
 
-    def __init__(self, X: np.ndarray, offsets: np.ndarray):
+    def __init__(self, X: np.ndarray, offsets: np.ndarray, device: torch.device = CPU):
         self.X = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
         self.offsets = np.asarray(offsets, dtype=np.int64)
         self.sizes = np.diff(self.offsets)
+        self.device = device
 
-    def batch(self, index: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    def batch(self, index: np.ndarray, max_instances: int | None = None,
+              rng: np.random.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bags ``index`` padded to the longest: ``X`` (B, N, D) with zero rows past each bag's end and
-        ``mask`` (B, N)."""
-        sizes = self.sizes[index]
+        ``mask`` (B, N). A bag of more than ``max_instances`` instances is cut to that many, drawn with
+        ``rng`` without replacement and kept in their order."""
+        sizes = self.sizes[index] if max_instances is None else np.minimum(self.sizes[index], max_instances)
         positions = np.arange(sizes.max())
         mask = positions[None, :] < sizes[:, None]
-        rows = self.offsets[index][:, None] + np.minimum(positions[None, :], sizes[:, None] - 1)
+        chosen = np.minimum(positions[None, :], sizes[:, None] - 1)
+        for row in np.flatnonzero(self.sizes[index] > sizes):  # only bags over the cap draw from rng
+            chosen[row, :sizes[row]] = np.sort(rng.choice(self.sizes[index[row]], sizes[row], replace=False))
+        rows = torch.from_numpy(self.offsets[index][:, None] + chosen)
         mask = torch.from_numpy(mask)
-        return self.X[torch.from_numpy(rows)] * mask[..., None], mask
+        return (self.X[rows] * mask[..., None]).to(self.device), mask.to(self.device)
+
+    def training_batches(self, index: np.ndarray, batch_size: int, max_instances: int | None,
+                         rng: np.random.Generator):
+        """One epoch's ``(index part, X, mask)`` over the bags ``index`` in random order, batches of bags of
+        similar (capped) size, each bag cut to at most ``max_instances`` instances."""
+        order = rng.permutation(index)
+        sizes = self.sizes if max_instances is None else np.minimum(self.sizes, max_instances)
+        pool = POOL_BATCHES * batch_size
+        parts = []
+        for start in range(0, len(order), pool):
+            chunk = order[start:start + pool]
+            chunk = chunk[np.argsort(sizes[chunk], kind="stable")]
+            parts.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+        for k in rng.permutation(len(parts)):
+            yield (parts[k], *self.batch(parts[k], max_instances, rng))
 
     def prediction_batches(self, index: np.ndarray):
-        """``(index part, X, mask)`` over ``index`` in order of size, so that little padding is computed."""
+        """``(index part, X, mask)`` over ``index`` in order of size, every instance, so that little padding
+        is computed."""
         index = index[np.argsort(self.sizes[index], kind="stable")]
         start = 0
         while start < len(index):
@@ -57,6 +88,33 @@ class Batches:
             stop = start + max(1, len(fits))
             yield (index[start:stop], *self.batch(index[start:stop]))
             start = stop
+
+
+def resolve_device(device: str) -> torch.device:
+    """The torch device a learner's ``device`` names: ``"auto"`` is CUDA when torch sees a GPU, else the CPU.
+
+    Raises
+    ------
+    ValueError
+        For a name torch does not know, a device other than the CPU or CUDA, or CUDA asked for where torch
+        has none.
+    """
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r} is not a device: use 'auto', 'cpu', 'cuda' or 'cuda:N'") from None
+    if resolved.type not in ("cpu", "cuda"):
+        raise ValueError(f"device={device!r}: the deep learners run on 'cpu' or 'cuda' (or 'auto')")
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+            raise ValueError(f"device={device!r} but CUDA is not available here (torch {torch.__version__}, "
+                             f"{build}, sees no GPU); use device='auto' or 'cpu'")
+        if resolved.index is not None and resolved.index >= torch.cuda.device_count():
+            raise ValueError(f"device={device!r} but torch sees {torch.cuda.device_count()} CUDA device(s)")
+    return resolved
 
 
 def network_loss(logits: list[torch.Tensor], y: torch.Tensor) -> torch.Tensor:
@@ -76,36 +134,36 @@ def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndar
     for part, X, mask in batches.prediction_batches(np.asarray(index)):
         heads, instance_scores = network(X, mask)
         if y is not None:
-            labels = torch.from_numpy(y[[where[bag] for bag in part]])
+            labels = torch.from_numpy(y[[where[bag] for bag in part]]).to(batches.device)
             total += float(network_loss(heads, labels)) * len(part)
-        mean = torch.stack(heads).mean(dim=0).numpy()
+        mean = torch.stack(heads).mean(dim=0).cpu().numpy()
+        instance_scores = instance_scores.cpu().numpy()
         for row, bag in enumerate(part):
             logits[where[bag]] = mean[row]
-            scores[where[bag]] = instance_scores[row, :batches.sizes[bag]].numpy()
+            scores[where[bag]] = instance_scores[row, :batches.sizes[bag]]
     loss = total / len(index) if y is not None else None
     return np.array(logits, dtype=np.float64), scores, loss
 
 
 def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
-                *, learning_rate, weight_decay, epochs, batch_size, patience, rng) -> tuple[list[float], int]:
-    """Adam on the ``train`` bags; after each epoch the loss on the ``validation`` bags, and their balanced
-    accuracy reported to the driver (:func:`automil.report_epoch`, which may stop the fit). The weights of the
-    best validation epoch are kept; training stops after ``patience`` epochs without a better one. Returns
-    the validation loss of every epoch run (empty without validation bags: then all epochs run) and the
-    number of epochs of the weights kept."""
+                *, learning_rate, weight_decay, epochs, batch_size, max_instances, patience, rng
+                ) -> tuple[list[float], int]:
+    """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step;
+    after each epoch the loss on the ``validation`` bags (all their instances), and their balanced
+    accuracy reported to the driver (:func:`automil.report_epoch`, which may stop the fit). The weights of
+    the best validation epoch are kept; training stops after ``patience`` epochs without a better one.
+    Returns the validation loss of every epoch run (empty without validation bags: then all epochs run) and
+    the number of epochs of the weights kept."""
     # foreach: one kernel per update over all parameters instead of one per tensor (the step's cost on small nets)
     optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate, weight_decay=weight_decay, foreach=True)
-    labels = torch.from_numpy(y)
+    labels = torch.from_numpy(y).to(batches.device)
     losses, best, best_state, best_epochs, waited = [], np.inf, None, epochs, 0
     for epoch in range(epochs):
         network.train()
-        order = rng.permutation(train)
-        for start in range(0, len(order), batch_size):
-            part = order[start:start + batch_size]
-            X, mask = batches.batch(part)
+        for part, X, mask in batches.training_batches(train, batch_size, max_instances, rng):
             heads, _ = network(X, mask)
             optimizer.zero_grad()
-            network_loss(heads, labels[torch.from_numpy(part)]).backward()
+            network_loss(heads, labels[torch.from_numpy(part).to(batches.device)]).backward()
             optimizer.step()
         if len(validation) == 0:
             continue
@@ -135,16 +193,19 @@ def thread_count() -> int:
 
 
 @contextlib.contextmanager
-def seeded_torch(seed: int):
+def seeded_torch(seed: int, device: torch.device = CPU):
     """Torch seeded with ``seed``, deterministic kernels and the process's thread share, restored on exit
-    (a fit changes nothing another learner in the same worker sees)."""
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(thread_count())
-    torch.use_deterministic_algorithms(True)
+    (a fit changes nothing another learner in the same worker sees). On a CUDA device the device's generator
+    is seeded and restored too, and a kernel with no deterministic version warns instead of failing."""
+    threads = torch.get_num_threads()
+    deterministic = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    cuda = device.type == "cuda"
+    torch.set_num_threads(thread_count())  # the CPU side of a GPU fit too: batching, the optimizer's steps
+    torch.use_deterministic_algorithms(True, warn_only=cuda)
     try:
-        with torch.random.fork_rng(devices=[]):
+        with torch.random.fork_rng(devices=[device.index or 0] if cuda else []):
             torch.manual_seed(seed)
             yield
     finally:
-        torch.use_deterministic_algorithms(deterministic)
+        torch.use_deterministic_algorithms(deterministic[0], warn_only=deterministic[1])
         torch.set_num_threads(threads)
