@@ -37,7 +37,7 @@ def main():
     parser.add_argument("--learners", nargs="+", default=["abmil"])
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.125, 0.25, 0.5, 1.0])
-    parser.add_argument("--max-instances", nargs="+", default=["none"], type=_cap,
+    parser.add_argument("--max-instances", nargs="+", default=[None], type=_cap,
                         help="caps to compare ('none': every instance)")
     args = parser.parse_args()
     bags = automil.load_bags(args.data)
@@ -52,10 +52,10 @@ def main():
     for learner in args.learners:
         for cap in args.max_instances:
             seconds = [epoch_seconds(learner, subset, args.epochs, cap) for subset in subsets]
-            slope = np.polyfit(np.log(sizes), np.log(seconds), 1)[0]
+            slope = f"{np.polyfit(np.log(sizes), np.log(seconds), 1)[0]:.2f}" if len(sizes) > 1 else "-"
             seen = sizes_all.sum() if cap is None else np.minimum(sizes_all, cap).sum()
             print(f"| {learner} | {cap or 'all'} | " + " | ".join(f"{t:.2f} s" for t in seconds)
-                  + f" | {slope:.2f} | {1e6 * seconds[-1] / seen:.1f} |", flush=True)
+                  + f" | {slope} | {1e6 * seconds[-1] / seen:.1f} |", flush=True)
 
 
 def _cap(text: str) -> int | None:
