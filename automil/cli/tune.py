@@ -69,8 +69,11 @@ def _add_tune_options(sub, defaults: bool):
                          help="after every learner's defaults: promise (default) gives the time to the learners "
                               "close to the best; equal gives every learner the same seconds")
         sub.add_argument("--protocol", choices=PROTOCOLS, default=d.protocol,
-                         help="nested (default): headline scores from folds the tuner never saw; tuned: tune "
-                              "and score on the same folds (the papers' protocol, optimistic)")
+                         help="auto (default): nested below 4M instance values, holdout from there; nested: "
+                              "headline scores from outer folds the tuner never saw; holdout: one quarter of the "
+                              "bags held out (4 folds), tuned on the rest by 3-fold CV, learners screened on "
+                              "shares of the bags first; tuned: tune and score on the same folds (the papers' "
+                              "protocol, optimistic)")
         sub.add_argument("--no-warm-start", dest="warm_start", action="store_false", default=d.warm_start,
                          help="do not try, after a learner's defaults, its best parameters from the most "
                               "similar other dataset tuned in the same storage")
@@ -142,9 +145,9 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
             f.write(text + "\n")
     if not rows or not table:
         return 0
-    nested = rows[0].protocol == "nested"
+    nested = rows[0].protocol != "tuned"
     metric = "BACC" if rows[0].metric == "balanced_accuracy" else "ACC"
-    head = "nested" if nested else "tuned*"
+    head = {"nested": "nested", "holdout": "hold-out"}.get(rows[0].protocol, "tuned*")
     fronts = any(row.tuning.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
@@ -182,6 +185,10 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
               f"fastest point within 1 point of its best {metric}.")
     first = rows[0]
     repeats = max(r.repeated.repeats or 0 for r in rows)
+    if first.protocol == "holdout":
+        print(f"\n{first.dataset}: hold-out: one of {first.folds} folds of bags held out, tuned by "
+              f"{first.folds - 1}-fold CV on the others; the hold-out figure's 95% interval is a bootstrap over "
+              "its bags (`interval` in --json); screened: the learner's defaults on a share of the bags only.")
     print(f"\n{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}; repeated CV = "
           + (f"best parameters re-evaluated over up to {repeats} repeat{'s' if repeats > 1 else ''} "
              "(mean +- sd over the repeats in `reps`; sd '-': one repeat, not measured)." if repeats else

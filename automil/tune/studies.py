@@ -19,6 +19,7 @@ from automil.folds import fold_digest
 from automil.meta_features import MetaFeatures, meta_features, nearest
 from automil.records import TrialAttr
 from automil.run_folds import RunFolds
+from automil.tune.ladder import LADDER
 from automil.tune.options import TuneOptions
 from automil.tune.trial_records import best_trial, counts_toward_budget, fail_stale_trials, records, trial_record
 from automil.uris import shown_storage
@@ -45,6 +46,11 @@ class Plan:
     options: TuneOptions
     folds: RunFolds  # its tuning folds are the studies' stored ones
     start: float  # time.time() when the run began
+
+    @property
+    def ladder(self) -> tuple[float, ...]:
+        """The rungs every learner's defaults climb before trials on all bags: the hold-out protocol's."""
+        return LADDER if self.options.protocol == "holdout" else ()
 
 
 def study_name(dataset: str, learner: str, split: int | None = None) -> str:
