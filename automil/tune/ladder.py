@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from automil.records import TrialAttr
 
-__all__ = ["LADDER", "RUNG_SLACK", "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState",
+__all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState",
            "LadderStep", "rung_of", "reached_top", "needs_rung", "estimated_seconds", "predicted_score",
            "promoted", "ladder_step", "top_rung", "estimated_trial_seconds", "screened_note", "rung_states"]
 
@@ -25,6 +25,9 @@ LADDER = (1 / 16, 1 / 4)
 # A rung's trial may run this many times its fraction of a fair share of the time left (fixed costs,
 # such as a network's first batches, weigh more on a small sample).
 RUNG_SLACK = 2.0
+# ... and never less than this many seconds (within the time left): a fit's one-time costs in a worker
+# (imports, numba compilation) do not shrink with the sample.
+RUNG_FLOOR = 5.0
 # A learner reaches the top rung when its predicted score is within this of the best prediction (a score on
 # a quarter of the bags is itself noisy), among the best 1 / ETA of the learners (successive halving,
 # FLAML's factor) and never fewer than MIN_PROMOTED (a choice and an ensemble).
@@ -143,20 +146,28 @@ def top_rung(learners, ladder, time_left: float | None, jobs: int = 1) -> set[st
 
 def ladder_step(learners, ladder, time_left: float | None, jobs: int = 1) -> LadderStep | None:
     """The next rung trial, lowest rung first: among the learners waiting for rung ``i`` (:func:`needs_rung`),
-    those whose estimated cost there fits their share (``RUNG_SLACK`` times the rung's fraction of a fair
-    share of the time left), cheapest first (unknown cost last, then by name). ``None`` when no rung trial
-    is due: promotion (:func:`top_rung`) decides the rest."""
+    those whose estimated cost there fits their share (:func:`_rung_share`), cheapest first (unknown cost
+    last, then by name). ``None`` when no rung trial is due: promotion (:func:`top_rung`) decides the rest."""
     for i, fraction in enumerate(ladder):
         waiting = [s for s in learners if needs_rung(s, i, ladder)]
         if not waiting:
             continue
-        share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting) * fraction * RUNG_SLACK
+        share = _rung_share(time_left, jobs, len(waiting), fraction)
         costs = {s.name: estimated_seconds(s, fraction) for s in waiting}
         fitting = [s for s in waiting if share is None or costs[s.name] is None or costs[s.name] <= share]
         if fitting:
             first = min(fitting, key=lambda s: (costs[s.name] is None, costs[s.name] or 0.0, s.name))
             return LadderStep(first.name, fraction, share)
     return None
+
+
+def _rung_share(time_left: float | None, jobs: int, waiting: int, fraction: float) -> float | None:
+    """A rung trial's time limit: ``RUNG_SLACK`` times the rung's fraction of a fair share of the time left,
+    at least ``RUNG_FLOOR`` seconds but never past the time left."""
+    if time_left is None:
+        return None
+    left = max(time_left, 0.0)
+    return min(max(left * jobs / waiting * fraction * RUNG_SLACK, RUNG_FLOOR), left)
 
 
 def screened_note(rungs, metric: str) -> str | None:

@@ -16,6 +16,7 @@ from automil.tune.ladder import (
     LADDER,
     MIN_PROMOTED,
     PROMOTE_MARGIN,
+    RUNG_FLOOR,
     RUNG_SLACK,
     RungState,
     predicted_score,
@@ -40,6 +41,9 @@ def test_every_learner_runs_the_lowest_rung_first_within_a_small_share():
     step = next_step(states, 20, time_left=160.0, jobs=2, ladder=LADDER)
     assert (step.learner, step.phase, step.fraction) == ("a", "rung", LOW)
     assert step.time_limit == pytest.approx(160.0 * 2 / 2 * LOW * RUNG_SLACK)
+    # a small share is raised to the floor, never past the time left
+    assert next_step(states, 20, time_left=20.0, ladder=LADDER).time_limit == pytest.approx(RUNG_FLOOR)
+    assert next_step(states, 20, time_left=3.0, ladder=LADDER).time_limit == pytest.approx(3.0)
 
 
 def test_the_second_rung_goes_cheapest_first_to_learners_scored_on_the_first_and_fitting_their_share():
