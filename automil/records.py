@@ -11,24 +11,14 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from enum import StrEnum, auto
 
-__all__ = ["Protocol", "Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult",
+from automil.evaluation.protocol import Protocol
+
+__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult",
            "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord",
            "InstanceFigures", "OuterSplit", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
-
-
-class Protocol(StrEnum):
-    """How a run scores the leaderboard (``--protocol``)."""
-
-    NESTED = "nested"  # headline figures from outer folds the tuner never saw
-    TUNED = "tuned"  # tuned and scored on the same folds: the papers' protocol, optimistic
-
-    @property
-    def headline(self) -> str:
-        """What the leaderboard calls a headline figure of this protocol."""
-        return "nested" if self is Protocol.NESTED else "tuned (optimistic)"
 
 
 class TrialState(StrEnum):
@@ -60,6 +50,7 @@ class Status(StrEnum):
     NO_RESULT = "no result"  # trials finished, none completed
     NO_TRIALS = "no trials"
     TOO_SLOW = "too slow"  # its defaults could not finish within their fair share of the budget
+    SCREENED = "screened"  # left below the top rung of the ladder: a rung score only, never a figure
     SKIPPED = "skipped"  # the learner cannot run on the dataset
 
     @property
@@ -99,6 +90,7 @@ class TrialAttr(StrEnum):
     OUT_OF_MEMORY = "out_of_memory"
     ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
     WARM_START_FROM = "warm_start_from"  # a queued warm-start point: the study its parameters come from
+    RUNG = "rung"  # a trial of the ladder: the fraction of the training bags it fitted on (never counted)
     OOF_SCORES = "oof_scores"  # out-of-fold bag scores, in the order of the folds' bags (trials near the best)
     ERROR = "error"
 
@@ -155,9 +147,9 @@ class StudyRecord:
 
 # The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
 _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
-# only when there are out-of-fold predictions, several objectives, (members) on the ensemble's row, or
-# (choices) on the procedure's
-_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices")
+# only when there are out-of-fold predictions, several objectives, (members) on the ensemble's row,
+# (choices) on the procedure's, or (interval, rung) under the hold-out protocol
+_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices", "interval", "rung")
 # The keys of a row in the order ``automil tune --json`` writes them (documented in docs/tune.md).
 _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
              "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score", "best_trial",
@@ -254,14 +246,16 @@ class RepeatedFigure(Figure):
 
 @dataclass(frozen=True)
 class Headline(Figure):
-    """The figure the leaderboard ranks by: the nested one, or under ``--protocol tuned`` the repeated one
-    (``kind`` says which); whether a fold of it was predicted as one class, and its out-of-fold
-    ``confusion_matrix`` over ``classes``."""
+    """The figure the leaderboard ranks by: the nested one (over the outer folds, or the held-out fold under
+    ``--protocol holdout``), or under ``--protocol tuned`` the repeated one (``kind`` says which); whether a
+    fold of it was predicted as one class, its out-of-fold ``confusion_matrix`` over ``classes``, and
+    under the hold-out protocol the 95% ``interval`` of the metric (a bootstrap over the held-out bags)."""
 
     kind: str | None = _keyed("headline")
     one_class: bool | None = None
     classes: list | None = None
     confusion_matrix: list | None = None
+    interval: list | None = _keyed("interval")
 
 
 @dataclass(frozen=True)
@@ -321,6 +315,7 @@ class LearnerResult:
     error: str | None = None
     members: list | None = None
     choices: list | None = None
+    rung: str | None = None  # hold-out protocol: the ladder's rung it ended on ("1/16", "1/4", "all")
     model: ModelRecord = _part(ModelRecord)
     status: Status | None = None
     instance: InstanceFigures | None = None  # only on data with instance labels, for learners that find instances

@@ -6,7 +6,8 @@ import functools
 import sys
 
 from automil.cli.common import add_slide_labels, add_tracking_uri, print_table, subcommand
-from automil.records import PROCEDURE, LearnerResult, Protocol, Status
+from automil.evaluation.protocol import Protocol
+from automil.records import PROCEDURE, LearnerResult, Status
 from automil.uris import shown_storage
 
 __all__ = ["add_tune", "add_run"]
@@ -28,7 +29,7 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.records import Protocol
+    from automil.evaluation.protocol import Protocol
     from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
     from automil.tune.options import (
         DEFAULT_FOLDS,
@@ -70,8 +71,11 @@ def _add_tune_options(sub, defaults: bool):
                          help="after every learner's defaults: promise (default) gives the time to the learners "
                               "close to the best; equal gives every learner the same seconds")
         sub.add_argument("--protocol", choices=list(Protocol), default=d.protocol,
-                         help="nested (default): headline scores from folds the tuner never saw; tuned: tune "
-                              "and score on the same folds (the papers' protocol, optimistic)")
+                         help="auto (default): nested below 4M instance values, holdout from there; nested: "
+                              "headline scores from outer folds the tuner never saw; holdout: one quarter of the "
+                              "bags held out (4 folds), tuned on the rest by 3-fold CV, learners screened on "
+                              "shares of the bags first; tuned: tune and score on the same folds (the papers' "
+                              "protocol, optimistic)")
         sub.add_argument("--no-warm-start", dest="warm_start", action="store_false", default=d.warm_start,
                          help="do not try, after a learner's defaults, its best parameters from the most "
                               "similar other dataset tuned in the same storage")
@@ -150,9 +154,9 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
             f.write(text + "\n")
     if not rows or not table:
         return 0
-    nested = rows[0].protocol == Protocol.NESTED
+    nested = Protocol(rows[0].protocol).held_out
     metric = METRIC_LABELS.get(rows[0].metric, "ACC")
-    head = "nested" if nested else "tuned*"
+    head = {Protocol.NESTED: "nested", Protocol.HOLDOUT: "hold-out"}.get(Protocol(rows[0].protocol), "tuned*")
     fronts = any(row.tuning.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
     cost = next((name for name in objectives if name.endswith("_seconds")), None)
@@ -192,6 +196,10 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
               f"fastest point within 1 point of its best {metric}.")
     first = rows[0]
     repeats = max(r.repeated.repeats or 0 for r in rows)
+    if first.protocol == Protocol.HOLDOUT:
+        print(f"\n{first.dataset}: hold-out: one of {first.folds} folds of bags held out, tuned by "
+              f"{first.folds - 1}-fold CV on the others; the hold-out figure's 95% interval is a bootstrap over "
+              "its bags (`interval` in --json); screened: the learner's defaults on a share of the bags only.")
     print(f"\n{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}; repeated CV = "
           + (f"best parameters re-evaluated over up to {repeats} repeat{'s' if repeats > 1 else ''} "
              "(mean +- sd over the repeats in `reps`; sd '-': one repeat, not measured)." if repeats else

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bag_folds", "split_groups", "repeat_seeds", "fold_splits", "fold_digest"]
+__all__ = ["bag_folds", "split_groups", "repeat_seeds", "fold_splits", "fold_digest", "bag_sample"]
 
 
 def bag_folds(y, n_splits: int, seed: int, groups=None) -> np.ndarray:
@@ -76,6 +76,19 @@ def fold_splits(assignment, exclude=None) -> list[tuple[np.ndarray, np.ndarray]]
     folds = [f for f in np.unique(assignment) if f != exclude]
     usable = assignment != exclude
     return [(np.flatnonzero(usable & (assignment != f)), np.flatnonzero(assignment == f)) for f in folds]
+
+
+def bag_sample(y, bags, fraction: float, seed: int) -> np.ndarray:
+    """A stratified sample of the ``bags`` (indices, labels ``y[bags]``): the same ``fraction`` of every
+    class, at least two bags of each, so that every sample fits a classifier; sorted. Samples of one seed
+    are nested (a smaller fraction's bags are among a larger one's). Only ever training bags: a sample is
+    scored on folds made as every split is (:func:`bag_folds`, groups kept together)."""
+    rng = np.random.default_rng(seed)
+    bags = np.asarray(bags)
+    labels = np.asarray(y)[bags]
+    shuffled = [rng.permutation(bags[labels == c]) for c in np.unique(labels)]
+    return np.sort(np.concatenate([of_class[:max(2, int(np.ceil(fraction * len(of_class))))]
+                                   for of_class in shuffled]))
 
 
 def fold_digest(assignment) -> str:

@@ -16,7 +16,7 @@ from automil.evaluation.folds import bag_folds, fold_splits
 from automil.learner import BagClassifier
 
 __all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "FoldScores", "fold_scores", "roc_auc",
-           "mean_std"]
+           "mean_std", "bootstrap_interval"]
 
 
 # Rows per block when the statistics of a float32 matrix are accumulated in float64.
@@ -211,3 +211,22 @@ def mean_std(values) -> tuple[float | None, float | None]:
     if values.size == 0:
         return None, None
     return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else None
+
+
+def bootstrap_interval(matrix, metric: str, seed: int, resamples: int = 2000, level: float = 0.95) -> list[float]:
+    """The percentile bootstrap interval of ``metric`` (``accuracy`` or ``balanced_accuracy``) over the bags
+    a confusion ``matrix`` (true class by predicted) counts: resampling bags with replacement is resampling
+    its cells, so the interval needs no fit. A resample without a bag of some class averages the recall over
+    the classes it has (as scikit-learn does)."""
+    counts = np.asarray(matrix, dtype=np.int64)
+    k, n = counts.shape[0], int(counts.sum())
+    draws = np.random.default_rng(seed).multinomial(n, counts.ravel() / n, size=resamples).reshape(-1, k, k)
+    diagonal = np.einsum("bii->bi", draws)
+    if metric == "accuracy":
+        values = diagonal.sum(axis=1) / n
+    else:
+        totals = draws.sum(axis=2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = np.nanmean(np.where(totals > 0, diagonal / totals, np.nan), axis=1)
+    tail = (1.0 - level) / 2.0
+    return [float(v) for v in np.quantile(values, [tail, 1.0 - tail])]

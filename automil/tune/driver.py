@@ -67,6 +67,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         bags = share_instances(load_bags(dataset, labels=options.labels, groups=options.groups))
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
+        options = options.for_data(bags)  # --protocol auto decided by the data's size
         specs, skipped = _usable_learners(bags, learners)
         storage = open_storage(options.storage)
         source, dataset = dataset, dataset_name(dataset, bags)  # a file by its content, not its path
@@ -96,7 +97,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     finally:
         worker.close()
         release_instances(bags)
-    procedure = procedure_row(rows)  # absent under the tuned protocol: no outer split to choose in
+    procedure = procedure_row(rows)  # absent under the tuned protocol: no outer fold to choose in
     if procedure is not None:
         recorder.procedure_done(procedure, bags)
     tracker.call(tracker.tracking.refresh_comparison, dataset, _select(rows, choice, dataset, tracker, listener))

@@ -9,11 +9,11 @@ from enum import StrEnum
 from pathlib import Path
 
 from automil.evaluation.folds_file import FoldFile
-from automil.records import Protocol
+from automil.evaluation.protocol import Protocol
 from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
 
 __all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_study_file", "SAMPLERS", "METRICS",
-           "OBJECTIVES"]
+           "OBJECTIVES", "HOLDOUT_CELLS", "HOLDOUT_FOLDS", "instance_values"]
 
 SAMPLERS = ("tpe", "random")
 METRICS = ("balanced_accuracy", "accuracy", "roc_auc")
@@ -25,11 +25,22 @@ OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "roc_auc"
               "predict_seconds": "minimize"}
 
 
+
 class Allocation(StrEnum):
     """Where the tuning time goes after every learner's defaults (``--allocation``)."""
 
     PROMISE = "promise"  # to the learners close to the best (AutoML)
     EQUAL = "equal"  # the same seconds to every learner with a score (a table with equal effort per learner)
+
+
+# Instance values (stored values when sparse) from which --protocol auto holds one fold out instead of
+# nesting: the size from which one fit takes more than seconds (every classic benchmark is below; a set
+# of 10^5 instances of 64 features is above), where a dozen full-size fits a learner cost minutes. The same
+# size from which the cost of a fit is worth measuring.
+HOLDOUT_CELLS = 4_000_000
+# The folds of the hold-out protocol under auto: a quarter of the bags held out, the rest tuned by 3-fold CV
+# (FLAML's eval_method="auto" holds out from its size threshold too).
+HOLDOUT_FOLDS = 4
 
 
 @dataclass
@@ -57,7 +68,7 @@ class TuneOptions:
     jobs: int = field(default_factory=lambda: default_jobs())
     storage: str = DEFAULT_STORAGE
     sampler: str = "tpe"
-    protocol: Protocol = Protocol.NESTED
+    protocol: Protocol = Protocol.AUTO
     allocation: Allocation = Allocation.PROMISE
     warm_start: bool = True
     fit_memory: int | None = None
@@ -103,6 +114,26 @@ class TuneOptions:
         """The studies of every learner: ``None`` (all bags) first, then the outer splits of nested CV."""
         return [None] + (list(range(self.folds)) if self.protocol == Protocol.NESTED else [])
 
+    @property
+    def held_out(self) -> int | None:
+        """The fold the main study never sees (the hold-out protocol's outer fold, 0), else ``None``."""
+        return 0 if self.protocol == Protocol.HOLDOUT else None
+
+    @property
+    def outer_folds(self) -> list[int]:
+        """The outer folds a learner's headline is scored on: every fold (nested), the held-out one
+        (holdout), none (tuned)."""
+        return {Protocol.NESTED: list(range(self.folds or 0)), Protocol.HOLDOUT: [0]}.get(self.protocol, [])
+
+    def for_data(self, bags) -> TuneOptions:
+        """These options with ``--protocol auto`` decided on ``bags``: ``holdout`` (on ``HOLDOUT_FOLDS`` folds,
+        unless a folds file gives them) from ``HOLDOUT_CELLS`` instance values, else ``nested``."""
+        if self.protocol != Protocol.AUTO:
+            return self
+        if instance_values(bags) < HOLDOUT_CELLS:
+            return replace(self, protocol=Protocol.NESTED)
+        return replace(self, protocol=Protocol.HOLDOUT, folds=self.folds if self.folds_file else HOLDOUT_FOLDS)
+
     def check(self):
         """Raise ``ValueError`` naming the first bad option."""
         positive = {"--n-trials": self.n_trials, "--timeout": self.timeout, "--fit-timeout": self.fit_timeout,
@@ -115,8 +146,8 @@ class TuneOptions:
         folds = DEFAULT_FOLDS if self.folds is None else self.folds  # None: a folds file not read yet
         if folds < 2:
             raise ValueError(f"--folds must be at least 2, got {self.folds}")
-        if self.protocol == Protocol.NESTED and folds < 3:
-            raise ValueError("--protocol nested needs --folds 3 or more (each outer split is tuned with "
+        if Protocol(self.protocol).held_out and folds < 3:
+            raise ValueError(f"--protocol {self.protocol} needs --folds 3 or more (an outer split is tuned with "
                              "the other folds)")
         self._check_objectives()
         for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, tuple(Protocol)),
@@ -137,6 +168,11 @@ class TuneOptions:
         if self.objectives and self.objectives[0] != self.metric:
             raise ValueError(f"--metric {self.metric} and the first --objective {self.objectives[0]} disagree: "
                              "give one of them (a single --objective is the same as --metric)")
+
+
+def instance_values(bags) -> int:
+    """The instance values a fit reads: the matrix's cells, or its stored values when sparse."""
+    return int(bags.X.nnz) if bags.is_sparse else bags.n_instances * bags.n_features
 
 
 def default_jobs() -> int:

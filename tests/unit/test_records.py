@@ -53,7 +53,7 @@ def test_a_stored_row_reads_back_equal_and_unknown_keys_are_named():
 
 def test_status_values_are_the_strings_json_and_reports_have_always_shown():
     assert [s.value for s in Status] == ["ok", "partial", "T/O", "failed", "no result", "no trials", "too slow",
-                                         "skipped"]
+                                         "screened", "skipped"]
     assert f"{Status.TIMED_OUT}" == "T/O" and Status("no trials") is Status.NO_TRIALS
     assert [s for s in Status if s.has_figure] == [Status.OK, Status.PARTIAL]
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from automil.records import PROCEDURE, LearnerResult, Protocol, TrialState
+from automil.evaluation.protocol import Protocol
+from automil.records import PROCEDURE, LearnerResult, TrialState
 from automil.track.reading.stored_studies import StoredStudy, latest_per_learner, read_studies, read_trials
 from automil.track.store.mlflow_store import retry
 from automil.track.store.names import CHART, NOTE_TAG, SCATTER

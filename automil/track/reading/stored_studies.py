@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from automil.records import Protocol
+from automil.evaluation.protocol import Protocol
 from automil.track.store.names import (
     KIND_TAG,
     LEARNER_TAG,

@@ -22,9 +22,9 @@ STALE_AFTER_SECONDS = 10 * HEARTBEAT_SECONDS
 
 
 def counts_toward_budget(trial: TrialRecord) -> bool:
-    """Every trial counts except those a killed or interrupted process left unfinished, and a queued one
-    not started yet (the next worker to ask runs it)."""
-    if trial.state is TrialState.WAITING:
+    """Every trial counts except those a killed or interrupted process left unfinished, a queued one not
+    started yet (the next worker to ask runs it), and a trial on a rung of the ladder (it only schedules)."""
+    if trial.state is TrialState.WAITING or trial.attrs.get(TrialAttr.RUNG) is not None:
         return False
     if trial.state is TrialState.RUNNING:
         return not abandoned(trial)

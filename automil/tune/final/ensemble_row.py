@@ -12,7 +12,7 @@ import numpy as np
 
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.standardized import fold_scores, mean_std
-from automil.records import LearnerResult, Protocol, Status, TrialAttr, TrialCounts, TrialRecord
+from automil.records import LearnerResult, Status, TrialAttr, TrialCounts, TrialRecord
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial
 from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, rounded, score, select
 from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_row
@@ -136,10 +136,11 @@ def choose_members(oof: dict[str, np.ndarray | None], order, y, metric: str) -> 
 
 
 def ensemble_nested(plan: Plan, bags, candidates: dict[str, Candidate]) -> Evaluation:
-    """The ensemble's evaluation with its nested folds filled in (empty under the tuned protocol): what
-    :func:`ensemble_row` completes. It needs the members' nested refits."""
+    """The ensemble's evaluation with its nested folds filled in (the held-out one under the hold-out
+    protocol, none under the tuned protocol): what :func:`ensemble_row` completes. It needs the members'
+    nested refits."""
     evaluation = Evaluation(ENSEMBLE.name, ENSEMBLE.plugin, f"{plan.dataset}/{ENSEMBLE.name}", [], None)
-    if plan.options.protocol == Protocol.NESTED:
+    if plan.options.outer_folds:
         _nested(plan, bags, candidates, evaluation, np.unique(bags.y))
     return evaluation
 
@@ -177,7 +178,7 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
 def main_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> Members | None:
     """The members chosen on the main studies' out-of-fold scores (the model's members and weights), when
     two or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
-    order = _out_of_fold_order(plan.folds.tuning)
+    order = _out_of_fold_order(plan.folds.tuning, plan.options.held_out)  # the bags the main studies scored
     oof = {n: _oof_scores(best_trial(c.trials, plan.options.directions), len(order)) for n, c in candidates.items()}
     if sum(scores is not None for scores in oof.values()) < 2:
         return None
@@ -188,10 +189,10 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     """The ensemble's nested folds: outer split ``i`` selects on the inner out-of-fold scores of every
     learner with a nested refit there (tuned in the split, or its defaults), combines their outer refits'
     scores of fold ``i``, and notes its own score on the inner folds (``evaluation.inner``)."""
-    folds = plan.options.folds
-    evaluation.nested, evaluation.inner = [None] * folds, [None] * folds
+    outer = plan.options.outer_folds
+    evaluation.nested, evaluation.inner = [None] * len(outer), [None] * len(outer)
     tuned = 0
-    for i in range(folds):
+    for i in outer:
         order = _out_of_fold_order(plan.folds.tuning, i)
         oof = {n: c.inner(plan, i)[1] for n, c in candidates.items()}
         members = choose_members(oof, order, bags.y, plan.options.metric)

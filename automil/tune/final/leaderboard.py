@@ -15,7 +15,8 @@ import numpy as np
 
 from automil.evaluation.instance_metrics import InstanceFold
 from automil.evaluation.pareto import non_dominated
-from automil.evaluation.standardized import FoldScores, mean_std
+from automil.evaluation.protocol import Protocol
+from automil.evaluation.standardized import FoldScores, bootstrap_interval, mean_std
 from automil.records import (
     PROCEDURE,
     Costs,
@@ -25,7 +26,6 @@ from automil.records import (
     LearnerResult,
     NestedFigure,
     OuterSplit,
-    Protocol,
     RepeatedFigure,
     Status,
     TrialAttr,
@@ -34,8 +34,9 @@ from automil.records import (
     TrialState,
     Tuning,
 )
-from automil.tune.backend.optuna_trials import trial_counts
+from automil.tune.backend.optuna_trials import counts_toward_budget, trial_counts
 from automil.tune.options import METRICS, TuneOptions
+from automil.tune.schedule.ladder import rung_states, screened_note
 
 __all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "Choice", "result_row", "instance_figures",
            "row_status", "skipped_row", "rank", "choose", "procedure_row", "pareto_front"]
@@ -99,7 +100,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     """The leaderboard row of one learner (keys documented in docs/tune.md)."""
     best = job.best
     counts, finished = trial_counts(job.trials)
-    nested_protocol = options.protocol == Protocol.NESTED
+    nested_protocol = Protocol(options.protocol).held_out  # nested or hold-out: scored on outer folds
     nested = job.nested
     repeats = [scores for scores in job.repeated.values() if len(scores) == options.folds]
     nested_figure = NestedFigure()
@@ -117,7 +118,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
         s.one_class for scores in repeats for s in scores)
     headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
                         kind=Protocol(options.protocol).headline, one_class=one_class,
-                        classes=classes, confusion_matrix=matrix)
+                        classes=classes, confusion_matrix=matrix, interval=_interval(matrix, options))
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row = LearnerResult(dataset=dataset, learner=job.learner, plugin=job.plugin, study=job.study,
                         protocol=options.protocol, metric=options.metric, seed=options.seed, folds=options.folds,
@@ -133,11 +134,29 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
                         error=_first_error(job, counts, finished),
                         instance=instance_figures(job.instance) if nested_figure.accuracy is not None else None)
     too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
-    if best is None and too_slow:
+    rungs = rung_states(job.trials, options.metric, 0.0)
+    top = any(counts_toward_budget(t) for t in job.trials)
+    row.rung = _rung(rungs, top) if options.protocol == Protocol.HOLDOUT else None
+    if best is None and not top and screened_note(rungs, options.metric) is not None:
+        row.status, row.error = Status.SCREENED, screened_note(rungs, options.metric)
+    elif best is None and too_slow:
         row.status, row.error = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
     else:
         row.status = row_status(row.headline.accuracy, counts, best, job.errors)
     return row
+
+
+def _rung(rungs, top: bool) -> str | None:
+    """The rung a learner ended on: ``all`` (a trial on all the training bags), else its highest scored one."""
+    scored = [r.fraction for r in rungs if r.score is not None]
+    return "all" if top else f"1/{round(1 / max(scored))}" if scored else None
+
+
+def _interval(matrix, options: TuneOptions) -> list[float] | None:
+    """Under the hold-out protocol, the 95% bootstrap interval of the metric over the held-out bags."""
+    if options.protocol != Protocol.HOLDOUT or matrix is None:
+        return None
+    return [round(v, 4) for v in bootstrap_interval(matrix, options.metric, options.seed)]
 
 
 def _figure(cls, scores, **extra) -> Figure:
@@ -291,18 +310,18 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
     cheaper, then by name), and that row's score on outer fold ``i`` is the procedure's. ``choices`` names
     the row chosen in each split; ``outer_splits`` holds the chosen row's inner and outer scores. No fit.
     """
-    nested = [r for r in rows
-              if r.protocol == Protocol.NESTED and r.learner != PROCEDURE and r.status != Status.SKIPPED]
+    nested = [r for r in rows if Protocol(r.protocol).held_out and r.learner != PROCEDURE
+              and r.status != Status.SKIPPED]
     if not nested:
         return None
     first = nested[0]
     row = LearnerResult(dataset=first.dataset, learner=PROCEDURE, plugin=PROCEDURE_SPEC.plugin,
                         study=f"{first.dataset}/{PROCEDURE}",
                         protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
-                        headline=Headline(kind=Protocol.NESTED.headline, one_class=False))
+                        headline=Headline(kind=Protocol(first.protocol).headline, one_class=False))
     candidates = [r for r in nested if _admissible(r) and r.nested.outer_splits]
     choices, outer_splits = [], []
-    for i in range(first.folds or 0):
+    for i in range((first.folds or 0) if first.protocol == Protocol.NESTED else 1):
         scored = [(r, r.nested.outer_splits[i]) for r in candidates
                   if i < len(r.nested.outer_splits) and r.nested.outer_splits[i] is not None
                   and r.nested.outer_splits[i].inner is not None]
@@ -318,5 +337,8 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
         return row
     row.status = Status.OK
     row.nested = _figure(NestedFigure, outer_splits, outer_splits=outer_splits)
-    row.headline = replace(row.headline, **_metrics(row.nested))
+    # under the hold-out protocol the one chosen row's figure is the procedure's, with its interval
+    chosen = next(r for r in candidates if r.learner == choices[0]) if first.protocol == Protocol.HOLDOUT else None
+    row.headline = replace(row.headline, **_metrics(row.nested),
+                           interval=None if chosen is None else chosen.headline.interval)
     return row

@@ -13,8 +13,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from automil.evaluation.folds import fold_splits
+from automil.evaluation.protocol import Protocol
 from automil.evaluation.standardized import fold_scores
-from automil.records import LearnerResult, Protocol, TrialAttr
+from automil.records import LearnerResult, TrialAttr
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial, records
 from automil.tune.final.ensemble_row import (
     ENSEMBLE,
@@ -113,7 +114,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
     modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model.uri is None]
     members = main_members(plan, bags, candidates) if options.ensemble else None
-    nested = options.protocol == Protocol.NESTED
+    nested = Protocol(options.protocol).held_out  # the headline from outer refits (nested or hold-out)
     repeats = plan.folds.repeats
     workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
     for w in workers:
@@ -185,14 +186,16 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
         subs = [optuna.load_study(study_name=study_name(plan.dataset, learner, i), storage=storage)
                 for i in options.splits[1:]]
         trials = records(main)
-        sub_trials = [records(s) for s in subs]
+        study_trials = [trials, *(records(s) for s in subs)]  # every study of the learner
+        # under the hold-out protocol the main study is the tuning of its one outer split
+        sub_trials = [trials] if options.protocol == Protocol.HOLDOUT else study_trials[1:]
         best = best_trial(trials, options.directions)
         # An outer split the budget left untuned takes the learner's defaults: chosen before any data
         # was seen, they are as blind to its outer fold as a tuning on the other folds.
         defaults = defaults_trial(trials)
         tuned = [best_trial(t, options.directions) for t in sub_trials]
         outer_best = [t or defaults for t in tuned]
-        key = {"trials": [len(t) for t in [trials, *sub_trials]],
+        key = {"trials": [len(t) for t in study_trials],
                "best": [None if t is None else t.number for t in [best, *outer_best]],
                "repeats": options.repeats, "protocol": options.protocol}
         if plan.folds.source is not None:  # drawn repeats follow from the seed the studies hold already
@@ -209,13 +212,13 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
             listener.learner_done(rows[learner])
             continue
         pending[learner] = _Pending(spec, main, key, Evaluation(learner, spec.plugin, main.study_name, trials, best,
-                                                                outer_best, nested=[None] * len(subs),
-                                                                instance=[None] * len(subs),
+                                                                outer_best, nested=[None] * len(sub_trials),
+                                                                instance=[None] * len(sub_trials),
                                                                 tuned_splits=sum(t is not None for t in tuned),
                                                                 inner=[candidates[learner].inner(plan, i)[0]
-                                                                       for i in range(len(subs))]))
+                                                                       for i in range(len(sub_trials))]))
         # the seconds this run's budget gave its trials so far; its final fits add theirs
-        pending[learner].evaluation.budget_seconds = run_seconds([trials, *sub_trials], plan.start, time.time())
+        pending[learner].evaluation.budget_seconds = run_seconds(study_trials, plan.start, time.time())
     return rows, pending, candidates
 
 

@@ -14,7 +14,7 @@ from functools import partial
 import numpy as np
 
 from automil.epochs import FitPruned
-from automil.evaluation.folds import fold_splits
+from automil.evaluation.folds import bag_sample, fold_splits
 from automil.evaluation.standardized import fold_scores, mean_std
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.tune.backend.optuna_internals import owned_trials, study_storage, trial_id
@@ -22,7 +22,7 @@ from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.final.ensemble_selection import rounded
 from automil.tune.listener import Listener, StudyProgress
-from automil.tune.options import Allocation
+from automil.tune.options import Allocation, instance_values
 from automil.tune.schedule.budget import (
     PROBE_FRACTIONS,
     estimated_trial_seconds,
@@ -75,12 +75,13 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
                                 plan.options.directions)
                   for learner in plan.learners]
         # the final evaluation's share grows as the learners' costs become known
-        deadline = tuning_deadline(plan, final_reserve(states, plan.options.folds, plan.options.jobs))
+        deadline = tuning_deadline(plan, final_reserve(states, plan.options.folds, plan.options.jobs,
+                                                       plan.options.protocol))
         if deadline is not None and now >= deadline:
             break
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
-                         equal=plan.options.allocation == Allocation.EQUAL)
+                         equal=plan.options.allocation == Allocation.EQUAL, ladder=plan.ladder)
         listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
         if step is None:
             break
@@ -95,8 +96,8 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
                 warmed.add((step.learner, step.study))
         split = plan.options.splits[step.study]
         trial = run_trial(study, trials[step.learner][step.study], spec, split, plan, bags, worker,
-                          np.inf if deadline is None else deadline, step.time_limit)
-        if split is None:
+                          np.inf if deadline is None else deadline, step.time_limit, step.fraction)
+        if split is None and step.fraction is None:
             recorder.trial_done(spec, trial, study.study_name)
     if plan.options.warm_start and index == 0:  # the main process tells; the helpers' listeners are silent
         _announce_warm_starts(studies, listener)
@@ -117,9 +118,13 @@ def _announce_warm_starts(studies: dict, listener: Listener):
 
 
 def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: Plan, bags, worker,
-              deadline: float, share: float | None) -> TrialRecord:
+              deadline: float, share: float | None, fraction: float | None = None) -> TrialRecord:
     """One trial of ``study``, whose ``trials`` (records) the caller has just read: the learner's defaults
     first when none counts yet. Returns the new trial's record.
+
+    With a ``fraction`` it is a trial on a rung of the ladder: every fold's model is fitted on that share of
+    its training bags (stratified, whole bags) and scored on all its test bags; the trial is stored failed
+    with its ``rung`` and never counts, so its score only schedules (no pruner hears it, no best is it).
 
     A fit still running ``share`` seconds after the trial started is stopped: the learner is too slow for
     its fair share of the budget (the trial says so, with its fits' times). A fit still running at the
@@ -133,9 +138,11 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             and not any(t.state is TrialState.WAITING for t in trials):
         study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
     best = best_trial(trials, plan.options.directions)
-    fits = _Fits(fold_splits(plan.folds.tuning, exclude=split), plan.options.fit_timeout)
-    # the replacement of a worker killed in an earlier trial starts up, and the worker imports the libraries
-    # the learner declares (torch), before this trial's clock, so that neither eats this learner's share
+    splits = fold_splits(plan.folds.tuning, exclude=plan.options.held_out if split is None else split)
+    if fraction is not None:
+        splits = [(bag_sample(bags.y, train, fraction, plan.options.seed), test) for train, test in splits]
+    fits = _Fits(splits, plan.options.fit_timeout, rung=fraction)
+    # a killed worker's replacement starts and imports the learner's libraries before this trial's clock
     worker.wait_started()
     import_for(worker, (spec.name,))
     started = time.time()
@@ -143,7 +150,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     # One that the deadline cuts is the run's budget running out, as for any other trial.
     fair_share = share is not None and started + share < deadline
     hard_stop = started + share if fair_share else deadline
-    probe = worth_probing(_values(bags), share)  # a share the deadline cuts is all the learner has left
+    # a share the deadline cuts is all the learner has left; the ladder measures costs itself
+    probe = not plan.ladder and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
     with trial_heartbeat(study_storage(study), trial_id(trial)):
         state, value = TrialState.COMPLETE, None
@@ -155,7 +163,9 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             if probe:
                 _check_estimate(spec, params, plan, bags, worker, share, fits)
             value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
-            if best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
+            if fraction is not None:  # a rung's score schedules only: never a study's value
+                state, value = TrialState.FAIL, None
+            elif best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
                 fits.attrs[TrialAttr.OOF_SCORES] = rounded(np.concatenate(fits.oof_scores))
         except optuna.TrialPruned as pruned:
             state = TrialState.PRUNED
@@ -185,16 +195,20 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
 
 @dataclass
 class _Fits:
-    """A trial's folds and what its fits produced so far: the attributes stored with the trial (the
-    per-fold lists and flags), the out-of-fold scores, and the time limit of its latest fit."""
+    """A trial's folds (on a rung: samples of their training bags) and what its fits produced so far."""
 
     splits: list
     limit: float
+    rung: float | None = None
     attrs: dict = field(default_factory=lambda: {
         TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FOLD_ROC_AUC: [],
-        TrialAttr.FIT_SECONDS: [],
-        TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False, TrialAttr.ONE_CLASS: False})
+        TrialAttr.FIT_SECONDS: [], TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False,
+        TrialAttr.ONE_CLASS: False})
     oof_scores: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.rung is not None:
+            self.attrs[TrialAttr.RUNG] = self.rung
 
 
 def _ask(study):
@@ -254,12 +268,13 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
     import optuna
 
     multi = plan.options.multi_objective
+    heard = not multi and fits.rung is None  # the pruner hears trials on all bags only
     attrs = fits.attrs
     for fold, (train, test) in enumerate(fits.splits):
         step = int(plan.folds.tuning[test[0]])  # the fold's identity, stable across trials
         fits.limit = min(plan.options.fit_timeout, max(hard_stop - time.time(), 0.01))
         # the first fit's epoch reports, if the learner makes any, go to the pruner before any fold score
-        on_epoch = None if multi or fold else partial(_epoch_pruned, trial)
+        on_epoch = None if not heard or fold else partial(_epoch_pruned, trial)
         try:
             out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed, timeout=fits.limit,
                               heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()),
@@ -275,13 +290,13 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
         attrs[TrialAttr.FIT_SECONDS].append(out.fit_seconds)
         attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
         fits.oof_scores.append(out.scores)
-        if not multi and getattr(scores, plan.options.metric) is not None:
+        if heard and getattr(scores, plan.options.metric) is not None:
             trial.report(getattr(scores, plan.options.metric), step=step)
         if scores.one_class:  # pruned under every objective: never a result
             attrs[TrialAttr.ONE_CLASS] = True
             attrs[TrialAttr.ERROR] = f"predicted one class for every bag of fold {step}"
             raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
-        if not multi and fold < len(fits.splits) - 1 and trial.should_prune():
+        if heard and fold < len(fits.splits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
     return objective_values(attrs, plan.options)
 
@@ -301,11 +316,6 @@ class _TooSlow(Exception):
         self.seconds = seconds
 
 
-def _values(bags) -> int:
-    """The instance values a fit reads: the matrix's cells, or its stored values when sparse."""
-    return int(bags.X.nnz) if bags.is_sparse else bags.n_instances * bags.n_features
-
-
 def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, fits: _Fits):
     """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
     extrapolate to the trial's fits (:func:`~automil.tune.schedule.budget.estimated_trial_seconds`); raises
@@ -317,7 +327,9 @@ def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, 
     as usual."""
     train = np.asarray(fits.splits[0][0])
     full = int(bags.sizes[train].sum())
-    (warm_up, *samples), (warm_up_limit, *limits) = _samples(bags, train, plan.options.seed), probe_limits(share)
+    # nested samples: two bags of each class (the warm-up), then one per PROBE_FRACTIONS entry
+    warm_up, *samples = (bag_sample(bags.y, train, f, plan.options.seed) for f in (0.0, *PROBE_FRACTIONS))
+    warm_up_limit, *limits = probe_limits(share)
     try:
         worker.call(fit_predict, spec.name, params, warm_up, None, plan.options.seed, timeout=warm_up_limit)
     except (FitTimeout, FitError):
@@ -340,17 +352,6 @@ def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, 
         measured = ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True))
     if estimate > share:
         raise _TooSlow(estimate, share, measured)
-
-
-def _samples(bags, train: np.ndarray, seed: int) -> list[np.ndarray]:
-    """Nested samples of the ``train`` bags: two bags of each class (the warm-up), then one per
-    ``PROBE_FRACTIONS`` entry, the same fraction of every class (at least two bags of each), so that every
-    sample fits a classifier."""
-    rng = np.random.default_rng(seed)
-    labels = bags.y[train]
-    shuffled = [rng.permutation(train[labels == c]) for c in np.unique(labels)]
-    return [np.sort(np.concatenate([bags_of_class[:max(2, int(np.ceil(f * len(bags_of_class))))]
-                                    for bags_of_class in shuffled])) for f in (0.0, *PROBE_FRACTIONS)]
 
 
 def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float | None) -> dict:

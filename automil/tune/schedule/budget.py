@@ -19,15 +19,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from automil.evaluation.protocol import Protocol
 from automil.records import TrialAttr, TrialRecord
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget
 from automil.tune.listener import LearnerStanding, Standing
 from automil.tune.options import Allocation
+from automil.tune.schedule.ladder import (
+    GROWTH_RANGE,
+    RungState,
+    estimated_trial_seconds,
+    ladder_step,
+    needs_rung,
+    reached_top,
+    rung_states,
+    top_rung,
+)
 from automil.tune.studies.plan import Plan
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "final_deadline", "extras_deadline", "FINAL_SHARE",
-           "worth_probing", "probe_limits", "estimated_trial_seconds", "run_seconds", "PROBE_FRACTIONS"]
+           "worth_probing", "probe_limits", "estimated_trial_seconds", "run_seconds", "PROBE_FRACTIONS", "GROWTH_RANGE",
+           "final_fits"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -52,9 +64,6 @@ PROBE_CELLS = 4_000_000
 PROBE_FRACTIONS = (1 / 16, 1 / 8)
 # The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
 PROBE_SHARE = 0.1
-# A measured growth exponent is kept within these bounds: no fit is cheaper than reading its data once,
-# and a fixed start-up cost on the small sample must not pass for a cubic solver.
-GROWTH_RANGE = (1.0, 3.0)
 # Seconds MLflow takes to log one learner's result (its trials, model and figures; sqlite store, 2 cores).
 LOG_SECONDS = 1.5
 
@@ -76,14 +85,16 @@ class StudyState:
 @dataclass(frozen=True)
 class LearnerState:
     """A learner's studies (the main study first, then the outer splits of nested CV, if any), the
-    wall-clock seconds its trials have taken so far, its expected seconds per trial when known, and
-    whether its defaults were stopped as too slow for their fair share in this run."""
+    wall-clock seconds its trials have taken so far, its expected seconds per trial on all bags when known,
+    whether its defaults were stopped as too slow for their fair share in this run, and its trials on the
+    rungs of the ladder (hold-out protocol)."""
 
     name: str
     studies: tuple[StudyState, ...]
     seconds: float = 0.0
     expected_seconds: float | None = None
     too_slow: bool = False
+    rungs: tuple[RungState, ...] = ()
 
     @property
     def main(self) -> StudyState:
@@ -104,17 +115,19 @@ class Step:
     """Run one trial of ``learner`` in its study ``study`` (0: all folds; ``i + 1``: outer split ``i``).
 
     ``time_limit``: seconds the trial may run before it is stopped as too slow for its fair share
-    (``None``: until the tuning deadline). ``phase``: ``"defaults"``, ``"promise"`` or ``"rest"``.
+    (``None``: until the tuning deadline). ``phase``: ``"rung"``, ``"defaults"``, ``"promise"`` or
+    ``"rest"``; ``fraction``: the share of every fold's training bags a ``"rung"`` trial fits on.
     """
 
     learner: str
     study: int
     phase: str
     time_limit: float | None = None
+    fraction: float | None = None
 
 
 def next_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None,
-              jobs: int = 1, equal: bool = False) -> Step | None:
+              jobs: int = 1, equal: bool = False, ladder: tuple[float, ...] = ()) -> Step | None:
     """The trial to run next, or ``None`` when no study may take one.
 
     First every learner gets its defaults in the study on all folds, cheapest first (by
@@ -125,7 +138,17 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     learner with a score is full, the learners without one share what is left (phase ``"rest"``).
     With ``equal``, every learner with a score and an open study contends with weight 1 (the same
     seconds each), whatever its score.
+
+    With a ``ladder`` (the hold-out protocol), every learner's defaults first climb its rungs
+    (:func:`~automil.tune.ladder.ladder_step`), and only the learners promoted to the top rung
+    (:func:`~automil.tune.ladder.top_rung`) take part in what follows.
     """
+    if ladder:
+        rung = ladder_step(learners, ladder, time_left, jobs)
+        if rung is not None:
+            return Step(rung.learner, 0, "rung", rung.time_limit, rung.fraction)
+        top = top_rung(learners, ladder, time_left, jobs)
+        learners = [s for s in learners if s.name in top]
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
         first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
@@ -179,11 +202,22 @@ def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, 
             for s in scored if s.main.best >= floor}
 
 
-def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1) -> float:
+def final_fits(folds: int, protocol: Protocol = Protocol.NESTED) -> float:
+    """The final evaluation's essential fits of a learner in trials on all folds of its main study (cost
+    linear in bags): nested, ``folds`` headline refits (one trial) and the model (``1 / folds`` trial);
+    hold-out, one refit on the ``folds - 1`` training folds and the model on all, against a trial of
+    ``folds - 1`` fits on ``folds - 2`` folds each."""
+    if protocol == Protocol.HOLDOUT:
+        return (2 * folds - 1) / ((folds - 1) * (folds - 2))
+    return 1.0 + 1.0 / folds
+
+
+def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1,
+                  protocol: Protocol = Protocol.NESTED) -> float:
     """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
-    refits (``folds`` fits, as long as one trial on all folds) and its model (one more fit), on ``jobs``
-    workers, stretched by ``RESERVE_MARGIN``. Learners of unknown cost add nothing until measured."""
-    seconds = sum(s.expected_seconds * (1.0 + 1.0 / folds) for s in learners
+    refits and its model (:func:`final_fits`), on ``jobs`` workers, stretched by ``RESERVE_MARGIN``.
+    Learners of unknown cost add nothing until measured."""
+    seconds = sum(s.expected_seconds * final_fits(folds, protocol) for s in learners
                   if s.main.best is not None and s.expected_seconds is not None)
     return RESERVE_MARGIN * seconds / jobs
 
@@ -200,20 +234,6 @@ def probe_limits(share: float) -> list[float]:
     proportion to their sizes."""
     total = sum(PROBE_FRACTIONS)
     return [PROBE_SHARE * share] + [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
-
-
-def estimated_trial_seconds(sizes: list[int], seconds: list[float], full: int, fits: int,
-                            growth: float | None = None) -> float:
-    """The seconds of ``fits`` fits on ``full`` training instances, from fits on ``sizes`` instances that
-    took ``seconds``: ``t(full) = t(n) * (full / n) ** a`` from the largest sample ``n``, with ``a`` the
-    learner's declared ``growth``, else measured between the two samples (``log(t2 / t1) / log(n2 / n1)``,
-    within ``GROWTH_RANGE``; linear from a single sample)."""
-    if growth is None:
-        growth = GROWTH_RANGE[0]
-        if len(sizes) > 1 and sizes[-1] > sizes[0] and seconds[0] > 0 and seconds[-1] > 0:
-            growth = math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
-        growth = min(max(growth, GROWTH_RANGE[0]), GROWTH_RANGE[1])
-    return fits * seconds[-1] * (full / sizes[-1]) ** growth
 
 
 def run_seconds(studies: list[list[TrialRecord]], run_start: float, now: float) -> float:
@@ -252,7 +272,9 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
 
     ``seconds`` adds up the wall-clock time of all its trials (a running one until ``now``);
     ``expected_seconds`` is the mean duration of its finished trials on all bags, when it has any;
-    ``too_slow`` says that its defaults passed their fair share since ``run_start`` (this run).
+    ``too_slow`` says that its defaults passed their fair share since ``run_start`` (this run);
+    ``rungs`` are its trials on the rungs of the ladder (attribute ``rung``; a failed or stopped one has no
+    score), which count toward nothing else.
     """
     state = []
     seconds = 0.0
@@ -267,10 +289,12 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
         state.append(StudyState(len(counted), None if best is None else best.value, stderr))
         seconds += sum(_duration(t, now) for t in trials if t.start is not None)
     main = studies[0]
-    durations = [_duration(t, now) for t in main if t.finished and t.start is not None and t.end is not None]
+    durations = [_duration(t, now) for t in main if t.finished and t.start is not None and t.end is not None
+                 and t.attrs.get(TrialAttr.RUNG) is None]
     too_slow = any(t.attrs.get(TrialAttr.TOO_SLOW) and t.start is not None and t.start.timestamp() >= run_start
                    for t in main)
-    return LearnerState(learner, tuple(state), seconds, float(np.mean(durations)) if durations else None, too_slow)
+    return LearnerState(learner, tuple(state), seconds, float(np.mean(durations)) if durations else None, too_slow,
+                        rung_states(main, metric, now))
 
 
 def standing(states: list[LearnerState], plan: Plan, running: str | None, now: float,
@@ -278,10 +302,17 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
     """What the listener shows: every learner's trials, best score and phase in the policy, and the time
     left until tuning stops at ``deadline``."""
     n_trials = plan.options.n_trials
-    weights = shares(states, n_trials, plan.options.allocation == Allocation.EQUAL)
+    ladder = plan.ladder
+    top = top_rung(states, ladder, deadline and deadline - now, plan.options.jobs) if ladder else None
+    weights = shares([s for s in states if top is None or s.name in top], n_trials,
+                     plan.options.allocation == Allocation.EQUAL)
     rows = []
     for state in states:
-        if state.too_slow:
+        if ladder and not reached_top(state) and any(needs_rung(state, i, ladder) for i in range(len(ladder))):
+            phase = "screening"
+        elif ladder and state.rungs and state.name not in top:
+            phase = "screened"
+        elif state.too_slow:
             phase = "too slow"
         elif waits_for_defaults(state, n_trials):
             phase = "defaults"

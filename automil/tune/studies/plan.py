@@ -17,7 +17,8 @@ import numpy as np
 
 from automil.evaluation.folds import fold_digest
 from automil.evaluation.folds_file import RunFolds
-from automil.records import Protocol, TrialAttr
+from automil.evaluation.protocol import Protocol
+from automil.records import TrialAttr
 from automil.tune.backend.optuna_trials import (
     best_trial,
     counts_toward_budget,
@@ -26,6 +27,7 @@ from automil.tune.backend.optuna_trials import (
     trial_record,
 )
 from automil.tune.options import TuneOptions
+from automil.tune.schedule.ladder import LADDER
 from automil.tune.studies.meta_features import MetaFeatures, meta_features, nearest
 from automil.uris import shown_storage
 
@@ -51,6 +53,11 @@ class Plan:
     options: TuneOptions
     folds: RunFolds  # its tuning folds are the studies' stored ones
     start: float  # time.time() when the run began
+
+    @property
+    def ladder(self) -> tuple[float, ...]:
+        """The rungs every learner's defaults climb before trials on all bags: the hold-out protocol's."""
+        return LADDER if self.options.protocol == Protocol.HOLDOUT else ()
 
 
 def study_name(dataset: str, learner: str, split: int | None = None) -> str:

@@ -1,0 +1,185 @@
+"""The ladder of the hold-out protocol: every learner's defaults first on small stratified shares of the
+training bags (the rungs), and the rule that promotes learners up it by promise per cost.
+
+A rung's score only schedules: its trials never count, never become a study's best, and so never reach a
+headline, a chosen model or an ensemble. Only the learners that reach the top rung (all the training bags)
+are tuned there. The reasons for the rule are in ``docs/tune.md`` ("Budget", "The ladder").
+
+Pure rules on the budget's records (:class:`~automil.tune.budget.LearnerState`), like the budget itself.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from automil.records import TrialAttr
+
+__all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState",
+           "LadderStep", "rung_of", "reached_top", "needs_rung", "estimated_seconds", "predicted_score",
+           "promoted", "ladder_step", "top_rung", "estimated_trial_seconds", "screened_note", "rung_states"]
+
+# The rungs below the top, as fractions of a fold's training bags (whole bags, every class alike): FLAML's
+# factor 4 between sample sizes, two rungs so that every learner has a learning curve of two points.
+LADDER = (1 / 16, 1 / 4)
+# A rung's trial may run this many times its fraction of a fair share of the time left (fixed costs,
+# such as a network's first batches, weigh more on a small sample).
+RUNG_SLACK = 2.0
+# ... and never less than this many seconds (within the time left): a fit's one-time costs in a worker
+# (imports, numba compilation) do not shrink with the sample.
+RUNG_FLOOR = 5.0
+# A learner reaches the top rung when its predicted score is within this of the best prediction (a score on
+# a quarter of the bags is itself noisy), among the best 1 / ETA of the learners (successive halving,
+# FLAML's factor) and never fewer than MIN_PROMOTED (a choice and an ensemble).
+PROMOTE_MARGIN = 0.05
+ETA = 4
+MIN_PROMOTED = 2
+# A measured growth exponent is kept within these bounds: no fit is cheaper than reading its data once,
+# and a fixed start-up cost on the small sample must not pass for a cubic solver.
+GROWTH_RANGE = (1.0, 3.0)
+
+
+@dataclass(frozen=True)
+class RungState:
+    """One trial of a learner's defaults on a rung: the ``fraction`` of the training bags, the mean of the
+    metric over the folds (``None``: stopped or failed) and the trial's wall seconds."""
+
+    fraction: float
+    score: float | None
+    seconds: float
+
+
+def rung_states(trials, metric: str, now: float) -> tuple[RungState, ...]:
+    """A study's finished trials on a rung (attribute ``rung``) as :class:`RungState`; a trial that stopped
+    or failed (it has an ``error``) has no score."""
+    return tuple(RungState(t.attrs[TrialAttr.RUNG], None if t.attrs.get(TrialAttr.ERROR) else t.attrs.get(metric),
+                           max((t.end.timestamp() if t.end is not None else now) - t.start.timestamp(), 0.0))
+                 for t in trials if t.attrs.get(TrialAttr.RUNG) is not None and t.finished and t.start is not None)
+
+
+@dataclass(frozen=True)
+class LadderStep:
+    """What the ladder asks for next: ``learner``'s defaults on ``fraction`` of the bags (``None``: all,
+    the top rung) within ``time_limit`` seconds."""
+
+    learner: str
+    fraction: float | None
+    time_limit: float | None
+
+
+def rung_of(learner, fraction: float) -> RungState | None:
+    """The learner's trial on the rung ``fraction``, if it ran one."""
+    return next((r for r in learner.rungs if math.isclose(r.fraction, fraction)), None)
+
+
+def reached_top(learner) -> bool:
+    """Whether the learner ran a trial on all the training bags."""
+    return learner.main.trials > 0 or learner.main.best is not None
+
+
+def needs_rung(learner, i: int, ladder=LADDER) -> bool:
+    """Whether the learner waits for its trial on rung ``i``: not run yet, not on the top rung already, and
+    (above the lowest) with a score on the rung below."""
+    if learner.too_slow or reached_top(learner) or rung_of(learner, ladder[i]) is not None:
+        return False
+    below = rung_of(learner, ladder[i - 1]) if i else None
+    return i == 0 or (below is not None and below.score is not None)
+
+
+def estimated_trial_seconds(sizes: list[float], seconds: list[float], full: float, fits: int,
+                            growth: float | None = None) -> float:
+    """The seconds of ``fits`` fits on ``full`` training instances, from fits on ``sizes`` instances that
+    took ``seconds``: ``t(full) = t(n) * (full / n) ** a`` from the largest sample ``n``, with ``a`` the
+    learner's declared ``growth``, else measured between the first and last samples (``log(t2 / t1) /
+    log(n2 / n1)``, within ``GROWTH_RANGE``; linear from a single sample)."""
+    if growth is None:
+        growth = GROWTH_RANGE[0]
+        if len(sizes) > 1 and sizes[-1] > sizes[0] and seconds[0] > 0 and seconds[-1] > 0:
+            growth = math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
+        growth = min(max(growth, GROWTH_RANGE[0]), GROWTH_RANGE[1])
+    return fits * seconds[-1] * (full / sizes[-1]) ** growth
+
+
+def estimated_seconds(learner, fraction: float) -> float | None:
+    """The seconds of the learner's defaults on ``fraction`` of the bags, from its scored rungs (growth
+    measured between them); ``None`` before any."""
+    scored = sorted((r for r in learner.rungs if r.score is not None and r.seconds > 0), key=lambda r: r.fraction)
+    if not scored:
+        return None
+    return estimated_trial_seconds([r.fraction for r in scored], [r.seconds for r in scored], fraction, 1)
+
+
+def predicted_score(learner) -> float | None:
+    """The learner's expected score on all the bags from its learning curve: its score on the highest rung
+    plus the gain of its last step up, once more (a curve over factors of 4 in sample size gains no more on
+    the next step than on the last; never less than the last score). ``None`` without a rung score."""
+    scores = [r.score for r in sorted(learner.rungs, key=lambda r: r.fraction) if r.score is not None]
+    if not scores:
+        return None
+    return scores[-1] + (max(scores[-1] - scores[-2], 0.0) if len(scores) > 1 else 0.0)
+
+
+def promoted(learners, ladder=LADDER) -> list[str]:
+    """The learners the ladder promotes to the top rung, most promising first: among those with a score on
+    the highest rung below the top (two rungs' scores, so that a curve still rising is seen), the best
+    ``1 / ETA`` (at least ``MIN_PROMOTED``) by :func:`predicted_score`, those beyond ``MIN_PROMOTED`` only
+    when within ``PROMOTE_MARGIN`` of the best prediction."""
+    scored = [s for s in learners if (r := rung_of(s, ladder[-1])) is not None and r.score is not None]
+    if not scored:
+        return []
+    ranked = sorted(scored, key=lambda s: (-predicted_score(s), s.name))
+    best = predicted_score(ranked[0])
+    keep = max(MIN_PROMOTED, math.ceil(len(scored) / ETA))
+    return [s.name for k, s in enumerate(ranked)
+            if k < MIN_PROMOTED or (k < keep and predicted_score(s) >= best - PROMOTE_MARGIN)]
+
+
+def top_rung(learners, ladder, time_left: float | None, jobs: int = 1) -> set[str]:
+    """The learners that may run trials on all the bags: those that have, and the promoted ones whose
+    estimated cost there fits a fair share of the time left."""
+    waiting = [s for s in learners if s.name in set(promoted(learners, ladder)) and not reached_top(s)
+               and not s.too_slow]
+    share = None if time_left is None else max(time_left, 0.0) * jobs / max(len(waiting), 1)
+    return {s.name for s in learners if reached_top(s)} | {
+        s.name for s in waiting if share is None or (estimated_seconds(s, 1.0) or 0.0) <= share}
+
+
+def ladder_step(learners, ladder, time_left: float | None, jobs: int = 1) -> LadderStep | None:
+    """The next rung trial, lowest rung first: among the learners waiting for rung ``i`` (:func:`needs_rung`),
+    those whose estimated cost there fits their share (:func:`_rung_share`), cheapest first (unknown cost
+    last, then by name). ``None`` when no rung trial is due: promotion (:func:`top_rung`) decides the rest."""
+    for i, fraction in enumerate(ladder):
+        waiting = [s for s in learners if needs_rung(s, i, ladder)]
+        if not waiting:
+            continue
+        share = _rung_share(time_left, jobs, len(waiting), fraction)
+        costs = {s.name: estimated_seconds(s, fraction) for s in waiting}
+        fitting = [s for s in waiting if share is None or costs[s.name] is None or costs[s.name] <= share]
+        if fitting:
+            first = min(fitting, key=lambda s: (costs[s.name] is None, costs[s.name] or 0.0, s.name))
+            return LadderStep(first.name, fraction, share)
+    return None
+
+
+def _rung_share(time_left: float | None, jobs: int, waiting: int, fraction: float) -> float | None:
+    """A rung trial's time limit: ``RUNG_SLACK`` times the rung's fraction of a fair share of the time left,
+    at least ``RUNG_FLOOR`` seconds but never past the time left."""
+    if time_left is None:
+        return None
+    left = max(time_left, 0.0)
+    return min(max(left * jobs / waiting * fraction * RUNG_SLACK, RUNG_FLOOR), left)
+
+
+def screened_note(rungs, metric: str) -> str | None:
+    """What a learner left below the top rung reached: ``screened: BACC 0.61 on 1/4 of the bags, ~540 s on
+    all`` (its highest scored rung and its defaults' estimated seconds on all the bags); ``None`` without a
+    rung score."""
+    scored = sorted((r for r in rungs if r.score is not None), key=lambda r: r.fraction)
+    if not scored:
+        return None
+    top = scored[-1]
+    name = {"balanced_accuracy": "BACC", "accuracy": "ACC"}.get(metric, metric)
+    timed = [r for r in scored if r.seconds > 0]
+    cost = "" if not timed else (
+        f", ~{estimated_trial_seconds([r.fraction for r in timed], [r.seconds for r in timed], 1.0, 1):.0f} s on all")
+    return f"screened: {name} {top.score:.2f} on 1/{round(1 / top.fraction)} of the bags{cost}"

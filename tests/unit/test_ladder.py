@@ -1,0 +1,155 @@
+"""The ladder of the hold-out protocol on made-up learner states: which rung runs next, who is promoted to
+all the bags, what a screened learner reports, and the protocol chosen by the data's size."""
+
+from datetime import datetime, timedelta
+
+import numpy as np
+import pytest
+
+from automil.bags import Bags
+from automil.evaluation.folds import bag_sample
+from automil.evaluation.standardized import bootstrap_interval
+from automil.records import TrialAttr, TrialRecord, TrialState
+from automil.tune.backend.optuna_trials import counts_toward_budget
+from automil.tune.options import HOLDOUT_CELLS, HOLDOUT_FOLDS, TuneOptions
+from automil.tune.schedule.budget import LearnerState, StudyState, final_fits, learner_state, next_step
+from automil.tune.schedule.ladder import (
+    ETA,
+    LADDER,
+    MIN_PROMOTED,
+    PROMOTE_MARGIN,
+    RUNG_FLOOR,
+    RUNG_SLACK,
+    RungState,
+    predicted_score,
+    promoted,
+    screened_note,
+    top_rung,
+)
+
+LOW, MID = LADDER
+
+
+def state(name, rungs=(), best=None, trials=0, too_slow=False, expected=None):
+    """A learner with trials on the rungs ``rungs`` (``(fraction, score, seconds)``)."""
+    return LearnerState(name, (StudyState(trials=trials, best=best),), expected_seconds=expected, too_slow=too_slow,
+                        rungs=tuple(RungState(*r) for r in rungs))
+
+
+def test_every_learner_runs_the_lowest_rung_first_within_a_small_share():
+    states = [state("b"), state("a"), state("c", rungs=[(LOW, 0.6, 1.0)])]
+    step = next_step(states, 20, time_left=160.0, jobs=2, ladder=LADDER)
+    assert (step.learner, step.phase, step.fraction) == ("a", "rung", LOW)
+    assert step.time_limit == pytest.approx(160.0 * 2 / 2 * LOW * RUNG_SLACK)
+    # a small share is raised to the floor, never past the time left
+    assert next_step(states, 20, time_left=20.0, ladder=LADDER).time_limit == pytest.approx(RUNG_FLOOR)
+    assert next_step(states, 20, time_left=3.0, ladder=LADDER).time_limit == pytest.approx(3.0)
+
+
+def test_the_second_rung_goes_cheapest_first_to_learners_scored_on_the_first_and_fitting_their_share():
+    states = [state("slow", rungs=[(LOW, 0.7, 10.0)]), state("cheap", rungs=[(LOW, 0.6, 1.0)]),
+              state("failed", rungs=[(LOW, None, 3.0)])]
+    step = next_step(states, 20, time_left=100.0, ladder=LADDER)
+    assert (step.learner, step.fraction) == ("cheap", MID)
+    # alone it waits with a share of 100 x 1/4 x 2 = 50 s, and needs about 40 s there
+    states[1] = state("cheap", rungs=[(LOW, 0.6, 1.0), (MID, 0.62, 4.0)])
+    step = next_step(states, 20, time_left=100.0, ladder=LADDER)
+    assert (step.learner, step.fraction, step.time_limit) == ("slow", MID, pytest.approx(50.0))
+
+
+def test_a_learner_that_cannot_fit_the_next_rung_is_left_where_it_is_and_reported_screened():
+    slow = state("slow", rungs=[(LOW, 0.7, 20.0)])  # about 80 s on 1/4 of the bags: more than its 50 s
+    cheap = state("cheap", rungs=[(LOW, 0.6, 1.0), (MID, 0.62, 4.0)])
+    step = next_step([slow, cheap], 20, time_left=100.0, ladder=LADDER)
+    assert (step.learner, step.phase, step.fraction) == ("cheap", "defaults", None)
+    assert screened_note(slow.rungs, "balanced_accuracy") == "screened: BACC 0.70 on 1/16 of the bags, ~320 s on all"
+
+
+def test_a_curve_still_rising_is_promoted_over_a_flat_leader_on_the_same_rung():
+    flat = state("flat", rungs=[(LOW, 0.70, 1.0), (MID, 0.71, 4.0)])
+    rising = state("rising", rungs=[(LOW, 0.55, 1.0), (MID, 0.68, 4.0)])
+    others = [state(f"o{i}", rungs=[(LOW, 0.60, 1.0), (MID, 0.60, 4.0)]) for i in range(6)]
+    assert predicted_score(rising) == pytest.approx(0.81)
+    assert promoted([flat, rising, *others])[:2] == ["rising", "flat"]
+    # on the lowest rung alone the rising curve is far behind, and it is not left behind for it
+    low_only = [state("flat", rungs=[(LOW, 0.70, 1.0)]), state("rising", rungs=[(LOW, 0.55, 1.0)])]
+    assert promoted(low_only) == []
+    assert next_step(low_only, 20, time_left=1000.0, ladder=LADDER).fraction == MID
+
+
+def test_promotion_keeps_the_best_share_within_the_margin_and_never_fewer_than_the_minimum():
+    scores = [0.80, 0.79, 0.78, 0.77, 0.70, 0.60, 0.60, 0.60, 0.60, 0.60, 0.60, 0.60]
+    states = [state(f"l{i:02d}", rungs=[(LOW, s, 1.0), (MID, s, 4.0)]) for i, s in enumerate(scores)]
+    kept = promoted(states)
+    assert len(kept) == max(MIN_PROMOTED, int(np.ceil(len(states) / ETA))) == 3
+    far = [state("a", rungs=[(MID, 0.9, 4.0)]), state("b", rungs=[(MID, 0.9 - 2 * PROMOTE_MARGIN, 4.0)]),
+           state("c", rungs=[(MID, 0.3, 4.0)]), state("d", rungs=[(MID, 0.3, 4.0)]),
+           state("e", rungs=[(MID, 0.3, 4.0)]), state("f", rungs=[(MID, 0.3, 4.0)]),
+           state("g", rungs=[(MID, 0.3, 4.0)]), state("h", rungs=[(MID, 0.3, 4.0)]),
+           state("i", rungs=[(MID, 0.3, 4.0)])]
+    assert promoted(far) == ["a", "b"]  # the minimum, though b is beyond the margin; c neither
+
+
+def test_only_learners_on_the_top_rung_are_tuned_on_all_bags():
+    top = state("top", rungs=[(LOW, 0.7, 1.0), (MID, 0.8, 4.0)], best=0.8, trials=1, expected=16.0)
+    second = state("second", rungs=[(LOW, 0.7, 1.0), (MID, 0.78, 4.0)], best=0.79, trials=1, expected=16.0)
+    behind = [state(f"b{i}", rungs=[(LOW, 0.5, 1.0), (MID, 0.5, 4.0)]) for i in range(6)]
+    assert top_rung([top, second, *behind], LADDER, 500.0) == {"top", "second"}
+    for _ in range(5):
+        step = next_step([top, second, *behind], 20, time_left=500.0, ladder=LADDER)
+        assert step.learner in {"top", "second"} and step.phase == "promise" and step.fraction is None
+
+
+def test_rung_trials_never_count_never_are_best_and_are_read_back_as_rungs():
+    start = datetime(2026, 1, 1)
+    rung = TrialRecord(0, TrialState.FAIL, attrs={TrialAttr.RUNG: LOW, "balanced_accuracy": 0.7}, start=start,
+                       end=start + timedelta(seconds=2))
+    stopped = TrialRecord(1, TrialState.FAIL, attrs={TrialAttr.RUNG: MID, TrialAttr.ERROR: "too slow",
+                                                     TrialAttr.INTERRUPTED: True}, start=start,
+                          end=start + timedelta(seconds=8))
+    assert not counts_toward_budget(rung) and not counts_toward_budget(stopped)
+    learner = learner_state("x", [[rung, stopped]], "balanced_accuracy", 0.0, start.timestamp() + 10)
+    assert learner.main.trials == 0 and learner.main.best is None and learner.expected_seconds is None
+    assert learner.rungs == (RungState(LOW, 0.7, 2.0), RungState(MID, None, 8.0))
+
+
+def test_the_final_evaluation_of_a_hold_out_costs_one_refit_and_the_model():
+    # a trial on 4 folds held out one: 3 fits on 2 of 4 folds; the refit on 3 of 4, the model on 4 of 4
+    assert final_fits(4, "holdout") == pytest.approx((3 / 4 + 1) / (3 * 2 / 4))
+    assert final_fits(6) == pytest.approx(1 + 1 / 6)
+
+
+def _bags(n_instances, n_features):
+    sizes = np.full(10, n_instances // 10)
+    return Bags(np.zeros((int(sizes.sum()), n_features), dtype=np.float32), np.r_[0, np.cumsum(sizes)],
+                np.array([0, 1] * 5))
+
+
+def test_the_protocol_by_size_nests_small_data_and_holds_out_large_data():
+    auto = TuneOptions()
+    assert auto.protocol == "auto"
+    small = auto.for_data(_bags(10_000, 64))
+    assert (small.protocol, small.folds, small.outer_folds, small.held_out) == ("nested", 6, list(range(6)), None)
+    large = auto.for_data(_bags(HOLDOUT_CELLS // 8, 8))
+    assert (large.protocol, large.folds, large.outer_folds, large.held_out) == ("holdout", HOLDOUT_FOLDS, [0], 0)
+    assert large.splits == [None]  # one study a learner: the held-out fold's tuning
+    assert TuneOptions(protocol="nested").for_data(_bags(HOLDOUT_CELLS // 8, 8)).protocol == "nested"
+    with pytest.raises(ValueError, match="--protocol holdout needs --folds 3"):
+        TuneOptions(protocol="holdout", folds=2).check()
+
+
+def test_rung_samples_are_stratified_nested_and_keep_two_bags_of_every_class():
+    y = np.array([0] * 40 + [1] * 24)
+    train = np.arange(64)
+    low, mid = bag_sample(y, train, LOW, 3), bag_sample(y, train, MID, 3)
+    assert set(low) <= set(mid)
+    assert [int(np.sum(y[low] == c)) for c in (0, 1)] == [3, 2]
+    assert [int(np.sum(y[mid] == c)) for c in (0, 1)] == [10, 6]
+
+
+def test_the_bootstrap_interval_of_a_confusion_matrix_holds_its_figure_and_narrows_with_more_bags():
+    small = bootstrap_interval([[8, 2], [3, 7]], "balanced_accuracy", seed=0)
+    large = bootstrap_interval([[80, 20], [30, 70]], "balanced_accuracy", seed=0)
+    assert small[0] < 0.75 < small[1] and large[0] < 0.75 < large[1]
+    assert large[1] - large[0] < small[1] - small[0]
+    assert bootstrap_interval([[5, 0], [0, 5]], "accuracy", seed=0) == [1.0, 1.0]
