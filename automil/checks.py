@@ -342,7 +342,8 @@ _MIL = (check_witness_copy_flips_negative_bag, check_negative_instances_keep_bag
 def learner_checks(spec) -> list:
     """The checks that apply to ``spec`` (a LearnerSpec, or an estimator instance), each a callable
     without arguments named after the property it proves."""
-    checks = list(_GENERAL)
+    checks = [check for check in _GENERAL
+              if not (check is check_instance_order_does_not_matter and getattr(spec, "ordered", False))]
     if isinstance(spec, LearnerSpec):
         checks.append(check_search_space_extremes)
     if isinstance(spec, LearnerSpec) and spec.standard_mil:

@@ -159,6 +159,9 @@ class LearnerSpec:
     standard_mil : bool
         Follows the standard MIL assumption (a bag is positive iff it holds a positive instance); the
         contract suite then runs the algorithmic unit tests of Raff & Holt (2023).
+    ordered : bool
+        Reads the order of a bag's instances (a position encoding, as TransMIL's): the contract suite then
+        does not hold it to the instance-order check.
     defaults : dict
         Parameters used when a learner is evaluated without tuning, on top of the class defaults. A
         ``random_state`` need not be one: :meth:`build` seeds every estimator that takes it.
@@ -189,6 +192,7 @@ class LearnerSpec:
     multiclass: bool = True
     sparse: bool = False
     standard_mil: bool = False
+    ordered: bool = False
     defaults: dict = field(default_factory=dict)
     first_trial: dict = field(default_factory=dict)
     fit_growth: float | None = None

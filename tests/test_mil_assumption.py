@@ -1,7 +1,7 @@
 """The MIL-assumption tests (automil.mil_assumption, after Raff & Holt 2023) over every registered learner.
 
 Every learner must give a bag the same score whatever the order of its instances (in the contract suite,
-tests/test_contract.py). A learner that declares the standard assumption must pass the presence test,
+tests/test_contract.py), unless it declares ``ordered`` (a position encoding reads the order). A learner that declares the standard assumption must pass the presence test,
 unless it is listed in PRESENCE_FAILURES with the measured reason (docs/algorithms.md, section 18); a listed
 learner that starts passing fails the test, so the table is kept true. The tests can fail: a bag-summary
 learner fails the presence test, and a learner that scores a bag by its first instance fails the order test.
@@ -77,3 +77,14 @@ def test_the_order_test_fails_a_learner_that_reads_the_first_instance():
     spec = LearnerSpec("first-instance", _FirstInstance, lambda trial: {})
     with pytest.raises(AssertionError, match="reordering a bag.s instances changes its score"):
         check_instance_order_does_not_matter(spec)
+
+
+def test_only_a_learner_that_declares_ordered_is_spared_the_order_check():
+    from automil.checks import learner_checks
+
+    def names(**declared):
+        return {check.__name__ for check in learner_checks(LearnerSpec("first", _FirstInstance, dict, **declared))}
+
+    assert "check_instance_order_does_not_matter" in names()
+    assert "check_instance_order_does_not_matter" not in names(ordered=True)
+    assert {name for name in names() if name != "check_instance_order_does_not_matter"} == names(ordered=True)

@@ -354,7 +354,7 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     load_in_process(monkeypatch, tmp_path / "records")
     monkeypatch.setenv("AUTOMIL_TEST_FIT_DELAY", "600")  # the recorder's refits run past the budget
     options = TuneOptions(n_trials=1, folds=3, repeats=3, timeout=45.0, jobs=2, ensemble=False,
-                          storage=f"journal:{tmp_path / 'studies.journal'}")
+                          protocol="nested", storage=f"journal:{tmp_path / 'studies.journal'}")
     bags, learners = load_bags("test-bags"), ["centroid", "recorder"]
     storage = open_storage(options.storage)
     folds = RunFolds.drawn("test-bags", bags, options.folds, options.seed, options.repeats)

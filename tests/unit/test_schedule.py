@@ -194,7 +194,8 @@ def test_under_the_equal_allocation_no_learner_with_a_score_is_shown_behind():
     states = [learner("leader", best=0.90, stderr=0.01), learner("far", best=0.60)]
     phases = {}
     for allocation in ("promise", "equal"):
-        plan = Plan("d", ["leader", "far"], TuneOptions(allocation=allocation), np.zeros(6, dtype=int), start=0.0)
+        options = TuneOptions(allocation=allocation, protocol="nested")
+        plan = Plan("d", ["leader", "far"], options, np.zeros(6, dtype=int), start=0.0)
         phases[allocation] = {row.learner: row.phase for row in standing(states, plan, None, 1.0, None).learners}
     assert phases["promise"] == {"leader": "contender", "far": "behind"}
     assert phases["equal"] == {"leader": "contender", "far": "contender"}
@@ -205,12 +206,12 @@ def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and
               learner("unmeasured", expected=None), learner("no score", expected=30.0)]
     # a trial's worth of refits (6 folds) and one model fit per scored learner, shared by 2 workers
     assert final_reserve(states, folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * (6.0 + 12.0) * (7 / 6) / 2)
-    plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0), SIX_BAGS, start=1000.0)
+    plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0, protocol="nested"), SIX_BAGS, start=1000.0)
     low, high = FINAL_SHARE
     assert tuning_deadline(plan, 0.0) == pytest.approx(1000.0 + 400.0 * (1 - low))  # room for repeats
     assert tuning_deadline(plan, 130.0) == pytest.approx(1000.0 + 400.0 - 130.0)
     assert tuning_deadline(plan, 1e6) == pytest.approx(1000.0 + 400.0 * (1 - high))  # tuning keeps its part
-    assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None), SIX_BAGS, 0.0), 50.0) is None
+    assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None, protocol="nested"), SIX_BAGS, 0.0), 50.0) is None
 
 
 def test_the_cost_estimate_extrapolates_the_measured_growth_to_every_fit_of_the_trial():
@@ -253,3 +254,8 @@ def test_run_seconds_add_up_the_trials_of_every_study_that_started_in_this_run()
     split = [trial(0, 15, 1.0), TrialRecord(1, TrialState.RUNNING, start=t0 + timedelta(seconds=40))]
     assert run_seconds([main, split], run_start=t0.timestamp(), now=t0.timestamp() + 45) == pytest.approx(
         2.0 + 3.5 + 1.0 + 5.0)
+
+
+def test_a_plan_refuses_a_protocol_not_yet_decided_on_its_bags():
+    with pytest.raises(ValueError, match="protocol decided on its bags"):
+        Plan("d", ["a"], TuneOptions(), SIX_BAGS, 0.0)

@@ -54,6 +54,11 @@ class Plan:
     folds: RunFolds  # its tuning folds are the studies' stored ones
     start: float  # time.time() when the run began
 
+    def __post_init__(self):
+        if self.options.protocol == Protocol.AUTO:
+            raise ValueError("a plan needs the protocol decided on its bags: pass options.for_data(bags), "
+                             "not --protocol auto")
+
     @property
     def ladder(self) -> tuple[float, ...]:
         """The rungs every learner's defaults climb before trials on all bags: the hold-out protocol's."""
