@@ -11,7 +11,7 @@ approach.
     python bench/scale.py generate [--sizes 1e4 1e5 1e6] [--bags N ...] [--features 64] [--layout npz|folder]
                                    [--out DIR]
     python bench/scale.py generate --sizes 1e5 1e6 --bags 1000 4000    # the sets of more and smaller bags
-    python bench/scale.py run DATA [--timeout 600] [more automil tune options, e.g. --learner bag-stats]
+    python bench/scale.py run DATA [--timeout 600] [--workdir DIR] [more automil tune options, e.g. --learner bag-stats]
 
 ``generate`` writes each set (``scale-<n>-d<d>.npz``, ``scale-<n>-d<d>-b<bags>.npz`` with ``--bags``, or a
 folder of ``.npy`` files with ``labels.csv``) and a ``.json`` of its facts beside it, and prints sizes and
@@ -25,6 +25,7 @@ against the oracle, the chosen model, and the seconds used by learners that ende
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -216,7 +217,9 @@ def _kb(pid: int, file: str, key: str) -> int:
 def run_main_job(args):
     data = Path(args.data).resolve()
     facts = json.loads(facts_path(data).read_text()) if facts_path(data).exists() else {}
-    with tempfile.TemporaryDirectory(prefix="automil-scale-") as work:
+    with contextlib.nullcontext(args.workdir) if args.workdir else tempfile.TemporaryDirectory(
+            prefix="automil-scale-") as work:
+        Path(work).mkdir(parents=True, exist_ok=True)
         rows_path = Path(work) / "rows.json"
         command = [sys.executable, "-c", "import sys; from automil.cli.main import main; sys.exit(main())", "tune",
                    "--dataset", str(data),
@@ -312,6 +315,8 @@ def main():
     run = commands.add_parser("run", help="run automil tune on one generated set and print the figures")
     run.add_argument("data", help="a set written by generate (.npz file or folder)")
     run.add_argument("--timeout", type=float, default=600)
+    run.add_argument("--workdir", help="run in this directory and keep its studies and MLflow store "
+                     "(default: a temporary one, removed after)")
     run.set_defaults(run=run_main_job)
     args, extra = parser.parse_known_args()  # run: what it does not know goes to automil tune
     if extra and args.command != "run":

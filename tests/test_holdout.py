@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from test_tuning import automil, load, records
 
-from automil.tune.schedule.ladder import LADDER
+from automil.tune.schedule.ladder import LADDER, rung_fraction
 
 LEARNERS = ["recorder", "plain", "centroid", "onefeature"]
 
@@ -90,6 +90,6 @@ def test_tuning_and_the_rungs_never_see_the_held_out_bags(holdout_run):
         assert not held_out & set(record["bags"])
         rung = trials[number].user_attrs.get("rung")
         if rung is not None and record in fits:  # a rung fits on its share of a fold's training bags
-            inner_train = n_bags * 2 / 4
-            assert len(record["bags"]) <= np.ceil(rung * inner_train) + 2
+            inner_train = n_bags * 2 // 4
+            assert len(record["bags"]) <= np.ceil(rung_fraction(rung, inner_train) * inner_train) + 2
     assert seen

@@ -1,10 +1,11 @@
 """The MIL-assumption tests (automil.mil_assumption, after Raff & Holt 2023) over every registered learner.
 
 Every learner must give a bag the same score whatever the order of its instances (in the contract suite,
-tests/test_contract.py), unless it declares ``ordered`` (a position encoding reads the order). A learner that declares the standard assumption must pass the presence test,
-unless it is listed in PRESENCE_FAILURES with the measured reason (docs/algorithms.md, section 18); a listed
-learner that starts passing fails the test, so the table is kept true. The tests can fail: a bag-summary
-learner fails the presence test, and a learner that scores a bag by its first instance fails the order test.
+tests/test_contract.py), unless it declares ``ordered`` (a position encoding reads the order). A learner
+that declares the standard assumption must pass the presence test, unless it is listed in PRESENCE_FAILURES
+with the measured reason (docs/algorithms.md, section 18); a listed learner that starts passing fails the
+test, so the table is kept true. The tests can fail: a bag-summary learner fails the presence test, and a
+learner that scores a bag by its first instance fails the order test.
 """
 
 import numpy as np

@@ -14,15 +14,18 @@ from automil.tune.backend.optuna_trials import counts_toward_budget
 from automil.tune.options import HOLDOUT_CELLS, HOLDOUT_FOLDS, TuneOptions
 from automil.tune.schedule.budget import LearnerState, StudyState, final_fits, learner_state, next_step
 from automil.tune.schedule.ladder import (
+    CHEAP_SHARE,
     ETA,
     LADDER,
     MIN_PROMOTED,
     PROMOTE_MARGIN,
     RUNG_FLOOR,
+    RUNG_MIN_BAGS,
     RUNG_SLACK,
     RungState,
     predicted_score,
     promoted,
+    rung_fraction,
     screened_note,
     top_rung,
 )
@@ -93,7 +96,8 @@ def test_promotion_keeps_the_best_share_within_the_margin_and_never_fewer_than_t
 def test_only_learners_on_the_top_rung_are_tuned_on_all_bags():
     top = state("top", rungs=[(LOW, 0.7, 1.0), (MID, 0.8, 4.0)], best=0.8, trials=1, expected=16.0)
     second = state("second", rungs=[(LOW, 0.7, 1.0), (MID, 0.78, 4.0)], best=0.79, trials=1, expected=16.0)
-    behind = [state(f"b{i}", rungs=[(LOW, 0.5, 1.0), (MID, 0.5, 4.0)]) for i in range(6)]
+    # behind: about 160 s on all the bags, more than the CHEAP_SHARE of 500 s
+    behind = [state(f"b{i}", rungs=[(LOW, 0.5, 10.0), (MID, 0.5, 40.0)]) for i in range(6)]
     assert top_rung([top, second, *behind], LADDER, 500.0) == {"top", "second"}
     for _ in range(5):
         step = next_step([top, second, *behind], 20, time_left=500.0, ladder=LADDER)
@@ -153,3 +157,27 @@ def test_the_bootstrap_interval_of_a_confusion_matrix_holds_its_figure_and_narro
     assert small[0] < 0.75 < small[1] and large[0] < 0.75 < large[1]
     assert large[1] - large[0] < small[1] - small[0]
     assert bootstrap_interval([[5, 0], [0, 5]], "accuracy", seed=0) == [1.0, 1.0]
+
+
+def test_a_learner_cheap_on_all_the_bags_reaches_them_whatever_its_rung_scores():
+    # scored low on both rungs (a curve that misses a jump with more bags), about 16 s on all the bags
+    cheap_low = state("cheap-low", rungs=[(LOW, 0.50, 1.0), (MID, 0.52, 4.0)])
+    dear_low = state("dear-low", rungs=[(LOW, 0.50, 10.0), (MID, 0.52, 40.0)])
+    stopped = state("stopped", rungs=[(LOW, 0.50, 1.0), (MID, None, 4.0)])  # no score where it was stopped
+    leaders = [state(f"lead{i}", rungs=[(LOW, 0.8, 5.0), (MID, 0.8, 20.0)]) for i in range(2)]  # ~80 s on all
+    learners = [cheap_low, dear_low, stopped, *leaders]
+    assert "cheap-low" not in promoted(learners)
+    budget = 16.0 / CHEAP_SHARE  # time left at which 16 s is the cheap share, on one job
+    assert top_rung(learners, LADDER, budget) == {"cheap-low", "lead0", "lead1"}
+    assert top_rung(learners, LADDER, budget * 0.9) == {"lead0", "lead1"}
+    assert "cheap-low" in top_rung(learners, LADDER, budget * 0.6, jobs=2)
+    assert top_rung(learners, LADDER, None) == {"lead0", "lead1"}  # no budget: promise alone
+    # the defaults on all the bags go cheapest first, by the cost estimated from the rungs
+    step = next_step(learners, 20, time_left=budget, ladder=LADDER)
+    assert (step.learner, step.phase) == ("cheap-low", "defaults")
+
+
+def test_a_rung_holds_at_least_its_minimum_of_bags():
+    assert rung_fraction(LOW, 1600) == LOW  # 100 bags
+    assert rung_fraction(LOW, 182) == pytest.approx(RUNG_MIN_BAGS / 182)
+    assert rung_fraction(MID, 20) == 1.0

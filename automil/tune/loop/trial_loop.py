@@ -22,18 +22,17 @@ from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.final.ensemble_selection import rounded
 from automil.tune.listener import Listener, StudyProgress
+from automil.tune.loop.cost_probe import TooSlow, check_estimate
 from automil.tune.options import Allocation, instance_values
 from automil.tune.schedule.budget import (
-    PROBE_FRACTIONS,
-    estimated_trial_seconds,
     final_reserve,
     learner_state,
     next_step,
-    probe_limits,
     standing,
     tuning_deadline,
     worth_probing,
 )
+from automil.tune.schedule.ladder import rung_fraction
 from automil.tune.studies.plan import (
     EPOCH_STEP,
     WARM_START_ATTR,
@@ -140,7 +139,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     best = best_trial(trials, plan.options.directions)
     splits = fold_splits(plan.folds.tuning, exclude=plan.options.held_out if split is None else split)
     if fraction is not None:
-        splits = [(bag_sample(bags.y, train, fraction, plan.options.seed), test) for train, test in splits]
+        splits = [(bag_sample(bags.y, train, rung_fraction(fraction, len(train)), plan.options.seed), test)
+                  for train, test in splits]
     fits = _Fits(splits, plan.options.fit_timeout, rung=fraction)
     # a killed worker's replacement starts and imports the learner's libraries before this trial's clock
     worker.wait_started()
@@ -161,7 +161,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             _describe(trial, spec, plan, bags)
             params = _parameters(trial, spec)
             if probe:
-                _check_estimate(spec, params, plan, bags, worker, share, fits)
+                check_estimate(spec, params, plan, bags, worker, share, fits.splits)
             value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None
@@ -171,7 +171,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             state = TrialState.PRUNED
             if str(pruned) and TrialAttr.ERROR not in fits.attrs:  # the search space's reason (the pruner gives none)
                 fits.attrs[TrialAttr.ERROR] = f"pruned: {pruned}"
-        except _TooSlow as estimate:
+        except TooSlow as estimate:
             state = TrialState.FAIL
             fits.attrs.update({TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
                                TrialAttr.ESTIMATED_SECONDS: round(estimate.seconds, 1),
@@ -292,10 +292,12 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
         fits.oof_scores.append(out.scores)
         if heard and getattr(scores, plan.options.metric) is not None:
             trial.report(getattr(scores, plan.options.metric), step=step)
-        if scores.one_class:  # pruned under every objective: never a result
+        if scores.one_class:
             attrs[TrialAttr.ONE_CLASS] = True
-            attrs[TrialAttr.ERROR] = f"predicted one class for every bag of fold {step}"
-            raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
+            if fits.rung is None:  # pruned under every objective: never a result
+                attrs[TrialAttr.ERROR] = f"predicted one class for every bag of fold {step}"
+                raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
+            # on a rung, chance is a point of the learning curve like any other: it only schedules
         if heard and fold < len(fits.splits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
     return objective_values(attrs, plan.options)
@@ -305,53 +307,6 @@ def _epoch_pruned(trial, epoch: int, score: float) -> bool:
     """Report a fit's epoch to the trial; whether the pruner stops the fit."""
     trial.report(score, step=EPOCH_STEP + epoch)
     return trial.should_prune()
-
-
-class _TooSlow(Exception):
-    """The learner's defaults, estimated from fits on samples of bags, would not finish within its share."""
-
-    def __init__(self, seconds: float, share: float, measured: str):
-        super().__init__(f"too slow (estimated {seconds:.0f} s): its defaults would need about {seconds:.0f} s "
-                         f"on all folds, more than their fair share of {share:.0f} s ({measured}); raise --timeout")
-        self.seconds = seconds
-
-
-def _check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, fits: _Fits):
-    """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
-    extrapolate to the trial's fits (:func:`~automil.tune.schedule.budget.estimated_trial_seconds`); raises
-    ``_TooSlow`` when the estimate passes ``share``. A sample's fit passing its small time limit
-    (:func:`~automil.tune.schedule.budget.probe_limits`) gives a lower bound, a linear extrapolation of that limit.
-    A warm-up fit on two bags of each class comes first and is not timed: the first fit of a learner in a
-    worker carries one-time costs (imports, compilation) that would pass for the cost of the sample. The
-    warm-up passing its limit, or a probe fit that fails, says nothing about the cost: the trial goes on
-    as usual."""
-    train = np.asarray(fits.splits[0][0])
-    full = int(bags.sizes[train].sum())
-    # nested samples: two bags of each class (the warm-up), then one per PROBE_FRACTIONS entry
-    warm_up, *samples = (bag_sample(bags.y, train, f, plan.options.seed) for f in (0.0, *PROBE_FRACTIONS))
-    warm_up_limit, *limits = probe_limits(share)
-    try:
-        worker.call(fit_predict, spec.name, params, warm_up, None, plan.options.seed, timeout=warm_up_limit)
-    except (FitTimeout, FitError):
-        return
-    sizes, seconds = [], []
-    for sample, limit in zip(samples, limits, strict=True):
-        size = int(bags.sizes[sample].sum())
-        try:
-            out = worker.call(fit_predict, spec.name, params, sample, None, plan.options.seed, timeout=limit)
-        except FitTimeout:  # no fit grows slower than linearly: the limit extrapolated so is a lower bound
-            estimate = estimated_trial_seconds([size], [limit], full, len(fits.splits), growth=1.0)
-            measured = f"a fit on {len(sample)} bags ran {limit:.1f} s without finishing"
-            break
-        except FitError:
-            return
-        sizes.append(size)
-        seconds.append(out.fit_seconds)
-    else:
-        estimate = estimated_trial_seconds(sizes, seconds, full, len(fits.splits), spec.fit_growth)
-        measured = ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True))
-    if estimate > share:
-        raise _TooSlow(estimate, share, measured)
 
 
 def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float | None) -> dict:

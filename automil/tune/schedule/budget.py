@@ -27,6 +27,7 @@ from automil.tune.options import Allocation
 from automil.tune.schedule.ladder import (
     GROWTH_RANGE,
     RungState,
+    estimated_seconds,
     estimated_trial_seconds,
     ladder_step,
     needs_rung,
@@ -131,8 +132,9 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     """The trial to run next, or ``None`` when no study may take one.
 
     First every learner gets its defaults in the study on all folds, cheapest first (by
-    ``expected_seconds``, unknown last, then by name), each with a fair share of the time left: the
-    time left times ``jobs`` (processes running trials at once) divided by the learners still waiting.
+    ``expected_seconds``; on the ladder, estimated from the rungs; unknown last, then by name), each with
+    a fair share of the time left: the time left times ``jobs`` (processes running trials at once)
+    divided by the learners still waiting.
     Then the seconds go to :func:`contenders`, the one that has had the fewest seconds for its weight
     first, into its study with the fewest trials (the study on all folds first on ties). When every
     learner with a score is full, the learners without one share what is left (phase ``"rest"``).
@@ -151,7 +153,10 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
         learners = [s for s in learners if s.name in top]
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
-        first = min(waiting, key=lambda s: (s.expected_seconds is None, s.expected_seconds or 0.0, s.name))
+        def cost(s):  # on the ladder, estimated from the learner's rungs until it has run on all bags
+            return estimated_seconds(s, 1.0) if ladder and s.expected_seconds is None else s.expected_seconds
+
+        first = min(waiting, key=lambda s: (cost(s) is None, cost(s) or 0.0, s.name))
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
         return Step(first.name, 0, "defaults", share)
     weights = shares(learners, n_trials, equal)

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 from automil.records import TrialAttr
 
-__all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState",
-           "LadderStep", "rung_of", "reached_top", "needs_rung", "estimated_seconds", "predicted_score",
-           "promoted", "ladder_step", "top_rung", "estimated_trial_seconds", "screened_note", "rung_states"]
+__all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap",
+           "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState", "LadderStep", "rung_of",
+           "reached_top", "needs_rung", "estimated_seconds", "predicted_score", "promoted", "ladder_step",
+           "top_rung", "estimated_trial_seconds", "screened_note", "rung_states"]
 
 # The rungs below the top, as fractions of a fold's training bags (whole bags, every class alike): FLAML's
 # factor 4 between sample sizes, two rungs so that every learner has a learning curve of two points.
@@ -28,6 +29,13 @@ RUNG_SLACK = 2.0
 # ... and never less than this many seconds (within the time left): a fit's one-time costs in a worker
 # (imports, numba compilation) do not shrink with the sample.
 RUNG_FLOOR = 5.0
+# A rung's sample holds at least this many of a fold's training bags (its fraction is raised to reach it):
+# a learner fitted on a dozen bags scores chance whatever it could do, so its curve would say nothing.
+RUNG_MIN_BAGS = 32
+# A learner whose defaults on all the bags are estimated to take at most this share of the time left (times
+# the jobs) reaches the top rung whatever its rung scores: trying it costs little, and a curve on small
+# shares misses a learner whose score jumps only with more bags (an SVM whose witnesses need many bags).
+CHEAP_SHARE = 0.05
 # A learner reaches the top rung when its predicted score is within this of the best prediction (a score on
 # a quarter of the bags is itself noisy), among the best 1 / ETA of the learners (successive halving,
 # FLAML's factor) and never fewer than MIN_PROMOTED (a choice and an ensemble).
@@ -65,6 +73,12 @@ class LadderStep:
     learner: str
     fraction: float | None
     time_limit: float | None
+
+
+def rung_fraction(fraction: float, n_bags: int) -> float:
+    """The share of ``n_bags`` training bags a rung of ``fraction`` fits on: at least ``RUNG_MIN_BAGS`` of
+    them (all, when there are fewer)."""
+    return min(max(fraction, RUNG_MIN_BAGS / max(n_bags, 1)), 1.0)
 
 
 def rung_of(learner, fraction: float) -> RungState | None:
@@ -134,13 +148,24 @@ def promoted(learners, ladder=LADDER) -> list[str]:
             if k < MIN_PROMOTED or (k < keep and predicted_score(s) >= best - PROMOTE_MARGIN)]
 
 
+def cheap(learners, ladder, time_left: float | None, jobs: int = 1) -> set[str]:
+    """The learners scored on every rung they ran, up to the highest below the top, whose defaults on all the
+    bags are estimated at most ``CHEAP_SHARE`` of the time left (times ``jobs``); none without a budget."""
+    if time_left is None:
+        return set()
+    limit = CHEAP_SHARE * max(time_left, 0.0) * jobs
+    return {s.name for s in learners if not s.too_slow and rung_of(s, ladder[-1]) is not None
+            and all(r.score is not None for r in s.rungs) and estimated_seconds(s, 1.0) <= limit}
+
+
 def top_rung(learners, ladder, time_left: float | None, jobs: int = 1) -> set[str]:
-    """The learners that may run trials on all the bags: those that have, and the promoted ones whose
-    estimated cost there fits a fair share of the time left."""
+    """The learners that may run trials on all the bags: those that have, the cheap ones (:func:`cheap`),
+    and the promoted ones (:func:`promoted`) whose estimated cost there fits a fair share of the time left
+    among the promoted still waiting."""
     waiting = [s for s in learners if s.name in set(promoted(learners, ladder)) and not reached_top(s)
                and not s.too_slow]
     share = None if time_left is None else max(time_left, 0.0) * jobs / max(len(waiting), 1)
-    return {s.name for s in learners if reached_top(s)} | {
+    return {s.name for s in learners if reached_top(s)} | cheap(learners, ladder, time_left, jobs) | {
         s.name for s in waiting if share is None or (estimated_seconds(s, 1.0) or 0.0) <= share}
 
 

@@ -1,0 +1,63 @@
+"""The cost probe of the nested protocol on large data: a learner's defaults fitted on two small samples of
+bags first, so that defaults that cannot finish within their fair share are stopped in seconds, not at the
+end of their share (``docs/tune.md``, "Knowing a learner's cost before spending its share")."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from automil.evaluation.folds import bag_sample
+from automil.tune.schedule.budget import PROBE_FRACTIONS, estimated_trial_seconds, probe_limits
+from automil.tune.studies.plan import Plan
+from automil.tune.workers.fits import fit_predict
+from automil.tune.workers.isolation import FitError, FitTimeout
+
+__all__ = ["TooSlow", "check_estimate"]
+
+
+class TooSlow(Exception):
+    """The learner's defaults, estimated from fits on samples of bags, would not finish within its share."""
+
+    def __init__(self, seconds: float, share: float, measured: str):
+        super().__init__(f"too slow (estimated {seconds:.0f} s): its defaults would need about {seconds:.0f} s "
+                         f"on all folds, more than their fair share of {share:.0f} s ({measured}); raise --timeout")
+        self.seconds = seconds
+
+
+def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list):
+    """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
+    extrapolate to the trial's fits on ``splits``
+    (:func:`~automil.tune.schedule.budget.estimated_trial_seconds`); raises ``TooSlow`` when the estimate
+    passes ``share``. A sample's fit passing its small time limit
+    (:func:`~automil.tune.schedule.budget.probe_limits`) gives a lower bound, a linear extrapolation of that
+    limit. A warm-up fit on two bags of each class comes first and is not timed: the first fit of a learner
+    in a worker carries one-time costs (imports, compilation) that would pass for the cost of the sample.
+    The warm-up passing its limit, or a probe fit that fails, says nothing about the cost: the trial goes
+    on as usual."""
+    train = np.asarray(splits[0][0])
+    full = int(bags.sizes[train].sum())
+    # nested samples: two bags of each class (the warm-up), then one per PROBE_FRACTIONS entry
+    warm_up, *samples = (bag_sample(bags.y, train, f, plan.options.seed) for f in (0.0, *PROBE_FRACTIONS))
+    warm_up_limit, *limits = probe_limits(share)
+    try:
+        worker.call(fit_predict, spec.name, params, warm_up, None, plan.options.seed, timeout=warm_up_limit)
+    except (FitTimeout, FitError):
+        return
+    sizes, seconds = [], []
+    for sample, limit in zip(samples, limits, strict=True):
+        size = int(bags.sizes[sample].sum())
+        try:
+            out = worker.call(fit_predict, spec.name, params, sample, None, plan.options.seed, timeout=limit)
+        except FitTimeout:  # no fit grows slower than linearly: the limit extrapolated so is a lower bound
+            estimate = estimated_trial_seconds([size], [limit], full, len(splits), growth=1.0)
+            measured = f"a fit on {len(sample)} bags ran {limit:.1f} s without finishing"
+            break
+        except FitError:
+            return
+        sizes.append(size)
+        seconds.append(out.fit_seconds)
+    else:
+        estimate = estimated_trial_seconds(sizes, seconds, full, len(splits), spec.fit_growth)
+        measured = ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True))
+    if estimate > share:
+        raise TooSlow(estimate, share, measured)
