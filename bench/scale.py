@@ -260,8 +260,10 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
               f"{_against(value, oracle)})")
     chosen = next((r for r in rows if r.get("selected")), None)
     chosen_figure = _percent(chosen.get("balanced_accuracy") if chosen else None)
+    members = ", ".join(m["learner"] for m in chosen.get("members") or ()) if chosen else ""
+    made_of = f"of {members}" if members else f"{chosen.get('trials') or 0} trials" if chosen else "none"
     print(f"chosen model     {chosen['learner'] if chosen else '-':>8s}   "
-          f"{chosen.get('trials') if chosen else 0} trials, BACC {chosen_figure}; target: a chosen model at every size")
+          f"{made_of}, BACC {chosen_figure}; target: a chosen model at every size")
     # no figure: no headline (a partial row may lack one too); the automil row is the procedure, no learner
     none = [r for r in rows if r.get("balanced_accuracy") is None and r.get("status") != Status.SKIPPED
             and r.get("learner") != PROCEDURE]
