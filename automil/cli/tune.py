@@ -285,7 +285,7 @@ def _params(params) -> str:
 
 
 def _members(members) -> str:
-    return "members: " + " ".join(f"{m['learner']}={m['weight']:.2f}" for m in members)
+    return "members: " + " ".join(f"{m.learner}={m.weight:.2f}" for m in members)
 
 
 def _choices(choices) -> str:

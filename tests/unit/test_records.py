@@ -71,3 +71,13 @@ def test_a_trial_killed_at_its_time_out_shows_T_O_and_counts_as_finished():
     assert trial.outcome == "T/O" and trial.finished
     running = TrialRecord(4, TrialState.RUNNING)
     assert running.outcome is TrialState.RUNNING and not running.finished
+
+
+def test_an_ensemble_row_holds_typed_members_and_writes_them_as_today():
+    from automil.records import Member
+
+    row = LearnerResult(dataset="fox", learner="ensemble", members=[Member("mi-svm", 0.75), Member("nsk", 0.25)])
+    written = json.loads(json.dumps(row.to_dict()))
+    assert written["members"] == [{"learner": "mi-svm", "weight": 0.75}, {"learner": "nsk", "weight": 0.25}]
+    back = LearnerResult.from_dict(written)
+    assert back.members == row.members and all(isinstance(m, Member) for m in back.members)

@@ -12,7 +12,7 @@ import numpy as np
 
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.standardized import fold_scores, mean_std
-from automil.records import LearnerResult, Status, TrialAttr, TrialCounts, TrialRecord
+from automil.records import LearnerResult, Member, Status, TrialAttr, TrialCounts, TrialRecord
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial
 from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, rounded, score, select
 from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_row
@@ -164,7 +164,7 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
             if r == 0:
                 evaluation.predictions.setdefault(Refit.REPEAT, []).append((bags.y[test], y_pred))
     row = result_row(plan.dataset, options, evaluation)
-    row.members = [{"learner": n, "weight": w} for n, w in zip(main.names, main.weights, strict=True)]
+    row.members = [Member(n, w) for n, w in zip(main.names, main.weights, strict=True)]
     row.error = evaluation.errors[0] if evaluation.errors else None
     row.status = (Status.NO_RESULT if row.headline.accuracy is None
                   else Status.PARTIAL if evaluation.errors else Status.OK)

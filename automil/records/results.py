@@ -1,43 +1,21 @@
-"""The plain records the driver hands tracking and the command line prints: a trial, a study, a learner's
-result and its status. No Optuna and no MLflow here, so every layer above the core can share them.
-
-The trial attribute keys are the names the driver stores with every Optuna trial (``docs/tune.md``, "What
-a study stores"); the result's keys are the leaderboard's (``automil tune --json``).
+"""A learner's result row, as the leaderboard prints it, ``automil tune --json`` writes it and a study
+stores it: its parts (counts, tuning, nested and repeated figures, headline, costs, model), its status, and
+what tracking could not log. The keys are the leaderboard's (``docs/tune.md``, "The result row").
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from datetime import datetime
-from enum import StrEnum, auto
+from enum import StrEnum
 
 from automil.evaluation.protocol import Protocol
+from automil.records.trials import TIMED_OUT
 
-__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult",
-           "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord",
-           "InstanceFigures", "OuterSplit", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
+__all__ = ["Status", "LearnerResult", "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure",
+           "Headline", "Costs", "ModelRecord", "InstanceFigures", "OuterSplit", "Member", "TrackingBacklog",
+           "PROCEDURE"]
 
-TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
-
-
-class TrialState(StrEnum):
-    """A trial's state. The values are Optuna's state names (what tracking tags a trial with);
-    :mod:`automil.tune.backend.optuna_trials` is the one place that converts between the two."""
-
-    @staticmethod
-    def _generate_next_value_(name, start, count, last_values):
-        return name
-
-    RUNNING = auto()
-    WAITING = auto()  # queued (the learner's defaults, a warm-start point), not started yet
-    COMPLETE = auto()
-    PRUNED = auto()
-    FAIL = auto()
-
-    @property
-    def finished(self) -> bool:
-        return self in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
 
 
 class Status(StrEnum):
@@ -56,93 +34,6 @@ class Status(StrEnum):
     @property
     def has_figure(self) -> bool:
         return self in (Status.OK, Status.PARTIAL)
-
-
-class TrialAttr(StrEnum):
-    """Keys of the user attributes the driver stores with every trial."""
-
-    WORKER = "worker"  # the process running it (host, pid, start time)
-    HEARTBEAT = "heartbeat"
-    LEARNER = "learner"
-    PLUGIN = "plugin"
-    DATASET = "dataset"
-    SEED = "seed"
-    N_FEATURES = "n_features"
-    N_CLASSES = "n_classes"
-    N_INSTANCES = "n_instances"
-    ESTIMATOR_PARAMS = "estimator_params"  # the learner's parameters as JSON: what the final evaluation refits
-    FOLD_ACCURACY = "fold_accuracy"
-    FOLD_BALANCED_ACCURACY = "fold_balanced_accuracy"
-    FOLD_ROC_AUC = "fold_roc_auc"  # None for a fold whose test bags hold one class
-    ACCURACY = "accuracy"  # the mean over the folds (and its sd below), set when the trial finishes
-    ACCURACY_STD = "accuracy_std"
-    BALANCED_ACCURACY = "balanced_accuracy"
-    BALANCED_ACCURACY_STD = "balanced_accuracy_std"
-    ROC_AUC = "roc_auc"
-    ROC_AUC_STD = "roc_auc_std"
-    FIT_SECONDS = "fit_seconds"
-    PREDICT_SECONDS = "predict_seconds"
-    TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
-    INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or the run's budget stopped it: not counted
-    TOO_SLOW = "too_slow"  # its defaults passed their fair share of the budget (also interrupted)
-    ESTIMATED_SECONDS = "estimated_seconds"  # its defaults' trial as estimated from fits on samples of bags
-    STALE = "stale"  # its process died: not counted
-    OUT_OF_MEMORY = "out_of_memory"
-    ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
-    WARM_START_FROM = "warm_start_from"  # a queued warm-start point: the study its parameters come from
-    RUNG = "rung"  # a trial of the ladder: the fraction of the training bags it fitted on (never counted)
-    OOF_SCORES = "oof_scores"  # out-of-fold bag scores, in the order of the folds' bags (trials near the best)
-    ERROR = "error"
-
-    @staticmethod
-    def fold(metric: str) -> TrialAttr:
-        """The key of a metric's per-fold scores (``fold_accuracy``, ``fold_balanced_accuracy``)."""
-        return TrialAttr(f"fold_{metric}")
-
-    @staticmethod
-    def std(metric: str) -> TrialAttr:
-        """The key of the sd over the folds of a metric (its mean's key is the metric's name)."""
-        return TrialAttr(f"{metric}_std")
-
-
-@dataclass(frozen=True)
-class TrialRecord:
-    """One Optuna trial as plain data: its ``state``, its user attributes ``attrs`` (keys in
-    :class:`TrialAttr`), ``value`` the value of the study's metric, its first objective."""
-
-    number: int
-    state: TrialState
-    value: float | None = None
-    params: dict = field(default_factory=dict)
-    attrs: dict = field(default_factory=dict)
-    start: datetime | None = None
-    end: datetime | None = None
-    queued: bool = False  # its parameters were queued (the learner's defaults or a warm start), not sampled
-    values: tuple = ()  # every objective's value of a multi-objective study (``value`` is the first)
-
-    def __post_init__(self):
-        object.__setattr__(self, "state", TrialState(self.state))
-
-    @property
-    def finished(self) -> bool:
-        return self.state.finished
-
-    @property
-    def outcome(self) -> str:
-        """The state, or ``T/O`` for a trial whose fit the driver killed at its time-out."""
-        return TIMED_OUT if self.attrs.get(TrialAttr.TIMED_OUT) else self.state
-
-
-@dataclass(frozen=True)
-class StudyRecord:
-    """A study's trials and what only the driver can compute from them (the parameter importances, or
-    why there are none), for the figures of its result."""
-
-    name: str
-    trials: list[TrialRecord]
-    direction: str = "maximize"
-    importances: dict | None = None
-    importances_note: str = ""
 
 
 # The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
@@ -221,6 +112,14 @@ class OuterSplit:
     accuracy: float
     balanced_accuracy: float
     roc_auc: float | None = None
+
+
+@dataclass(frozen=True)
+class Member:
+    """One learner of an ensemble and its weight in the ensemble's averaged probabilities."""
+
+    learner: str
+    weight: float
 
 
 @dataclass(frozen=True)
@@ -313,14 +212,16 @@ class LearnerResult:
     headline: Headline = _part(Headline)
     costs: Costs = _part(Costs)
     error: str | None = None
-    members: list | None = None
-    choices: list | None = None
+    members: list[Member] | None = None  # the ensemble's row
+    choices: list[str | None] | None = None  # the procedure's row: its choice on each outer split
     rung: str | None = None  # hold-out protocol: the ladder's rung it ended on ("1/16", "1/4", "all")
     model: ModelRecord = _part(ModelRecord)
     status: Status | None = None
     instance: InstanceFigures | None = None  # only on data with instance labels, for learners that find instances
 
     def __post_init__(self):
+        if self.members is not None:  # read back from a row's JSON
+            self.members = [m if isinstance(m, Member) else Member(**m) for m in self.members]
         if self.status is not None:
             self.status = Status(self.status)
         if self.protocol is not None:

@@ -1,0 +1,26 @@
+"""The plain records the driver hands tracking and the command line prints: trials and studies
+(:mod:`automil.records.trials`), a learner's result row and its status (:mod:`automil.records.results`). No
+Optuna and no MLflow here, so every layer above the core can share them."""
+
+from automil.records.results import (
+    PROCEDURE,
+    Costs,
+    Figure,
+    Headline,
+    InstanceFigures,
+    LearnerResult,
+    Member,
+    ModelRecord,
+    NestedFigure,
+    OuterSplit,
+    RepeatedFigure,
+    Status,
+    TrackingBacklog,
+    TrialCounts,
+    Tuning,
+)
+from automil.records.trials import TIMED_OUT, StudyRecord, TrialAttr, TrialRecord, TrialState
+
+__all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult",
+           "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord",
+           "InstanceFigures", "OuterSplit", "Member", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
