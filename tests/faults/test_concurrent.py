@@ -35,4 +35,4 @@ def test_a_second_worker_runs_beside_a_paused_one_and_every_trial_is_recorded_on
     harness.assert_study_complete(trials, N_TRIALS, workers=2)
     owners = {t.user_attrs["worker"] for t in trials}
     assert len(owners) == 2, "both workers recorded trials"
-    harness.report(f"two workers on one study ({any_storage.split(':')[0]})", harness.figures(trials))
+    harness.report(f"two workers on one study ({any_storage.split(':')[0].split('+')[0]})", harness.figures(trials))
