@@ -281,7 +281,8 @@ def print_learners(rows: list[dict]):
         if row.get("status") == Status.SKIPPED:
             continue
         rung = row.get("rung")
-        print(f"{row['learner']:22s} {row.get('status') or '-':>10s} {_percent(row.get('balanced_accuracy')):>6s} "
+        status = "one class" if row.get("one_class") else row.get("status") or "-"  # flagged, never a choice
+        print(f"{row['learner']:22s} {status:>10s} {_percent(row.get('balanced_accuracy')):>6s} "
               f"{'-' if rung is None else str(rung):>8s} {_seconds(row):>8s}")
 
 

@@ -179,6 +179,8 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
                           (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
             continue
         name = f"{row.learner} (chosen)" if row.model.selected else row.learner
+        if row.headline.one_class:
+            name = f"{row.learner} (one class)"
         headline, repeated, costs = row.headline, row.repeated, row.costs
         table.append((name, _measured(headline.accuracy, headline.accuracy_std),
                       _measured(headline.balanced_accuracy, headline.balanced_accuracy_std),
@@ -206,6 +208,9 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
              "none: the budget ended before a repeat (raise --timeout)."))
     print("* optimistic: scored on the folds the parameters were tuned on." + (
         "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
+    if any(row.headline.one_class for row in rows):
+        print("one class: a refit behind the headline predicted one class for every bag of its test bags; the "
+              "figure is flagged, never a choice.")
     if any(row.learner == PROCEDURE for row in rows):
         print(f"{PROCEDURE}: the procedure itself; each outer split takes the row best on its inner folds "
               "(as the final choice does on all bags) and is scored on its outer fold.")

@@ -123,3 +123,19 @@ def test_a_figure_over_one_repeat_has_no_sd_in_the_row_the_json_or_the_table(tmp
     lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith(("sil", "nsk"))}
     assert "60.0 +- -" in lines["sil"] and "+- 0.0" not in lines["sil"]
     assert "70.0 +- 14.1" in lines["nsk"]
+
+
+def test_a_headline_from_a_one_class_refit_is_flagged_in_the_table_and_never_chosen(capsys):
+    from automil.cli.tune import print_leaderboard
+
+    trials = [_complete(0, 0.7, {})]
+    nested = dict(outer_best=[trials[0]] * 3)
+    flat = result_row("fox", OPTIONS, Evaluation("sil", "svm", "fox/sil", trials, trials[0], **nested,
+                                                 nested=[_scores(0.5, 0.5, one_class=True)] * 3))
+    fine = result_row("fox", OPTIONS, Evaluation("nsk", "svm", "fox/nsk", trials, trials[0], **nested,
+                                                 nested=[_scores(0.6, 0.6)] * 3))
+    assert flat.headline.one_class and choose([flat, fine]).learner == "nsk"
+    print_leaderboard([flat, fine], None)
+    out = capsys.readouterr().out
+    assert "sil (one class)" in out and "nsk (one class)" not in out
+    assert "one class: a refit behind the headline predicted one class" in out
