@@ -43,21 +43,25 @@ def test_every_learner_runs_the_lowest_rung_first_within_a_small_share():
     states = [state("b"), state("a"), state("c", rungs=[(LOW, 0.6, 1.0)])]
     step = next_step(states, 20, time_left=160.0, jobs=2, ladder=LADDER)
     assert (step.learner, step.phase, step.fraction) == ("a", "rung", LOW)
-    assert step.time_limit == pytest.approx(160.0 * 2 / 2 * LOW * RUNG_SLACK)
+    # the share is among the three learners of the rung, c included: the last to go gets no more than the first
+    assert step.time_limit == pytest.approx(160.0 * 2 / 3 * LOW * RUNG_SLACK)
     # a small share is raised to the floor, never past the time left
     assert next_step(states, 20, time_left=20.0, ladder=LADDER).time_limit == pytest.approx(RUNG_FLOOR)
     assert next_step(states, 20, time_left=3.0, ladder=LADDER).time_limit == pytest.approx(3.0)
 
 
 def test_the_second_rung_goes_cheapest_first_to_learners_scored_on_the_first_and_fitting_their_share():
-    states = [state("slow", rungs=[(LOW, 0.7, 10.0)]), state("cheap", rungs=[(LOW, 0.6, 1.0)]),
+    states = [state("slow", rungs=[(LOW, 0.7, 5.0)]), state("cheap", rungs=[(LOW, 0.6, 1.0)]),
               state("failed", rungs=[(LOW, None, 3.0)])]
     step = next_step(states, 20, time_left=100.0, ladder=LADDER)
     assert (step.learner, step.fraction) == ("cheap", MID)
-    # alone it waits with a share of 100 x 1/4 x 2 = 50 s, and needs about 40 s there
+    # last to wait, it shares the rung with cheap: 100 / 2 x 1/4 x 2 = 25 s, and needs about 20 s there
     states[1] = state("cheap", rungs=[(LOW, 0.6, 1.0), (MID, 0.62, 4.0)])
     step = next_step(states, 20, time_left=100.0, ladder=LADDER)
-    assert (step.learner, step.fraction, step.time_limit) == ("slow", MID, pytest.approx(50.0))
+    assert (step.learner, step.fraction, step.time_limit) == ("slow", MID, pytest.approx(25.0))
+    # one that needs about 40 s does not fit that share and stays on the lowest rung
+    states[0] = state("slow", rungs=[(LOW, 0.7, 10.0)])
+    assert next_step(states, 20, time_left=100.0, ladder=LADDER).fraction is None
 
 
 def test_a_learner_that_cannot_fit_the_next_rung_is_left_where_it_is_and_reported_screened():

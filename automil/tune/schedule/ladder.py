@@ -171,13 +171,17 @@ def top_rung(learners, ladder, time_left: float | None, jobs: int = 1) -> set[st
 
 def ladder_step(learners, ladder, time_left: float | None, jobs: int = 1) -> LadderStep | None:
     """The next rung trial, lowest rung first: among the learners waiting for rung ``i`` (:func:`needs_rung`),
-    those whose estimated cost there fits their share (:func:`_rung_share`), cheapest first (unknown cost
+    those whose estimated cost there fits their share (:func:`_rung_share`, shared with the learners that
+    ran the rung already), cheapest first (unknown cost
     last, then by name). ``None`` when no rung trial is due: promotion (:func:`top_rung`) decides the rest."""
     for i, fraction in enumerate(ladder):
         waiting = [s for s in learners if needs_rung(s, i, ladder)]
         if not waiting:
             continue
-        share = _rung_share(time_left, jobs, len(waiting), fraction)
+        # a fair share among all the learners of the rung, not only those still waiting: the learners of
+        # unknown cost go last and would otherwise be left alone with the rung's whole time
+        on_rung = len(waiting) + sum(rung_of(s, fraction) is not None for s in learners)
+        share = _rung_share(time_left, jobs, on_rung, fraction)
         costs = {s.name: estimated_seconds(s, fraction) for s in waiting}
         fitting = [s for s in waiting if share is None or costs[s.name] is None or costs[s.name] <= share]
         if fitting:
