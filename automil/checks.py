@@ -334,7 +334,7 @@ def check_search_space_extremes(spec, n_random: int = 2):
 
 
 _GENERAL = (check_clone_and_params, check_binary, check_multiclass, check_list_and_bags_input,
-            check_deterministic, check_refit_forgets, check_bad_input, check_instance_order_does_not_matter)
+            check_deterministic, check_refit_forgets, check_bad_input)
 _MIL = (check_witness_copy_flips_negative_bag, check_negative_instances_keep_bag_negative,
         check_negative_only_signal_is_not_learned)
 
@@ -342,8 +342,9 @@ _MIL = (check_witness_copy_flips_negative_bag, check_negative_instances_keep_bag
 def learner_checks(spec) -> list:
     """The checks that apply to ``spec`` (a LearnerSpec, or an estimator instance), each a callable
     without arguments named after the property it proves."""
-    checks = [check for check in _GENERAL
-              if not (check is check_instance_order_does_not_matter and getattr(spec, "ordered", False))]
+    checks = list(_GENERAL)
+    if not (isinstance(spec, LearnerSpec) and spec.ordered):
+        checks.append(check_instance_order_does_not_matter)
     if isinstance(spec, LearnerSpec):
         checks.append(check_search_space_extremes)
     if isinstance(spec, LearnerSpec) and spec.standard_mil:

@@ -260,10 +260,8 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
               f"{_against(value, oracle)})")
     chosen = next((r for r in rows if r.get("selected")), None)
     chosen_figure = _percent(chosen.get("balanced_accuracy") if chosen else None)
-    members = ", ".join(m["learner"] for m in chosen.get("members") or ()) if chosen else ""
-    made_of = f"of {members}" if members else f"{chosen.get('trials') or 0} trials" if chosen else "none"
     print(f"chosen model     {chosen['learner'] if chosen else '-':>8s}   "
-          f"{made_of}, BACC {chosen_figure}; target: a chosen model at every size")
+          f"{_made_of(chosen)}, BACC {chosen_figure}; target: a chosen model at every size")
     # no figure: no headline (a partial row may lack one too); the automil row is the procedure, no learner
     none = [r for r in rows if r.get("balanced_accuracy") is None and r.get("status") != Status.SKIPPED
             and r.get("learner") != PROCEDURE]
@@ -271,6 +269,15 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
     names = ", ".join(f"{r['learner']} ({r['status']})" for r in none) or "none"
     print(f"no figure        {spent:8.1f} s   ({100 * spent / timeout:.1f}% of the budget, {len(none)} learners: "
           f"{names}; target <= 10%)")
+
+
+def _made_of(chosen: dict | None) -> str:
+    """An ensemble's members, else a learner's trials."""
+    if chosen is None:
+        return "none"
+    if chosen.get("members"):
+        return "of " + ", ".join(m["learner"] for m in chosen["members"])
+    return f"{chosen.get('trials') or 0} trials"
 
 
 def print_learners(rows: list[dict]):

@@ -178,9 +178,9 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
                           timed_out, *extra,
                           (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
             continue
-        name = f"{row.learner} (chosen)" if row.model.selected else row.learner
-        if row.headline.one_class:
-            name = f"{row.learner} (one class)"
+        # a one-class headline is never chosen: its flag is the one mark it needs
+        name = (f"{row.learner} (one class)" if row.headline.one_class else
+                f"{row.learner} (chosen)" if row.model.selected else row.learner)
         headline, repeated, costs = row.headline, row.repeated, row.costs
         table.append((name, _measured(headline.accuracy, headline.accuracy_std),
                       _measured(headline.balanced_accuracy, headline.balanced_accuracy_std),

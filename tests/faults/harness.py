@@ -44,13 +44,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def process_gone(pid: int) -> bool:
-    """True when ``pid`` no longer runs (a zombie counts as gone: it holds no memory)."""
+def _process_state(pid: int) -> str | None:
+    """The state letter of ``pid`` in ``/proc`` (``None``: no such process)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            return f.read().rsplit(")", 1)[1].split()[0]
     except FileNotFoundError:
-        return True
+        return None
+
+
+def process_gone(pid: int) -> bool:
+    """True when ``pid`` no longer runs (a zombie counts as gone: it holds no memory)."""
+    return _process_state(pid) in (None, "Z")
+
+
+def process_stopped(pid: int) -> bool:
+    """True when ``pid`` has stopped itself (SIGSTOP: state T), as the ask hook of the fault tests does."""
+    return _process_state(pid) == "T"
 
 
 # ---- automil tune as a process -----------------------------------------------------------------------

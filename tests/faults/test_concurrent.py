@@ -10,7 +10,6 @@ import pytest
 from automil.tune.workers.processes import STOP_AFTER_ASK_ENV
 from faults import harness
 from faults.harness import Tune
-from faults.test_kill_after_ask import stopped
 
 pytestmark = pytest.mark.timeout(400)
 N_TRIALS = 6
@@ -20,7 +19,8 @@ def test_a_second_worker_runs_beside_a_paused_one_and_every_trial_is_recorded_on
     paused = Tune(tmp_path / "a", site, any_storage, learners=("napper",), n_trials=N_TRIALS,
                   env={STOP_AFTER_ASK_ENV: "2"})
     paused.start()
-    harness.wait_for(lambda: stopped(paused.process.pid), 180, "the first worker to stop after its second ask")
+    harness.wait_for(lambda: harness.process_stopped(paused.process.pid), 180,
+                     "the first worker to stop after its second ask")
     other = Tune(tmp_path / "b", site, any_storage, learners=("napper",), n_trials=N_TRIALS)
     try:
         result = other.run(timeout=300)

@@ -15,17 +15,12 @@ pytestmark = pytest.mark.timeout(300)
 N_TRIALS = 4
 
 
-def stopped(pid: int) -> bool:
-    """Whether ``pid`` has stopped itself (SIGSTOP: state T)."""
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] == "T"
-
-
 def test_a_kill_right_after_a_trial_is_created_leaves_a_trial_the_rerun_fails_and_replaces(tmp_path, site,
                                                                                            any_storage):
     tune = Tune(tmp_path, site, any_storage, n_trials=N_TRIALS, env={STOP_AFTER_ASK_ENV: "3"})
     tune.start()
-    harness.wait_for(lambda: stopped(tune.process.pid), 180, "automil tune to stop after its third ask")
+    harness.wait_for(lambda: harness.process_stopped(tune.process.pid), 180,
+                     "automil tune to stop after its third ask")
     os.killpg(tune.process.pid, signal.SIGKILL)
     assert tune.wait().returncode == -signal.SIGKILL
     (killed,) = [t for t in tune.trials() if t.state.name == "RUNNING"]

@@ -27,6 +27,7 @@ from automil.tune.options import Allocation
 from automil.tune.schedule.ladder import (
     GROWTH_RANGE,
     RungState,
+    cheapest,
     estimated_seconds,
     estimated_trial_seconds,
     ladder_step,
@@ -153,10 +154,9 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
         learners = [s for s in learners if s.name in top]
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
-        def cost(s):  # on the ladder, estimated from the learner's rungs until it has run on all bags
-            return estimated_seconds(s, 1.0) if ladder and s.expected_seconds is None else s.expected_seconds
-
-        first = min(waiting, key=lambda s: (cost(s) is None, cost(s) or 0.0, s.name))
+        # on the ladder, a cost estimated from the learner's rungs until it has run on all bags
+        first = cheapest(waiting, lambda s: estimated_seconds(s, 1.0) if ladder and s.expected_seconds is None
+                         else s.expected_seconds)
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
         return Step(first.name, 0, "defaults", share)
     weights = shares(learners, n_trials, equal)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from automil.records import TrialAttr
 
-__all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap",
+__all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap", "cheapest",
            "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState", "LadderStep", "rung_of",
            "reached_top", "needs_rung", "estimated_seconds", "predicted_score", "promoted", "ladder_step",
            "top_rung", "estimated_trial_seconds", "screened_note", "rung_states"]
@@ -79,6 +79,12 @@ def rung_fraction(fraction: float, n_bags: int) -> float:
     """The share of ``n_bags`` training bags a rung of ``fraction`` fits on: at least ``RUNG_MIN_BAGS`` of
     them (all, when there are fewer)."""
     return min(max(fraction, RUNG_MIN_BAGS / max(n_bags, 1)), 1.0)
+
+
+def cheapest(learners, cost):
+    """The learner of lowest ``cost(learner)`` seconds, unknown costs (``None``) last, then by name."""
+    costs = {s.name: cost(s) for s in learners}
+    return min(learners, key=lambda s: (costs[s.name] is None, costs[s.name] or 0.0, s.name))
 
 
 def rung_of(learner, fraction: float) -> RungState | None:
@@ -185,7 +191,7 @@ def ladder_step(learners, ladder, time_left: float | None, jobs: int = 1) -> Lad
         costs = {s.name: estimated_seconds(s, fraction) for s in waiting}
         fitting = [s for s in waiting if share is None or costs[s.name] is None or costs[s.name] <= share]
         if fitting:
-            first = min(fitting, key=lambda s: (costs[s.name] is None, costs[s.name] or 0.0, s.name))
+            first = cheapest(fitting, lambda s: costs[s.name])
             return LadderStep(first.name, fraction, share)
     return None
 
