@@ -123,7 +123,8 @@ def main(argv=None) -> int:
                     args.allocation)
     tuned = time.time() - start
     bags = load_bags(args.dataset)
-    fronts = {r["learner"]: [{**p, "learner": r["learner"]} for p in r["pareto_front"]]
+    fronts = {r["learner"]: [{"learner": r["learner"], "trial": p["trial"], "params": p["params"], **p["values"]}
+                             for p in r["pareto_front"]]
               for r in rows if r.get("pareto_front")}
     print(f"{args.dataset}: tuned {len(fronts)} learners for BACC against fit seconds in {tuned:.0f} s "
           f"(--timeout {args.budget:.0f}, --allocation {args.allocation}); target: a front point >= "

@@ -56,10 +56,12 @@ def test_rows_carry_the_front_of_their_study_and_the_best_trial_is_its_most_accu
         front = row["pareto_front"]
         assert {p["trial"] for p in front} == expected and front
         for point in front:
-            assert (point["balanced_accuracy"], point["fit_seconds"]) == pytest.approx(values[point["trial"]])
+            assert list(point["values"]) == ["balanced_accuracy", "fit_seconds"]
+            assert tuple(point["values"].values()) == pytest.approx(values[point["trial"]])
             assert point["params"] == study.trials[point["trial"]].user_attrs["estimator_params"]
-        top = max(front, key=lambda p: (p["balanced_accuracy"], -p["fit_seconds"]))
-        assert row["best_trial"] == top["trial"] and row["tuning_score"] == pytest.approx(top["balanced_accuracy"])
+        top = max(front, key=lambda p: (p["values"]["balanced_accuracy"], -p["values"]["fit_seconds"]))
+        assert row["best_trial"] == top["trial"]
+        assert row["tuning_score"] == pytest.approx(top["values"]["balanced_accuracy"])
 
 
 def test_the_table_shows_each_front_and_the_store_the_scatter_of_every_trial(pareto_run):

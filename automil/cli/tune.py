@@ -246,9 +246,8 @@ def _print_choice(rows: list[LearnerResult]):
 
 
 def _objectives(rows: list[LearnerResult]) -> list[str]:
-    """The objectives of the fronts, in their order (a point's keys after ``trial`` and ``params``)."""
-    point = next((row.tuning.pareto_front[0] for row in rows if row.tuning.pareto_front), {})
-    return [key for key in point if key not in ("trial", "params")]
+    """The objectives of the fronts, in their order."""
+    return next((list(row.tuning.pareto_front[0].values) for row in rows if row.tuning.pareto_front), [])
 
 
 def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
@@ -259,7 +258,7 @@ def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
     if not front or cost is None:
         return ("-" if front is None else len(front), "-", "-")
     metric = row.metric
-    fast = front[cheapest_near_best([p[metric] for p in front], [p[cost] for p in front])]
+    fast = front[cheapest_near_best([p.values[metric] for p in front], [p.values[cost] for p in front])].values
     return (len(front), f"{fast[cost]:.3g}", _percent(fast[metric]))
 
 

@@ -13,6 +13,7 @@ from automil.records.results import (
     ModelRecord,
     NestedFigure,
     OuterSplit,
+    ParetoPoint,
     RepeatedFigure,
     Status,
     TrackingBacklog,
@@ -23,4 +24,4 @@ from automil.records.trials import TIMED_OUT, StudyRecord, TrialAttr, TrialRecor
 
 __all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult",
            "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord",
-           "InstanceFigures", "OuterSplit", "Member", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
+           "InstanceFigures", "OuterSplit", "Member", "ParetoPoint", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]

@@ -12,8 +12,8 @@ from automil.evaluation.protocol import Protocol
 from automil.records.trials import TIMED_OUT
 
 __all__ = ["Status", "LearnerResult", "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure",
-           "Headline", "Costs", "ModelRecord", "InstanceFigures", "OuterSplit", "Member", "TrackingBacklog",
-           "PROCEDURE"]
+           "Headline", "Costs", "ModelRecord", "InstanceFigures", "OuterSplit", "Member", "ParetoPoint",
+           "TrackingBacklog", "PROCEDURE"]
 
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
 
@@ -81,6 +81,16 @@ class TrialCounts:
 
 
 @dataclass(frozen=True)
+class ParetoPoint:
+    """A completed trial that no other trial of its multi-objective study beats on every objective: its
+    number, parameters and value of each objective (by name, in the study's order; from the tuning folds)."""
+
+    trial: int
+    params: dict | None
+    values: dict[str, float]
+
+
+@dataclass(frozen=True)
 class Tuning:
     """What tuning found in the main study: the best trial's value of the metric on the tuning folds
     (``score``, optimistic), its number and parameters, and with several objectives the Pareto front."""
@@ -88,7 +98,12 @@ class Tuning:
     score: float | None = _keyed("tuning_score")
     best_trial: int | None = None
     best_params: dict | None = None
-    pareto_front: list | None = None
+    pareto_front: list[ParetoPoint] | None = None
+
+    def __post_init__(self):
+        if self.pareto_front is not None:  # read back from a row's JSON
+            object.__setattr__(self, "pareto_front", [p if isinstance(p, ParetoPoint) else ParetoPoint(**p)
+                                                      for p in self.pareto_front])
 
 
 @dataclass(frozen=True)

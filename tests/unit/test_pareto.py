@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from automil.evaluation.pareto import cheapest_near_best, non_dominated
-from automil.records import TrialRecord, TrialState
+from automil.records import ParetoPoint, TrialRecord, TrialState
 from automil.tune.backend.optuna_trials import best_trial
 from automil.tune.final.leaderboard import pareto_front
 from automil.tune.options import OBJECTIVES, TuneOptions
@@ -92,11 +92,10 @@ def test_a_row_front_holds_the_non_dominated_completed_trials_best_first():
     trials = [_trial(0, 0.80, 1.0), _trial(1, 0.90, 5.0), _trial(2, 0.85, 6.0), _trial(3, 0.70, 0.2),
               _trial(4, 0.99, 0.1, TrialState.PRUNED), TrialRecord(5, TrialState.FAIL)]
     front = pareto_front(trials, options)
-    assert [p["trial"] for p in front] == [1, 0, 3]
-    assert front[0] == {"trial": 1, "params": {"C": 1.0}, "balanced_accuracy": 0.90, "fit_seconds": 5.0}
+    assert [p.trial for p in front] == [1, 0, 3]
+    assert front[0] == ParetoPoint(1, {"C": 1.0}, {"balanced_accuracy": 0.90, "fit_seconds": 5.0})
     for a, b in itertools.permutations(front, 2):
-        assert not _dominates([a["balanced_accuracy"], a["fit_seconds"]], [b["balanced_accuracy"], b["fit_seconds"]],
-                              MAX_MIN)
+        assert not _dominates(list(a.values.values()), list(b.values.values()), MAX_MIN)
 
 
 def test_one_objective_is_the_metric_and_changes_nothing():

@@ -81,3 +81,17 @@ def test_an_ensemble_row_holds_typed_members_and_writes_them_as_today():
     assert written["members"] == [{"learner": "mi-svm", "weight": 0.75}, {"learner": "nsk", "weight": 0.25}]
     back = LearnerResult.from_dict(written)
     assert back.members == row.members and all(isinstance(m, Member) for m in back.members)
+
+
+def test_a_pareto_front_holds_typed_points_and_reads_back_as_written():
+    from automil.records import ParetoPoint, Tuning
+
+    front = [ParetoPoint(4, {"C": 10.0}, {"balanced_accuracy": 0.9, "fit_seconds": 2.5}),
+             ParetoPoint(1, None, {"balanced_accuracy": 0.8, "fit_seconds": 0.1})]
+    row = LearnerResult(dataset="fox", learner="nsk", tuning=Tuning(score=0.9, best_trial=4, pareto_front=front))
+    written = json.loads(json.dumps(row.to_dict()))
+    assert written["pareto_front"][0] == {"trial": 4, "params": {"C": 10.0},
+                                          "values": {"balanced_accuracy": 0.9, "fit_seconds": 2.5}}
+    back = LearnerResult.from_dict(written)
+    assert back.tuning.pareto_front == front and all(isinstance(p, ParetoPoint) for p in back.tuning.pareto_front)
+    assert "pareto_front" not in LearnerResult(dataset="fox", learner="nsk").to_dict()  # one objective: no key

@@ -26,6 +26,7 @@ from automil.records import (
     LearnerResult,
     NestedFigure,
     OuterSplit,
+    ParetoPoint,
     RepeatedFigure,
     Status,
     TrialAttr,
@@ -202,17 +203,16 @@ def _confusion(predictions: list[tuple]) -> tuple[list, list]:
     return classes.tolist(), confusion_matrix(y_true, y_pred, labels=classes).tolist()
 
 
-def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[dict]:
+def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[ParetoPoint]:
     """The completed trials of a multi-objective study that no other beats on every objective, best
-    metric first: ``{trial, params, <objective>: value, ...}``. Like the tuning score, the values come
-    from the folds the parameters were tuned on."""
+    metric first. Like the tuning score, the values come from the folds the parameters were tuned on."""
     complete = [t for t in trials if t.state is TrialState.COMPLETE and len(t.values) == len(options.objectives)]
     if not complete:
         return []
     keep = non_dominated([t.values for t in complete], [d == "maximize" for d in options.directions])
-    front = [{"trial": t.number, "params": t.attrs.get(TrialAttr.ESTIMATOR_PARAMS),
-              **dict(zip(options.objectives, t.values, strict=True))} for t in (complete[i] for i in keep)]
-    return sorted(front, key=lambda point: (-point[options.metric], point["trial"]))
+    front = [ParetoPoint(t.number, t.attrs.get(TrialAttr.ESTIMATOR_PARAMS),
+                         dict(zip(options.objectives, t.values, strict=True))) for t in (complete[i] for i in keep)]
+    return sorted(front, key=lambda point: (-point.values[options.metric], point.trial))
 
 
 def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecord]) -> str | None:
