@@ -14,7 +14,7 @@ _EXPORTS = {
     "LearnerSpec": "automil.learner",
     "Published": "automil.learner",
     "DatasetSpec": "automil.data.datasets",
-    "DataFile": "automil.data.datasets",
+    "DataFile": "automil.data.files",
     "load_bags": "automil.data.datasets",
     "hookimpl": "automil.hookspecs",
     "learners": "automil.plugins",
@@ -22,7 +22,7 @@ _EXPORTS = {
     "get_learner": "automil.plugins",
     "get_dataset": "automil.plugins",
     # the plugin API: what a learner or dataset plugin may use besides the names above
-    "fetch": "automil.data.datasets",
+    "fetch": "automil.data.files",
     "read_bags": "automil.data.readers",
     "Reader": "automil.data.readers",
     "bag_max": "automil.bag_scores",

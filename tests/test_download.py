@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from automil.data.datasets import CACHE_DIR_ENV, DATA_DIR_ENV, DataFile, DataFileError, fetch
+from automil.data.files import CACHE_DIR_ENV, DATA_DIR_ENV, DataFile, DataFileError, fetch
 from automil.data.readers import read_bags
 from automil_datasets.catalog import BENCHMARK_FILES
 

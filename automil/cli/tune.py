@@ -116,26 +116,9 @@ def _run_tune(args) -> int:
 
 def _tracking(options):
     """The tracking factory ``tune`` calls in every tuning process, or ``None`` with ``--no-track``."""
+    from automil.track.outage.tolerant import open_tracker
+
     return functools.partial(open_tracker, options.tracking_uri) if options.track else None
-
-
-def open_tracker(tracking_uri: str | None):
-    """The MLflow tracker, which keeps what a server outage keeps it from logging (see
-    :mod:`automil.track.outage.tolerant`); a store that cannot be opened stops the run before any tuning, since
-    results that silently go untracked are lost to the UI and the report."""
-    from automil.track.outage.tolerant import OutageTolerant
-    from automil.track.store.locations import default_tracking_uri, refused_login
-
-    try:
-        return OutageTolerant.open(tracking_uri)
-    except Exception as error:
-        refused = refused_login(error, tracking_uri or default_tracking_uri())
-        if refused is not None:
-            raise RuntimeError(refused) from None
-        store = shown_storage(tracking_uri) if tracking_uri else "(default)"
-        reason = str(error) if store in str(error) else f"cannot open the MLflow tracking store {store}: {error}"
-        raise RuntimeError(f"{reason} (give a writable --tracking-uri, or --no-track to tune without tracking)"
-                           ) from error
 
 
 METRIC_LABELS = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}

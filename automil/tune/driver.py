@@ -6,8 +6,8 @@ Studies live in a storage that several processes share (a journal file by defaul
 otherwise), so a rerun continues them and several ``automil tune`` processes cooperate on them.
 
 The names of the study and trial user attributes are a contract with :mod:`automil.track`; they are
-listed in ``docs/tune.md`` ("What a study stores"). This is the one module that calls tracking: the loop
-and the final evaluation tell it what happened (:class:`~automil.tune.tracking.Recorder`).
+listed in ``docs/tune.md`` ("What a study stores"). The loop and the final evaluation tell what happened to a
+:class:`~automil.tune.tracking.Recorder`; the driver hands them the one that records it on tracking.
 """
 
 from __future__ import annotations
@@ -19,22 +19,21 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from automil.evaluation.folds_file import RunFolds, read_fold_file
-from automil.records import LearnerResult, TrialRecord
+from automil.records import LearnerResult
 from automil.tune.backend.optuna_storage import open_storage
-from automil.tune.backend.optuna_trials import records, study_record
-from automil.tune.final.ensemble_row import ENSEMBLE
-from automil.tune.final.leaderboard import PROCEDURE_SPEC, Choice, procedure_row, rank, skipped_row
+from automil.tune.final.leaderboard import Choice, procedure_row, rank, skipped_row
 from automil.tune.final.refits import final_evaluation
 from automil.tune.listener import Listener, Silent
 from automil.tune.loop.trial_loop import tune_studies
 from automil.tune.options import TuneOptions
-from automil.tune.studies.plan import Plan, changed_data_note, prepare_studies, study_name
+from automil.tune.recording import TrackingRecorder
+from automil.tune.studies.plan import Plan, changed_data_note, prepare_studies
 from automil.tune.tracking import Guarded, Tracking, open_tracking
 from automil.tune.workers.fits import fit_worker
 from automil.tune.workers.processes import die_with_parent, release_instances, share_instances
 from automil.uris import shown_storage
 
-__all__ = ["tune", "TrackingRecorder"]
+__all__ = ["tune"]
 
 
 def tune(dataset: str, learners=None, options: TuneOptions | None = None, listener: Listener | None = None,
@@ -120,65 +119,6 @@ def _select(rows: list[LearnerResult], choice: Choice, dataset: str, guard: Guar
                                                                     chosen.model.uri)
     chosen.model = replace(chosen.model, selected=True, registered=registered)
     return chosen
-
-
-class TrackingRecorder:
-    """What the loop and the final evaluation tell, recorded on tracking: every learner's main study is
-    one parent run, its trials child runs, its result the parent's figures and model."""
-
-    def __init__(self, plan: Plan, guard: Guarded):
-        self.plan = plan
-        self.guard = guard
-        self.tracking = guard.tracking  # every call through guard.call
-        self.parents = {}
-
-    @property
-    def enabled(self) -> bool:
-        return self.guard.enabled
-
-    def learner_started(self, spec) -> None:
-        if spec.name not in self.parents:
-            self.parents[spec.name] = self._parent(study_name(self.plan.dataset, spec.name), spec)
-
-    def trial_done(self, spec, trial: TrialRecord, study_name: str) -> None:
-        parent = self.parents.get(spec.name)
-        if parent is not None:
-            self.guard.call(self.tracking.log_trial, parent, trial, study_name)
-
-    def study_done(self, spec, study, result: LearnerResult | None = None, model=None, bags=None) -> str | None:
-        """Log every finished trial of the study not logged yet (by any worker), then ``result``, if given,
-        as its result; the URI of the logged model, if any."""
-        parent = self._parent(study.study_name, spec)
-        if parent is None:
-            return None
-        found = study_record(study) if result is not None else None
-        for trial in found.trials if found is not None else records(study):
-            if trial.finished:
-                self.guard.call(self.tracking.log_trial, parent, trial, study.study_name)
-        if result is None:
-            self.guard.call(self.tracking.end_study, parent)
-            return None
-        self.guard.call(self.tracking.log_folds, parent, self.plan.folds)
-        return self.guard.call(self.tracking.log_result, parent, result, model, bags, found)
-
-    def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
-        return self._row_done(result, ENSEMBLE, model, bags)
-
-    def procedure_done(self, result: LearnerResult, bags) -> None:
-        """The procedure's row on a run of its own, beside the learners' (it has no model); ``bags`` are its
-        dataset input, as on every learner's run, so that filtering the runs by dataset keeps its row."""
-        self._row_done(result, PROCEDURE_SPEC, bags=bags)
-
-    def _row_done(self, result: LearnerResult, spec, model=None, bags=None) -> str | None:
-        parent = self._parent(result.study, spec)
-        if parent is None:
-            return None
-        self.guard.call(self.tracking.log_folds, parent, self.plan.folds)
-        return self.guard.call(self.tracking.log_result, parent, result, model, bags)
-
-    def _parent(self, name: str, spec) -> str | None:
-        return self.guard.call(self.tracking.study_run, name, self.plan.dataset, spec,
-                               {"automil.protocol": self.plan.options.protocol})
 
 
 def _usable_learners(bags, names):

@@ -28,6 +28,7 @@ from automil.tune.schedule.budget import (
     probe_limits,
     run_seconds,
     standing,
+    trial_stop,
     tuning_deadline,
     worth_probing,
 )
@@ -259,3 +260,10 @@ def test_run_seconds_add_up_the_trials_of_every_study_that_started_in_this_run()
 def test_a_plan_refuses_a_protocol_not_yet_decided_on_its_bags():
     with pytest.raises(ValueError, match="protocol decided on its bags"):
         Plan("d", ["a"], TuneOptions(), SIX_BAGS, 0.0)
+
+
+def test_a_trial_stops_at_its_share_when_the_share_ends_first_else_at_the_deadline():
+    assert trial_stop(100.0, 30.0, 200.0) == (130.0, True)  # its own share: passing it is too slow
+    assert trial_stop(100.0, 150.0, 200.0) == (200.0, False)  # the run's budget cuts it
+    assert trial_stop(100.0, None, 200.0) == (200.0, False)  # no share: the deadline alone
+    assert trial_stop(100.0, None, np.inf) == (np.inf, False)  # no --timeout

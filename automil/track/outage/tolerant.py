@@ -20,7 +20,7 @@ from automil.track.outage.backlog import BacklogFile, Kept, Learner, Study, back
 from automil.track.writing.tracker import Tracker
 from automil.uris import shown_storage
 
-__all__ = ["OutageTolerant", "unreachable", "replay", "Replayed", "HTTP_WAITS"]
+__all__ = ["OutageTolerant", "open_tracker", "unreachable", "replay", "Replayed", "HTTP_WAITS"]
 
 # MLflow's retry settings for automil's client, unless the user set them: about 3 s per call to a server that
 # refuses connections (2 retries with back-off and jitter), 3 x 10 s to one that accepts and never answers.
@@ -194,6 +194,24 @@ class OutageTolerant:
         self.reason = f"{type(root).__name__}: {str(root).splitlines()[0] if str(root) else ''}".rstrip(": ")
         self._next_attempt = time.monotonic() + self._pause
         self._pause = min(2 * self._pause, LONGEST_PAUSE)
+
+
+def open_tracker(tracking_uri: str | None):
+    """A run's tracker: :class:`OutageTolerant` on ``tracking_uri``. A store that cannot be opened stops the
+    run before any tuning, with one line saying why, since results that silently go untracked are lost to
+    the UI and the report."""
+    from automil.track.store.locations import default_tracking_uri, refused_login
+
+    try:
+        return OutageTolerant.open(tracking_uri)
+    except Exception as error:
+        refused = refused_login(error, tracking_uri or default_tracking_uri())
+        if refused is not None:
+            raise RuntimeError(refused) from None
+        store = shown_storage(tracking_uri) if tracking_uri else "(default)"
+        reason = str(error) if store in str(error) else f"cannot open the MLflow tracking store {store}: {error}"
+        raise RuntimeError(f"{reason} (give a writable --tracking-uri, or --no-track to tune without tracking)"
+                           ) from error
 
 
 @dataclass

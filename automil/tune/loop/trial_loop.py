@@ -29,6 +29,7 @@ from automil.tune.schedule.budget import (
     learner_state,
     next_step,
     standing,
+    trial_stop,
     tuning_deadline,
     worth_probing,
 )
@@ -145,12 +146,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     # a killed worker's replacement starts and imports the learner's libraries before this trial's clock
     worker.wait_started()
     import_for(worker, (spec.name,))
-    started = time.time()
-    # A share that ends before the deadline is the learner's own: passing it makes the learner too slow.
-    # One that the deadline cuts is the run's budget running out, as for any other trial.
-    fair_share = share is not None and started + share < deadline
-    hard_stop = started + share if fair_share else deadline
-    # a share the deadline cuts is all the learner has left; the ladder measures costs itself
+    hard_stop, fair_share = trial_stop(time.time(), share, deadline)
+    # the ladder measures costs itself
     probe = not plan.ladder and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
     with trial_heartbeat(study_storage(study), trial_id(trial)):

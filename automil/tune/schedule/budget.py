@@ -39,9 +39,9 @@ from automil.tune.schedule.ladder import (
 from automil.tune.studies.plan import Plan
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
-           "learner_state", "standing", "tuning_deadline", "final_deadline", "extras_deadline", "FINAL_SHARE",
-           "worth_probing", "probe_limits", "estimated_trial_seconds", "run_seconds", "PROBE_FRACTIONS", "GROWTH_RANGE",
-           "final_fits"]
+           "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
+           "FINAL_SHARE", "worth_probing", "probe_limits", "estimated_trial_seconds", "run_seconds",
+           "PROBE_FRACTIONS", "GROWTH_RANGE", "final_fits"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -255,6 +255,15 @@ def tuning_deadline(plan: Plan, reserve: float = 0.0) -> float | None:
         return None
     low, high = FINAL_SHARE
     return plan.start + t - min(max(reserve, low * t), high * t)
+
+
+def trial_stop(started: float, share: float | None, deadline: float) -> tuple[float, bool]:
+    """When a trial that ``started`` with the learner's ``share`` (``None``: none) must stop, and whether
+    that stop is the learner's own share. A share that ends before the tuning ``deadline`` is the learner's:
+    passing it makes the learner too slow. One the deadline cuts is the run's budget running out, as for any
+    other trial, and all the learner has left."""
+    own = share is not None and started + share < deadline
+    return (started + share if own else deadline), own
 
 
 def final_deadline(plan: Plan) -> float:
