@@ -40,7 +40,7 @@ def test_a_learner_estimated_too_slow_is_reported_after_a_small_part_of_its_shar
     trial = optuna.load_study(study_name=f"wide-bags/{learner}", storage=open_storage(journal)).trials[0]
     assert trial.user_attrs["too_slow"] and trial.user_attrs["estimated_seconds"] > share
     # a learner whose estimate fits its share runs its defaults as usual
-    assert rows["centroid"]["status"] == "ok" and rows["centroid"]["budget_seconds"] > 0
+    assert rows["centroid"]["status"] == "ok" and rows["centroid"]["budget_seconds"] > 0, rows["centroid"]["error"]
     assert re.search(rf"^{learner}\s+too slow", done.stdout, re.MULTILINE)
     if learner == "slow-linear":  # concluded from the smaller sample's limit
         assert re.search(r"a fit on \d+ bags ran \d\.\d s without finishing", slow["error"])

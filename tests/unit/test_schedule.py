@@ -32,6 +32,7 @@ from automil.tune.schedule.budget import (
     tuning_deadline,
     worth_probing,
 )
+from automil.tune.schedule.ladder import GROWTH_MIN_SECONDS
 from automil.tune.studies.plan import Plan
 
 SIX_BAGS = RunFolds("d", tuple("abcdef"), np.zeros(6, dtype=int), ())  # a plan's folds, never read here
@@ -231,6 +232,15 @@ def test_a_measured_growth_stays_within_its_range():
     assert high == pytest.approx(32.0 * 4.0 ** GROWTH_RANGE[1])
     # a single sample (the other stopped) extrapolates linearly
     assert estimated_trial_seconds([1000], [3.0], 8000, fits=2) == pytest.approx(2 * 24.0)
+
+
+def test_fits_too_short_to_time_are_extrapolated_linearly_not_by_their_noise():
+    # a fast learner's two sample fits, the second delayed by a loaded machine: no growth is read from them
+    short = GROWTH_MIN_SECONDS / 4
+    assert estimated_trial_seconds([1000, 2000], [short, 8 * short], 8000, fits=1) == pytest.approx(8 * short * 4)
+    # from the resolution up, the growth is measured (here quadratic)
+    timed = GROWTH_MIN_SECONDS
+    assert estimated_trial_seconds([1000, 2000], [timed, 4 * timed], 8000, fits=1) == pytest.approx(4 * timed * 16)
 
 
 def test_only_large_data_under_a_fair_share_is_probed_and_the_probe_keeps_to_its_part_of_the_share():

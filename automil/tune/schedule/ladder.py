@@ -18,7 +18,7 @@ from automil.records import TrialAttr
 __all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap", "cheapest",
            "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState", "LadderStep", "rung_of",
            "reached_top", "needs_rung", "estimated_seconds", "predicted_score", "promoted", "ladder_step",
-           "top_rung", "estimated_trial_seconds", "screened_note", "rung_states"]
+           "top_rung", "estimated_trial_seconds", "screened_note", "rung_states", "GROWTH_MIN_SECONDS"]
 
 # The rungs below the top, as fractions of a fold's training bags (whole bags, every class alike): FLAML's
 # factor 4 between sample sizes, two rungs so that every learner has a learning curve of two points.
@@ -45,6 +45,9 @@ MIN_PROMOTED = 2
 # A measured growth exponent is kept within these bounds: no fit is cheaper than reading its data once,
 # and a fixed start-up cost on the small sample must not pass for a cubic solver.
 GROWTH_RANGE = (1.0, 3.0)
+# A growth is measured only from fits of at least this many seconds: a shorter one is mostly the worker's
+# overhead and the scheduler's delays, which on a loaded machine can double it and pass for a steep growth.
+GROWTH_MIN_SECONDS = 0.1
 
 
 @dataclass(frozen=True)
@@ -111,10 +114,11 @@ def estimated_trial_seconds(sizes: list[float], seconds: list[float], full: floa
     """The seconds of ``fits`` fits on ``full`` training instances, from fits on ``sizes`` instances that
     took ``seconds``: ``t(full) = t(n) * (full / n) ** a`` from the largest sample ``n``, with ``a`` the
     learner's declared ``growth``, else measured between the first and last samples (``log(t2 / t1) /
-    log(n2 / n1)``, within ``GROWTH_RANGE``; linear from a single sample)."""
+    log(n2 / n1)``, within ``GROWTH_RANGE``; linear from a single sample or from a first fit shorter than
+    ``GROWTH_MIN_SECONDS``)."""
     if growth is None:
         growth = GROWTH_RANGE[0]
-        if len(sizes) > 1 and sizes[-1] > sizes[0] and seconds[0] > 0 and seconds[-1] > 0:
+        if len(sizes) > 1 and sizes[-1] > sizes[0] and seconds[0] >= GROWTH_MIN_SECONDS and seconds[-1] > 0:
             growth = math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
         growth = min(max(growth, GROWTH_RANGE[0]), GROWTH_RANGE[1])
     return fits * seconds[-1] * (full / sizes[-1]) ** growth
