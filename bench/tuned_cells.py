@@ -33,8 +33,8 @@ def cv_scores(spec, params: dict, bags, assignment) -> tuple[float, float]:
     """Mean accuracy and balanced accuracy over the folds of ``assignment``."""
     scores = [fold_scores(bags.y[test], Standardized(spec.build(**params)).fit(bags.subset(train))
                           .predict(bags.subset(test))) for train, test in fold_splits(assignment)]
-    return (float(np.mean([s["accuracy"] for s in scores])),
-            float(np.mean([s["balanced_accuracy"] for s in scores])))
+    return (float(np.mean([s.accuracy for s in scores])),
+            float(np.mean([s.balanced_accuracy for s in scores])))
 
 
 def parse_setting(text: str, n_features: int) -> dict:
