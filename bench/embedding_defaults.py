@@ -29,7 +29,8 @@ CANDIDATES = {
                                      "linear-svm", "rbf-svm")
                   for statistics in (("mean", "max", "min"), ("mean", "max", "min", "std"))],
     "miles": [{"gamma": gamma, "C": 1.0} for gamma in (0.1, 1.0, 10.0)] + [{"gamma": 1.0, "C": C} for C in (0.1, 10.0)],
-    "mivlad": [{"n_codewords": k, "C": C} for k in (1, 2, 4, 8) for C in (0.1, 1.0, 10.0)],
+    "mivlad": [{"n_codewords": k, "C": C} for k in (1, 2, 4, 8) for C in (0.1, 1.0, 10.0)]
+              + [{"n_codewords": k, "C": C, "counts": True} for k in (2, 4, 8) for C in (0.1, 1.0, 10.0)],
     "mifv": [{"n_codewords": k, "C": C} for k in (1, 2, 4, 8) for C in (1.0, 10.0)],
 }
 

@@ -44,6 +44,9 @@ def parse_setting(text: str, n_features: int) -> dict:
         if key == "g":
             params["gamma"] = float(value) / n_features
             continue
+        if value in ("True", "False"):
+            params[key] = value == "True"
+            continue
         try:
             params[key] = float(value) if key == "C" else int(value)
         except ValueError:

@@ -28,8 +28,8 @@ def register_learners(register):
                     "concepts (Chen, Bi & Wang 2006)",
         sparse=True, first_trial=spaces.FIRST_TRIALS["miles"], published=published.PUBLISHED["miles"]))
     register(automil.LearnerSpec(
-        name="mivlad", estimator=MiVLAD, search_space=spaces.codebook_space,
-        description="miVLAD: VLAD codes over k-means codewords + linear SVM (Wei, Wu & Zhou 2017)",
+        name="mivlad", estimator=MiVLAD, search_space=spaces.vlad_space,
+        description="miVLAD: VLAD codes and cell shares over k-means codewords + linear SVM (Wei, Wu & Zhou 2017)",
         first_trial=spaces.FIRST_TRIALS["mivlad"], published=published.PUBLISHED["mivlad"]))
     register(automil.LearnerSpec(
         name="mifv", estimator=MiFV, search_space=spaces.codebook_space,

@@ -18,7 +18,7 @@ from sklearn.svm import LinearSVC
 
 from automil_embedding.embedded import EmbeddedClassifier, power_l2_normalize
 
-__all__ = ["MiVLAD", "MiFV", "vlad", "fisher_vector"]
+__all__ = ["MiVLAD", "MiFV", "vlad", "cell_shares", "fisher_vector"]
 
 MINIBATCH_ABOVE = 20_000
 GMM_SAMPLE = 20_000
@@ -43,6 +43,13 @@ def vlad(bags, centers, assignment):
     counts = np.bincount(cell, minlength=bags.n_bags * k)[:, None]
     residuals = pooling @ bags.X - counts * np.tile(centers, (bags.n_bags, 1))
     return residuals.reshape(bags.n_bags, -1)
+
+
+def cell_shares(bags, assignment, k):
+    """Per bag, the share of its instances assigned to each of the ``k`` codewords, ``(n_bags, k)``; its
+    square root has unit L2 norm, as the normalized VLAD code beside it."""
+    counts = np.bincount(bags.bag_index * k + assignment, minlength=bags.n_bags * k).reshape(bags.n_bags, k)
+    return counts / bags.sizes[:, None]
 
 
 def fisher_vector(bags, mixture):
@@ -94,9 +101,10 @@ class _CodebookClassifier(EmbeddedClassifier):
 class MiVLAD(_CodebookClassifier):
     """miVLAD (Wei, Wu & Zhou 2017): VLAD codes over k-means codewords, then a linear SVM.
 
-    Parameters: ``n_codewords`` (default 1), ``C`` (default 10.0), ``random_state``; see the module's
-    ``_CodebookClassifier``. With 2 or more codewords VLAD drops how many instances fall in each cell, so a
-    lone witness in a cell of its own goes unseen (docs/accuracy-embedding.md).
+    Parameters: ``n_codewords``, ``C``, ``random_state`` (see the module's ``_CodebookClassifier``) and
+    ``counts``. VLAD keeps only the residuals, not how many instances fall in each cell, so a lone witness
+    in a cell of its own goes unseen; with ``counts`` (our addition, not the paper's) the code also holds
+    the square root of the bag's share of instances in each cell (docs/accuracy-embedding.md).
 
     Attributes
     ----------
@@ -104,9 +112,10 @@ class MiVLAD(_CodebookClassifier):
     classifier_ : LinearSVC
     """
 
-    def __init__(self, n_codewords=1, C=10.0, random_state=None):
+    def __init__(self, n_codewords=8, C=1.0, counts=True, random_state=None):
         self.n_codewords = n_codewords
         self.C = C
+        self.counts = counts
         self.random_state = random_state
 
     def _fit_codebook(self, X, k):
@@ -114,8 +123,12 @@ class MiVLAD(_CodebookClassifier):
             return MiniBatchKMeans(k, batch_size=4096, n_init=3, random_state=self.random_state).fit(X)
         return KMeans(k, n_init=3, random_state=self.random_state).fit(X)
 
-    def _encode(self, bags):
-        return vlad(bags, self.codebook_.cluster_centers_, self.codebook_.predict(bags.X))
+    def _embed(self, bags):
+        centers, assignment = self.codebook_.cluster_centers_, self.codebook_.predict(bags.X)
+        code = power_l2_normalize(vlad(bags, centers, assignment))
+        if not self.counts:
+            return code
+        return np.hstack((code, np.sqrt(cell_shares(bags, assignment, len(centers)))))
 
 
 class MiFV(_CodebookClassifier):
