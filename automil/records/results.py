@@ -56,6 +56,11 @@ _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "see
 _PREFIX, _KEY = "automil.prefix", "automil.key"
 
 
+def _records(cls, items):
+    """``items`` as ``cls`` records: a row read back from JSON holds them as dicts (``None`` stays)."""
+    return None if items is None else [i if i is None or isinstance(i, cls) else cls(**i) for i in items]
+
+
 def _keyed(key: str, default=None):
     """A field of a part that the flat row names ``key``."""
     return field(default=default, metadata={_KEY: key})
@@ -101,9 +106,7 @@ class Tuning:
     pareto_front: list[ParetoPoint] | None = None
 
     def __post_init__(self):
-        if self.pareto_front is not None:  # read back from a row's JSON
-            object.__setattr__(self, "pareto_front", [p if isinstance(p, ParetoPoint) else ParetoPoint(**p)
-                                                      for p in self.pareto_front])
+        object.__setattr__(self, "pareto_front", _records(ParetoPoint, self.pareto_front))
 
 
 @dataclass(frozen=True)
@@ -146,9 +149,7 @@ class NestedFigure(Figure):
     outer_splits: list[OuterSplit | None] | None = _keyed("outer_splits")
 
     def __post_init__(self):
-        if self.outer_splits is not None:  # read back from a row's JSON
-            object.__setattr__(self, "outer_splits", [s if s is None or isinstance(s, OuterSplit) else OuterSplit(**s)
-                                                      for s in self.outer_splits])
+        object.__setattr__(self, "outer_splits", _records(OuterSplit, self.outer_splits))
 
 
 @dataclass(frozen=True)
@@ -235,8 +236,7 @@ class LearnerResult:
     instance: InstanceFigures | None = None  # only on data with instance labels, for learners that find instances
 
     def __post_init__(self):
-        if self.members is not None:  # read back from a row's JSON
-            self.members = [m if isinstance(m, Member) else Member(**m) for m in self.members]
+        self.members = _records(Member, self.members)
         if self.status is not None:
             self.status = Status(self.status)
         if self.protocol is not None:

@@ -18,7 +18,7 @@ from sklearn.svm import LinearSVC
 
 from automil_embedding.embedded import EmbeddedClassifier, power_l2_normalize
 
-__all__ = ["MiVLAD", "MiFV", "vlad", "cell_shares", "fisher_vector"]
+__all__ = ["MiVLAD", "MiFV", "vlad", "cell_counts", "fisher_vector"]
 
 MINIBATCH_ABOVE = 20_000
 GMM_SAMPLE = 20_000
@@ -37,19 +37,16 @@ def vlad(bags, centers, assignment):
     shape ``(n_bags, n_codewords * n_features)``, before normalization. One sparse product: row
     ``bag * n_codewords + codeword`` sums the instances of that bag assigned to that codeword."""
     k = len(centers)
-    cell = bags.bag_index * k + assignment
-    pooling = sp.csr_matrix((np.ones(bags.n_instances), (cell, np.arange(bags.n_instances))),
+    pooling = sp.csr_matrix((np.ones(bags.n_instances), (bags.bag_index * k + assignment, np.arange(bags.n_instances))),
                             shape=(bags.n_bags * k, bags.n_instances))
-    counts = np.bincount(cell, minlength=bags.n_bags * k)[:, None]
+    counts = cell_counts(bags, assignment, k).reshape(-1, 1)
     residuals = pooling @ bags.X - counts * np.tile(centers, (bags.n_bags, 1))
     return residuals.reshape(bags.n_bags, -1)
 
 
-def cell_shares(bags, assignment, k):
-    """Per bag, the share of its instances assigned to each of the ``k`` codewords, ``(n_bags, k)``; its
-    square root has unit L2 norm, as the normalized VLAD code beside it."""
-    counts = np.bincount(bags.bag_index * k + assignment, minlength=bags.n_bags * k).reshape(bags.n_bags, k)
-    return counts / bags.sizes[:, None]
+def cell_counts(bags, assignment, k):
+    """Per bag, how many of its instances are assigned to each of the ``k`` codewords, ``(n_bags, k)``."""
+    return np.bincount(bags.bag_index * k + assignment, minlength=bags.n_bags * k).reshape(bags.n_bags, k)
 
 
 def fisher_vector(bags, mixture):
@@ -128,7 +125,8 @@ class MiVLAD(_CodebookClassifier):
         code = power_l2_normalize(vlad(bags, centers, assignment))
         if not self.counts:
             return code
-        return np.hstack((code, np.sqrt(cell_shares(bags, assignment, len(centers)))))
+        shares = cell_counts(bags, assignment, len(centers)) / bags.sizes[:, None]
+        return np.hstack((code, np.sqrt(shares)))  # unit L2 norm, as the normalized code beside it
 
 
 class MiFV(_CodebookClassifier):

@@ -46,7 +46,7 @@ MIN_PROMOTED = 2
 # and a fixed start-up cost on the small sample must not pass for a cubic solver.
 GROWTH_RANGE = (1.0, 3.0)
 # A growth is measured only from fits of at least this many seconds: a shorter one is mostly the worker's
-# overhead and the scheduler's delays, which on a loaded machine can double it and pass for a steep growth.
+# overhead and the operating system's scheduling, which can double it and pass for a steep growth.
 GROWTH_MIN_SECONDS = 0.1
 
 
