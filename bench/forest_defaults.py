@@ -80,14 +80,20 @@ def held_out_choices(table: dict[str, dict[str, float]], datasets: list[str]) ->
 
 
 def summarize(paths: list[str]):
-    scores = defaultdict(list)
+    """The table over the (data set, seed) pairs that every candidate and the reference completed."""
+    scores = {}
     for path in paths:
         for line in Path(path).read_text().splitlines():
             row = json.loads(line)
-            scores[row["candidate"], row["dataset"]].append(row["balanced_accuracy"])
-    datasets = [d for d in DATASETS if any(key[1] == d for key in scores)]
-    names = [c for c in [*CANDIDATES, REFERENCE] if all((c, d) in scores for d in datasets)]
-    table = {c: {d: float(np.mean(scores[c, d])) for d in datasets} for c in names}
+            scores[row["candidate"], row["dataset"], row["seed"]] = row["balanced_accuracy"]
+    names = [*CANDIDATES, REFERENCE]
+    complete = defaultdict(list)
+    for dataset, seed in sorted({(d, s) for _, d, s in scores}):
+        if all((c, dataset, seed) in scores for c in names):
+            complete[dataset].append(seed)
+    datasets = [d for d in DATASETS if complete[d]]
+    table = {c: {d: float(np.mean([scores[c, d, s] for s in complete[d]])) for d in datasets} for c in names}
+    print("seeds per data set: " + ", ".join(f"{d} {len(complete[d])}" for d in datasets) + "\n")
     print("| MIRF setting | " + " | ".join(datasets) + " | mean |")
     print("|---|" + "---:|" * (len(datasets) + 1))
     for c in names:
