@@ -37,7 +37,8 @@ def vlad(bags, centers, assignment):
     shape ``(n_bags, n_codewords * n_features)``, before normalization. One sparse product: row
     ``bag * n_codewords + codeword`` sums the instances of that bag assigned to that codeword."""
     k = len(centers)
-    pooling = sp.csr_matrix((np.ones(bags.n_instances), (bags.bag_index * k + assignment, np.arange(bags.n_instances))),
+    cell = bags.bag_index * k + assignment
+    pooling = sp.csr_matrix((np.ones(bags.n_instances), (cell, np.arange(bags.n_instances))),
                             shape=(bags.n_bags * k, bags.n_instances))
     counts = cell_counts(bags, assignment, k).reshape(-1, 1)
     residuals = pooling @ bags.X - counts * np.tile(centers, (bags.n_bags, 1))
