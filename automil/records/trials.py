@@ -68,6 +68,7 @@ class TrialAttr(StrEnum):
     OUT_OF_MEMORY = "out_of_memory"
     ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
     WARM_START_FROM = "warm_start_from"  # a queued warm-start point: the study its parameters come from
+    PORTFOLIO = "portfolio"  # a queued point of the portfolio (automil.tune.portfolio), after the learner's first
     RUNG = "rung"  # a trial of the ladder: the fraction of the training bags it fitted on (never counted)
     OOF_SCORES = "oof_scores"  # out-of-fold bag scores, in the order of the folds' bags (trials near the best)
     ERROR = "error"

@@ -76,7 +76,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         folds = given.run_folds(dataset, bags, options.repeats) if given is not None else RunFolds.drawn(
             dataset, bags, options.folds, options.seed, options.repeats)
         folds = replace(folds, tuning=prepare_studies(storage, dataset, bags, specs, options, folds))
-        plan = Plan(dataset, [s.name for s in specs], options, folds, start)
+        plan = Plan(dataset, [s.name for s in specs], options, folds, start, _portfolio(bags, specs, options))
         tracker = open_tracking(tracking, listener)
         recorder = TrackingRecorder(plan, tracker)
         given_note = "" if given is None else f" from {given.path}"
@@ -119,6 +119,17 @@ def _select(rows: list[LearnerResult], choice: Choice, dataset: str, guard: Guar
                                                                     chosen.model.uri)
     chosen.model = replace(chosen.model, selected=True, registered=registered)
     return chosen
+
+
+def _portfolio(bags, specs, options: TuneOptions) -> tuple:
+    """The shipped portfolio's members for data like ``bags`` among the run's learners (none with
+    ``--no-portfolio``)."""
+    if not options.portfolio:
+        return ()
+    from automil.tune.portfolio.members import members_for
+    from automil.tune.studies.meta_features import meta_features
+
+    return members_for(meta_features(bags).to_dict(), [s.name for s in specs])
 
 
 def _usable_learners(bags, names):

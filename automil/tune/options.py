@@ -71,6 +71,7 @@ class TuneOptions:
     protocol: Protocol = Protocol.AUTO
     allocation: Allocation = Allocation.PROMISE
     warm_start: bool = True
+    portfolio: bool = True
     fit_memory: int | None = None
     ensemble: bool = True
     track: bool = True

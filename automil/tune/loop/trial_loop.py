@@ -43,6 +43,7 @@ from automil.tune.studies.plan import (
     warm_start,
     warm_start_note,
 )
+from automil.tune.studies.priors import first_point, queue_later_points
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, import_for
 from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
@@ -67,7 +68,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
     owned_trials(storage, lambda: {TrialAttr.WORKER: process_identity()})
     studies = {learner: [optuna.load_study(study_name=study_name(plan.dataset, learner, split), storage=storage)
                          for split in plan.options.splits] for learner in plan.learners}
-    configured, warmed = set(), set()
+    configured, warmed, queued = set(), set(), set()
     while True:
         now = time.time()
         trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
@@ -81,7 +82,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
             break
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
-                         equal=plan.options.allocation == Allocation.EQUAL, ladder=plan.ladder)
+                         equal=plan.options.allocation == Allocation.EQUAL, ladder=plan.ladder, prior=plan.prior)
         listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
         if step is None:
             break
@@ -91,6 +92,9 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
             configured.add((step.learner, step.study))
         spec = plugins.get_learner(step.learner)
         recorder.learner_started(spec)
+        if step.learner in plan.prior and (step.learner, step.study) not in queued:
+            if queue_later_points(study, spec, plan.portfolio):
+                queued.add((step.learner, step.study))
         if plan.options.warm_start and (step.learner, step.study) not in warmed:
             if warm_start(study, step.learner, plan.dataset, storage):
                 warmed.add((step.learner, step.study))
@@ -134,9 +138,10 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     """
     import optuna
 
-    if spec.first_trial and not any(counts_toward_budget(t) for t in trials) \
+    first = first_point(spec, plan.portfolio)
+    if first and not any(counts_toward_budget(t) for t in trials) \
             and not any(t.state is TrialState.WAITING for t in trials):
-        study.enqueue_trial(spec.first_trial)  # the learner's defaults first (again, if cut short)
+        study.enqueue_trial(first)  # the portfolio's point or the learner's defaults first (again, if cut short)
     best = best_trial(trials, plan.options.directions)
     splits = fold_splits(plan.folds.tuning, exclude=plan.options.held_out if split is None else split)
     if fraction is not None:

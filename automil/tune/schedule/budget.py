@@ -41,7 +41,7 @@ from automil.tune.studies.plan import Plan
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
            "FINAL_SHARE", "worth_probing", "probe_limits", "estimated_trial_seconds", "run_seconds",
-           "PROBE_FRACTIONS", "GROWTH_RANGE", "final_fits"]
+           "PROBE_FRACTIONS", "GROWTH_RANGE", "final_fits", "prior_step"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -129,8 +129,14 @@ class Step:
 
 
 def next_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None,
-              jobs: int = 1, equal: bool = False, ladder: tuple[float, ...] = ()) -> Step | None:
+              jobs: int = 1, equal: bool = False, ladder: tuple[float, ...] = (),
+              prior: tuple[str, ...] = ()) -> Step | None:
     """The trial to run next, or ``None`` when no study may take one.
+
+    The learners of the portfolio (``prior``, in its order) run their first trials before all others, on
+    all the bags (never on the ladder's rungs: the portfolio was chosen on many tasks, a rung is one small
+    sample of this one), each within a fair share of the time left among the portfolio's learners still
+    waiting (:func:`prior_step`).
 
     First every learner gets its defaults in the study on all folds, cheapest first (by
     ``expected_seconds``; on the ladder, estimated from the rungs; unknown last, then by name), each with
@@ -146,6 +152,9 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     (:func:`~automil.tune.ladder.ladder_step`), and only the learners promoted to the top rung
     (:func:`~automil.tune.ladder.top_rung`) take part in what follows.
     """
+    first = prior_step(learners, n_trials, time_left, jobs, prior)
+    if first is not None:
+        return first
     if ladder:
         rung = ladder_step(learners, ladder, time_left, jobs)
         if rung is not None:
@@ -170,6 +179,18 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
         return None
     learner = min(rest, key=lambda s: (s.seconds, s.name))
     return Step(learner.name, learner.next_study(n_trials), "rest")
+
+
+def prior_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None, jobs: int,
+               prior: tuple[str, ...]) -> Step | None:
+    """The first trial of the portfolio's next learner (``prior`` order) that waits for one, within the time
+    left times ``jobs`` divided by the portfolio's learners still waiting; ``None`` when none waits."""
+    waiting = [s for s in learners if s.name in prior and waits_for_defaults(s, n_trials)]
+    if not waiting:
+        return None
+    first = min(waiting, key=lambda s: prior.index(s.name))
+    share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
+    return Step(first.name, 0, "defaults", share)
 
 
 def waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:

@@ -53,11 +53,17 @@ class Plan:
     options: TuneOptions
     folds: RunFolds  # its tuning folds are the studies' stored ones
     start: float  # time.time() when the run began
+    portfolio: tuple = ()  # the portfolio's members for this data (automil.tune.portfolio.members.Member)
 
     def __post_init__(self):
         if self.options.protocol == Protocol.AUTO:
             raise ValueError("a plan needs the protocol decided on its bags: pass options.for_data(bags), "
                              "not --protocol auto")
+
+    @property
+    def prior(self) -> tuple[str, ...]:
+        """The learners of the portfolio, in the order of their first member: the order their first trials run."""
+        return tuple(dict.fromkeys(m.learner for m in self.portfolio))
 
     @property
     def ladder(self) -> tuple[float, ...]:
