@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from automil.evaluation.chance import chance_level
 from automil.evaluation.folds_file import RunFolds, read_fold_file
 from automil.records import LearnerResult
 from automil.tune.backend.optuna_storage import open_storage
@@ -25,7 +26,7 @@ from automil.tune.final.leaderboard import Choice, procedure_row, rank, skipped_
 from automil.tune.final.refits import final_evaluation
 from automil.tune.listener import Listener, Silent
 from automil.tune.loop.trial_loop import tune_studies
-from automil.tune.options import TuneOptions
+from automil.tune.options import METRICS, TuneOptions
 from automil.tune.recording import TrackingRecorder
 from automil.tune.studies.plan import Plan, changed_data_note, prepare_studies
 from automil.tune.tracking import Guarded, Tracking, open_tracking
@@ -76,7 +77,8 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         folds = given.run_folds(dataset, bags, options.repeats) if given is not None else RunFolds.drawn(
             dataset, bags, options.folds, options.seed, options.repeats)
         folds = replace(folds, tuning=prepare_studies(storage, dataset, bags, specs, options, folds))
-        plan = Plan(dataset, [s.name for s in specs], options, folds, start, _portfolio(bags, specs, options))
+        plan = Plan(dataset, [s.name for s in specs], options, folds, start, _portfolio(bags, specs, options),
+                    chance_level(options.metric, bags.y) if options.metric in METRICS else None)
         tracker = open_tracking(tracking, listener)
         recorder = TrackingRecorder(plan, tracker)
         given_note = "" if given is None else f" from {given.path}"

@@ -16,6 +16,7 @@ from automil.tune.schedule.budget import LearnerState, StudyState, final_fits, l
 from automil.tune.schedule.ladder import (
     CHEAP_SHARE,
     ETA,
+    FLAT_EVIDENCE,
     LADDER,
     MIN_PROMOTED,
     PROMOTE_MARGIN,
@@ -27,6 +28,7 @@ from automil.tune.schedule.ladder import (
     promoted,
     rung_fraction,
     screened_note,
+    rungs_in_use,
     top_rung,
 )
 
@@ -185,3 +187,56 @@ def test_a_rung_holds_at_least_its_minimum_of_bags():
     assert rung_fraction(LOW, 1600) == LOW  # 100 bags
     assert rung_fraction(LOW, 182) == pytest.approx(RUNG_MIN_BAGS / 182)
     assert rung_fraction(MID, 20) == 1.0
+
+
+def _at_chance(fraction, seconds=1.0):
+    return (fraction, 0.51, seconds, False)
+
+
+def test_a_rung_flat_at_chance_on_this_data_is_climbed_no_more_and_judges_no_one():
+    flat_low = [state(n, rungs=[_at_chance(LOW)]) for n in "abc"[:FLAT_EVIDENCE]]
+    states = [*flat_low, state("new")]
+    assert rungs_in_use(states, LADDER) == (MID,)
+    # the new learner skips the flat rung; those at chance there climb on, as if it were not there
+    step = next_step(states, 20, time_left=200.0, ladder=LADDER)
+    assert (step.learner, step.fraction) == ("a", MID)
+    # one learner above chance on the rung keeps it in use: there the curve carries signal
+    states[0] = state("a", rungs=[(LOW, 0.8, 1.0, True)])
+    assert rungs_in_use(states, LADDER) == LADDER
+    assert next_step(states, 20, time_left=200.0, ladder=LADDER).fraction == LOW  # "new" climbs it
+
+
+def test_when_every_rung_is_flat_at_chance_every_learner_goes_on_to_all_the_bags():
+    states = [state(n, rungs=[_at_chance(LOW), _at_chance(MID, seconds=s)]) for n, s in (("x", 4.0), ("y", 2.0))]
+    states.append(state("z", rungs=[_at_chance(LOW), _at_chance(MID, seconds=9.0)]))
+    states.append(state("never"))
+    assert rungs_in_use(states, LADDER) == ()
+    assert top_rung(states, (), time_left=100.0) == {"x", "y", "z", "never"}
+    step = next_step(states, 20, time_left=100.0, ladder=LADDER)
+    # cheapest first by the cost its rungs measured; the learner without a rung last
+    assert (step.learner, step.phase, step.fraction) == ("y", "defaults", None)
+
+
+def test_a_rung_trial_stopped_at_its_limit_leaves_the_learner_free_to_run_on_all_the_bags():
+    start = datetime(2026, 1, 1)
+    stopped = TrialRecord(0, TrialState.FAIL, attrs={TrialAttr.RUNG: LOW, TrialAttr.ERROR: "too slow",
+                                                     TrialAttr.TOO_SLOW: True, TrialAttr.INTERRUPTED: True},
+                          start=start, end=start + timedelta(seconds=5))
+    net = learner_state("net", [[stopped]], "balanced_accuracy", 0.0, start.timestamp() + 10)
+    assert not net.too_slow  # a rung's few seconds can be passed by one-time costs alone
+    others = [state("a", rungs=[(LOW, 0.7, 1.0), (MID, 0.75, 3.0)]), state("b", rungs=[(LOW, 0.6, 1.0)])]
+    assert "net" in top_rung([net, *others], LADDER, time_left=100.0)
+
+
+def test_a_rung_score_is_informative_only_above_chance_by_twice_its_standard_error():
+    start = datetime(2026, 1, 1)
+
+    def rung(folds):
+        return TrialRecord(0, TrialState.FAIL, attrs={TrialAttr.RUNG: LOW, "balanced_accuracy": float(np.mean(folds)),
+                                                      "fold_balanced_accuracy": folds},
+                           start=start, end=start + timedelta(seconds=1))
+
+    noisy = learner_state("x", [[rung([0.45, 0.75, 0.6])]], "balanced_accuracy", 0.0, 0.0, chance=0.5)
+    steady = learner_state("x", [[rung([0.66, 0.7, 0.68])]], "balanced_accuracy", 0.0, 0.0, chance=0.5)
+    assert not noisy.rungs[0].informative and steady.rungs[0].informative
+    assert learner_state("x", [[rung([0.45, 0.75, 0.6])]], "balanced_accuracy", 0.0, 0.0).rungs[0].informative

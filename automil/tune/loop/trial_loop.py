@@ -73,7 +73,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
         now = time.time()
         trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
         states = [learner_state(learner, trials[learner], plan.options.metric, plan.start, now,
-                                plan.options.directions)
+                                plan.options.directions, plan.chance)
                   for learner in plan.learners]
         # the final evaluation's share grows as the learners' costs become known
         deadline = tuning_deadline(plan, final_reserve(states, plan.options.folds, plan.options.jobs,

@@ -34,6 +34,7 @@ from automil.tune.schedule.ladder import (
     needs_rung,
     reached_top,
     rung_states,
+    rungs_in_use,
     top_rung,
 )
 from automil.tune.studies.plan import Plan
@@ -155,11 +156,12 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     first = prior_step(learners, n_trials, time_left, jobs, prior)
     if first is not None:
         return first
-    if ladder:
-        rung = ladder_step(learners, ladder, time_left, jobs)
+    if ladder:  # the rungs flat at chance on this data rank nothing: no one climbs them
+        climbing = rungs_in_use(learners, ladder)
+        rung = ladder_step(learners, climbing, time_left, jobs)
         if rung is not None:
             return Step(rung.learner, 0, "rung", rung.time_limit, rung.fraction)
-        top = top_rung(learners, ladder, time_left, jobs)
+        top = top_rung(learners, climbing, time_left, jobs)
         learners = [s for s in learners if s.name in top]
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
@@ -300,7 +302,7 @@ def extras_deadline(plan: Plan, results: int, tracked: bool) -> float:
 
 
 def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, run_start: float,
-                  now: float, directions=("maximize",)) -> LearnerState:
+                  now: float, directions=("maximize",), chance: float | None = None) -> LearnerState:
     """The budget's view of a learner from the trial records of its studies (the study on all bags first);
     the standard error of a study's best value comes from that trial's fold scores of ``metric`` (the best
     trial as :func:`best_trial` picks it under the studies' ``directions``).
@@ -309,7 +311,9 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
     ``expected_seconds`` is the mean duration of its finished trials on all bags, when it has any;
     ``too_slow`` says that its defaults passed their fair share since ``run_start`` (this run);
     ``rungs`` are its trials on the rungs of the ladder (attribute ``rung``; a failed or stopped one has no
-    score), which count toward nothing else.
+    score; informative when above ``chance`` by their uncertainty), which count toward nothing else: a rung
+    trial stopped at its limit does not make the learner too slow (its one-time costs may pass a rung's few
+    seconds); only its trial on all the bags can.
     """
     state = []
     seconds = 0.0
@@ -326,10 +330,10 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
     main = studies[0]
     durations = [_duration(t, now) for t in main if t.finished and t.start is not None and t.end is not None
                  and t.attrs.get(TrialAttr.RUNG) is None]
-    too_slow = any(t.attrs.get(TrialAttr.TOO_SLOW) and t.start is not None and t.start.timestamp() >= run_start
-                   for t in main)
+    too_slow = any(t.attrs.get(TrialAttr.TOO_SLOW) and t.attrs.get(TrialAttr.RUNG) is None
+                   and t.start is not None and t.start.timestamp() >= run_start for t in main)
     return LearnerState(learner, tuple(state), seconds, float(np.mean(durations)) if durations else None, too_slow,
-                        rung_states(main, metric, now))
+                        rung_states(main, metric, now, chance))
 
 
 def standing(states: list[LearnerState], plan: Plan, running: str | None, now: float,
@@ -337,7 +341,7 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
     """What the listener shows: every learner's trials, best score and phase in the policy, and the time
     left until tuning stops at ``deadline``."""
     n_trials = plan.options.n_trials
-    ladder = plan.ladder
+    ladder = rungs_in_use(states, plan.ladder)
     top = top_rung(states, ladder, deadline and deadline - now, plan.options.jobs) if ladder else None
     weights = shares([s for s in states if top is None or s.name in top], n_trials,
                      plan.options.allocation == Allocation.EQUAL)

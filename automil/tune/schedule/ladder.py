@@ -13,12 +13,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
+from automil.evaluation.chance import above_chance
 from automil.records import TrialAttr
 
 __all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap", "cheapest",
            "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState", "LadderStep", "rung_of",
            "reached_top", "needs_rung", "estimated_seconds", "predicted_score", "promoted", "ladder_step",
-           "top_rung", "estimated_trial_seconds", "screened_note", "rung_states", "GROWTH_MIN_SECONDS"]
+           "top_rung", "estimated_trial_seconds", "screened_note", "rung_states", "GROWTH_MIN_SECONDS", "FLAT_EVIDENCE", "flat", "rungs_in_use", "unranked"]
 
 # The rungs below the top, as fractions of a fold's training bags (whole bags, every class alike): FLAML's
 # factor 4 between sample sizes, two rungs so that every learner has a learning curve of two points.
@@ -48,24 +51,60 @@ GROWTH_RANGE = (1.0, 3.0)
 # A growth is measured only from fits of at least this many seconds: a shorter one is mostly the worker's
 # overhead and the operating system's scheduling, which can double it and pass for a steep growth.
 GROWTH_MIN_SECONDS = 0.1
+# A rung on which at least this many learners scored, none of them above chance by its own uncertainty, is
+# flat at chance on this data (few witnesses among many instances: a curve over bag shares stays at chance and
+# then jumps): it ranks nothing, so no learner climbs it any more and none is judged on it.
+FLAT_EVIDENCE = 3
 
 
 @dataclass(frozen=True)
 class RungState:
     """One trial of a learner's defaults on a rung: the ``fraction`` of the training bags, the mean of the
-    metric over the folds (``None``: stopped or failed) and the trial's wall seconds."""
+    metric over the folds (``None``: stopped or failed), the trial's wall seconds, and whether the score is
+    above chance by twice its standard error over the folds (``informative``)."""
 
     fraction: float
     score: float | None
     seconds: float
+    informative: bool = True
 
 
-def rung_states(trials, metric: str, now: float) -> tuple[RungState, ...]:
+def rung_states(trials, metric: str, now: float, chance: float | None = None) -> tuple[RungState, ...]:
     """A study's finished trials on a rung (attribute ``rung``) as :class:`RungState`; a trial that stopped
-    or failed (it has an ``error``) has no score."""
-    return tuple(RungState(t.attrs[TrialAttr.RUNG], None if t.attrs.get(TrialAttr.ERROR) else t.attrs.get(metric),
-                           max((t.end.timestamp() if t.end is not None else now) - t.start.timestamp(), 0.0))
-                 for t in trials if t.attrs.get(TrialAttr.RUNG) is not None and t.finished and t.start is not None)
+    or failed (it has an ``error``) has no score. Without a ``chance`` level every score is informative."""
+    states = []
+    for t in trials:
+        if t.attrs.get(TrialAttr.RUNG) is None or not t.finished or t.start is None:
+            continue
+        score = None if t.attrs.get(TrialAttr.ERROR) else t.attrs.get(metric)
+        folds = t.attrs.get(TrialAttr.fold(metric)) or []
+        stderr = float(np.std(folds, ddof=1) / np.sqrt(len(folds))) if len(folds) > 1 else 0.0
+        seconds = max((t.end.timestamp() if t.end is not None else now) - t.start.timestamp(), 0.0)
+        states.append(RungState(t.attrs[TrialAttr.RUNG], score, seconds,
+                                chance is None or above_chance(score, stderr, chance)))
+    return tuple(states)
+
+
+def flat(learners, fraction: float) -> bool:
+    """Whether the rung ``fraction`` is flat at chance on this data: ``FLAT_EVIDENCE`` learners or more scored
+    on it, and none above chance."""
+    scored = [r for s in learners if (r := rung_of(s, fraction)) is not None and r.score is not None]
+    return len(scored) >= FLAT_EVIDENCE and not any(r.informative for r in scored)
+
+
+def rungs_in_use(learners, ladder) -> tuple[float, ...]:
+    """The rungs of ``ladder`` that are not :func:`flat`: the only ones learners climb and are judged on."""
+    return tuple(f for f in ladder if not flat(learners, f))
+
+
+def unranked(learner, climbing) -> bool:
+    """Whether the rungs in use (``climbing``) say nothing of the learner, which then goes on to all the bags:
+    it waits for no rung and has no score on any of them (it skipped rungs flat at chance on this data, or its
+    trial there was stopped or failed, where one-time costs that do not shrink with the sample, such as a
+    network's, can pass a rung's few seconds)."""
+    return (not learner.too_slow and not reached_top(learner)
+            and not any(needs_rung(learner, i, climbing) for i in range(len(climbing)))
+            and not any((r := rung_of(learner, f)) is not None and r.score is not None for f in climbing))
 
 
 @dataclass(frozen=True)
@@ -148,7 +187,8 @@ def promoted(learners, ladder=LADDER) -> list[str]:
     the highest rung below the top (two rungs' scores, so that a curve still rising is seen), the best
     ``1 / ETA`` (at least ``MIN_PROMOTED``) by :func:`predicted_score`, those beyond ``MIN_PROMOTED`` only
     when within ``PROMOTE_MARGIN`` of the best prediction."""
-    scored = [s for s in learners if (r := rung_of(s, ladder[-1])) is not None and r.score is not None]
+    scored = [] if not ladder else [s for s in learners
+                                     if (r := rung_of(s, ladder[-1])) is not None and r.score is not None]
     if not scored:
         return []
     ranked = sorted(scored, key=lambda s: (-predicted_score(s), s.name))
@@ -161,7 +201,7 @@ def promoted(learners, ladder=LADDER) -> list[str]:
 def cheap(learners, ladder, time_left: float | None, jobs: int = 1) -> set[str]:
     """The learners scored on every rung they ran, up to the highest below the top, whose defaults on all the
     bags are estimated at most ``CHEAP_SHARE`` of the time left (times ``jobs``); none without a budget."""
-    if time_left is None:
+    if time_left is None or not ladder:
         return set()
     limit = CHEAP_SHARE * max(time_left, 0.0) * jobs
     return {s.name for s in learners if not s.too_slow and rung_of(s, ladder[-1]) is not None
@@ -175,7 +215,8 @@ def top_rung(learners, ladder, time_left: float | None, jobs: int = 1) -> set[st
     waiting = [s for s in learners if s.name in set(promoted(learners, ladder)) and not reached_top(s)
                and not s.too_slow]
     share = None if time_left is None else max(time_left, 0.0) * jobs / max(len(waiting), 1)
-    return {s.name for s in learners if reached_top(s)} | cheap(learners, ladder, time_left, jobs) | {
+    return {s.name for s in learners if reached_top(s) or unranked(s, ladder)} | cheap(
+        learners, ladder, time_left, jobs) | {
         s.name for s in waiting if share is None or (estimated_seconds(s, 1.0) or 0.0) <= share}
 
 

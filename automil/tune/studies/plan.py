@@ -54,6 +54,7 @@ class Plan:
     folds: RunFolds  # its tuning folds are the studies' stored ones
     start: float  # time.time() when the run began
     portfolio: tuple = ()  # the portfolio's members for this data (automil.tune.portfolio.members.Member)
+    chance: float | None = None  # what the metric scores by chance on these bags (automil.evaluation.chance)
 
     def __post_init__(self):
         if self.options.protocol == Protocol.AUTO:
