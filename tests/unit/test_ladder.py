@@ -27,8 +27,8 @@ from automil.tune.schedule.ladder import (
     predicted_score,
     promoted,
     rung_fraction,
-    screened_note,
     rungs_in_use,
+    screened_note,
     top_rung,
 )
 

@@ -21,7 +21,9 @@ from automil.records import TrialAttr
 __all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap", "cheapest",
            "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState", "LadderStep", "rung_of",
            "reached_top", "needs_rung", "estimated_seconds", "predicted_score", "promoted", "ladder_step",
-           "top_rung", "estimated_trial_seconds", "screened_note", "rung_states", "GROWTH_MIN_SECONDS", "FLAT_EVIDENCE", "flat", "rungs_in_use", "unranked"]
+           "top_rung", "estimated_trial_seconds", "screened_note", "rung_states", "GROWTH_MIN_SECONDS",
+           "FLAT_EVIDENCE", "flat",
+           "rungs_in_use", "unranked"]
 
 # The rungs below the top, as fractions of a fold's training bags (whole bags, every class alike): FLAML's
 # factor 4 between sample sizes, two rungs so that every learner has a learning curve of two points.
