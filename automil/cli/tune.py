@@ -79,7 +79,10 @@ def _add_tune_options(sub, defaults: bool):
         sub.add_argument("--no-warm-start", dest="warm_start", action="store_false", default=d.warm_start,
                          help="do not try, after a learner's defaults, its best parameters from the most "
                               "similar other dataset tuned in the same storage")
-        sub.add_argument("--no-portfolio", dest="portfolio", action="store_false", default=d.portfolio,
+        sub.add_argument("--portfolio", metavar="PATH", default=d.portfolio,
+                         help="the portfolio whose configurations run first, in its order (default: the one "
+                              "automil ships; bench/portfolio.py builds one from a benchmark matrix)")
+        sub.add_argument("--no-portfolio", dest="portfolio", action="store_const", const=None,
                          help="start every learner from its plugin's defaults, cheapest first, instead of the "
                               "portfolio's configurations for data of this kind, in the portfolio's order")
         sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",

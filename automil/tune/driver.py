@@ -124,14 +124,13 @@ def _select(rows: list[LearnerResult], choice: Choice, dataset: str, guard: Guar
 
 
 def _portfolio(bags, specs, options: TuneOptions) -> tuple:
-    """The shipped portfolio's members for data like ``bags`` among the run's learners (none with
-    ``--no-portfolio``)."""
-    if not options.portfolio:
+    """The portfolio's members for data like ``bags`` among the run's learners (none with ``--no-portfolio``)."""
+    if options.portfolio is None:
         return ()
     from automil.tune.portfolio.members import members_for
     from automil.tune.studies.meta_features import meta_features
 
-    return members_for(meta_features(bags).to_dict(), [s.name for s in specs])
+    return members_for(meta_features(bags).to_dict(), [s.name for s in specs], options.portfolio)
 
 
 def _usable_learners(bags, names):

@@ -11,6 +11,7 @@ from pathlib import Path
 from automil.evaluation.folds_file import FoldFile
 from automil.evaluation.protocol import Protocol
 from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
+from automil.tune.portfolio.members import SHIPPED as SHIPPED_PORTFOLIO
 
 __all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_study_file", "SAMPLERS", "METRICS",
            "OBJECTIVES", "HOLDOUT_CELLS", "HOLDOUT_FOLDS", "instance_values"]
@@ -71,7 +72,7 @@ class TuneOptions:
     protocol: Protocol = Protocol.AUTO
     allocation: Allocation = Allocation.PROMISE
     warm_start: bool = True
-    portfolio: bool = True
+    portfolio: str | None = SHIPPED_PORTFOLIO  # the portfolio's JSON: automil's own, a path, or None (none)
     fit_memory: int | None = None
     ensemble: bool = True
     track: bool = True
@@ -151,6 +152,8 @@ class TuneOptions:
             raise ValueError(f"--protocol {self.protocol} needs --folds 3 or more (an outer split is tuned with "
                              "the other folds)")
         self._check_objectives()
+        if self.portfolio not in (None, SHIPPED_PORTFOLIO) and not Path(self.portfolio).is_file():
+            raise ValueError(f"--portfolio: no such file: {self.portfolio}")
         for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, tuple(Protocol)),
                                      ("--sampler", self.sampler, SAMPLERS),
                                      ("--allocation", self.allocation, tuple(Allocation))):

@@ -12,8 +12,9 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
-__all__ = ["Regime", "REGIMES", "Member", "regime_of", "members_for"]
+__all__ = ["Regime", "REGIMES", "Member", "regime_of", "members_for", "read_portfolio", "SHIPPED"]
 
 
 @dataclass(frozen=True)
@@ -46,18 +47,46 @@ def regime_of(meta_features: dict) -> str:
     return next(r.name for r in REGIMES if r.min_mean_bag_size <= size < r.max_mean_bag_size)
 
 
+SHIPPED = "shipped"  # the portfolio automil ships, next to this module
+
+
 @cache
-def _shipped() -> dict:
-    return json.loads(resources.files(__package__).joinpath("portfolio.json").read_text())
+def read_portfolio(source: str = SHIPPED) -> dict[str, tuple[Member, ...]]:
+    """The members of every regime of a portfolio file (``SHIPPED``: automil's own), by regime name.
+
+    Raises
+    ------
+    ValueError
+        When the file is not a portfolio: not JSON, no ``regimes``, a regime without a known name, or a
+        member without a learner and its parameters; the message names the file and the place.
+    """
+    if source == SHIPPED:
+        where, text = "automil's portfolio.json", resources.files(__package__).joinpath("portfolio.json").read_text()
+    else:
+        where, text = source, Path(source).read_text()
+    try:
+        regimes = json.loads(text)["regimes"]
+        return {regime["name"]: tuple(_member(m) for m in regime["members"]) for regime in regimes
+                if _known(regime["name"])}
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise ValueError(f"{where} is not a portfolio (a JSON object whose 'regimes' each have a 'name' and "
+                         f"'members' of 'learner' and 'params'): {type(error).__name__}: {error}") from None
 
 
-def members_for(meta_features: dict, learners) -> tuple[Member, ...]:
-    """The shipped portfolio's members for a data set of ``meta_features``, in order, restricted to the
-    ``learners`` of the run."""
-    regime = regime_of(meta_features)
+def _known(name: str) -> bool:
+    if name not in {r.name for r in REGIMES}:
+        raise KeyError(f"unknown regime {name!r} (known: {', '.join(r.name for r in REGIMES)})")
+    return True
+
+
+def _member(entry: dict) -> Member:
+    if not isinstance(entry["learner"], str) or not isinstance(entry["params"], dict):
+        raise TypeError(f"member {entry!r} needs a learner name and a dict of parameters")
+    return Member(entry["learner"], dict(entry["params"]))
+
+
+def members_for(meta_features: dict, learners, source: str = SHIPPED) -> tuple[Member, ...]:
+    """The members of the portfolio ``source`` for a data set of ``meta_features``, in order, restricted to
+    the ``learners`` of the run."""
     wanted = set(learners)
-    for shipped in _shipped()["regimes"]:
-        if shipped["name"] == regime:
-            return tuple(Member(m["learner"], dict(m["params"])) for m in shipped["members"]
-                         if m["learner"] in wanted)
-    return ()
+    return tuple(m for m in read_portfolio(source).get(regime_of(meta_features), ()) if m.learner in wanted)
