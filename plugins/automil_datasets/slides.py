@@ -41,13 +41,14 @@ class SlideSet:
 
 
 def write_slide_set(root, layout: str = "clam", n_cases: int = 24, n_features: int = 32, seed: int = 0,
-                    pt: bool = True) -> SlideSet:
+                    pt: bool = True, witness_radius: float = WITNESS_RADIUS) -> SlideSet:
     """Write ``n_cases`` cases of 2 or 3 slides each under ``root`` in ``layout`` (``clam`` or ``trident``).
 
     Half the cases (rounded down) are ``tumor_tissue``. CLAM: ``root/h5_files/<slide>.h5`` and, with ``pt``
     and torch installed, ``root/pt_files/<slide>.pt``; TRIDENT: ``root/20x_256px_0px_overlap/
     features_uni_v1/<slide>.h5``. Every ``.h5`` holds ``features`` (float32, patches x ``n_features``) and
-    ``coords`` (int64, patches x 2, the top-left pixel of each patch).
+    ``coords`` (int64, patches x 2, the top-left pixel of each patch). ``witness_radius`` (in patches)
+    sets the witness share: about 21 of a slide's ~160 patches at the default 2.6, 5 (3 %) at 1.
     """
     import h5py
 
@@ -72,7 +73,7 @@ def write_slide_set(root, layout: str = "clam", n_cases: int = 24, n_features: i
         offset = CASE_SPREAD * rng.standard_normal(n_features)
         for s in range(int(rng.integers(2, 4))):
             slide_id = f"{case_id}-slide-{s}"
-            features, coords = _slide(rng, direction, offset, bool(tumour))
+            features, coords = _slide(rng, direction, offset, bool(tumour), witness_radius)
             with h5py.File(h5_dir / f"{slide_id}.h5", "w") as f:
                 f.create_dataset("features", data=features)
                 f.create_dataset("coords", data=coords)
@@ -89,21 +90,21 @@ def write_slide_set(root, layout: str = "clam", n_cases: int = 24, n_features: i
     return SlideSet(root if layout == "clam" else h5_dir.parent.parent, labels_path, tuple(r[1] for r in rows))
 
 
-def in_witness_region(coords) -> np.ndarray:
-    """Whether each patch (``coords`` in pixels) lies in the witness disc."""
+def in_witness_region(coords, radius: float = WITNESS_RADIUS) -> np.ndarray:
+    """Whether each patch (``coords`` in pixels) lies in the witness disc of ``radius`` patches."""
     cells = np.asarray(coords) / PATCH
-    return np.hypot(cells[:, 0] - WITNESS_CENTRE[0], cells[:, 1] - WITNESS_CENTRE[1]) <= WITNESS_RADIUS
+    return np.hypot(cells[:, 0] - WITNESS_CENTRE[0], cells[:, 1] - WITNESS_CENTRE[1]) <= radius
 
 
-def _slide(rng, direction, offset, tumour: bool) -> tuple[np.ndarray, np.ndarray]:
+def _slide(rng, direction, offset, tumour: bool, radius: float = WITNESS_RADIUS) -> tuple[np.ndarray, np.ndarray]:
     """One slide's patch features and coords: tissue on a random part of the grid, witnesses in the disc."""
     cells = np.argwhere(np.ones((GRID, GRID), dtype=bool))[:, ::-1]  # (column, row)
     keep = rng.random(len(cells)) < TISSUE_FRACTION
-    keep |= np.hypot(cells[:, 0] - WITNESS_CENTRE[0], cells[:, 1] - WITNESS_CENTRE[1]) <= WITNESS_RADIUS
+    keep |= np.hypot(cells[:, 0] - WITNESS_CENTRE[0], cells[:, 1] - WITNESS_CENTRE[1]) <= radius
     coords = (cells[keep] * PATCH).astype(np.int64)
     features = rng.standard_normal((len(coords), len(direction))) + offset
     if tumour:
-        features[in_witness_region(coords)] += WITNESS_SHIFT * direction
+        features[in_witness_region(coords, radius)] += WITNESS_SHIFT * direction
     return features.astype(np.float32), coords
 
 
@@ -120,8 +121,11 @@ def main(argv=None) -> None:
     parser.add_argument("--cases", type=int, default=24)
     parser.add_argument("--features", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--witness-radius", type=float, default=WITNESS_RADIUS,
+                        help=f"radius of the witness disc in patches (default {WITNESS_RADIUS})")
     args = parser.parse_args(argv)
-    written = write_slide_set(args.out, args.layout, args.cases, args.features, args.seed)
+    written = write_slide_set(args.out, args.layout, args.cases, args.features, args.seed,
+                              witness_radius=args.witness_radius)
     print(f"{len(written.slides)} slides in {written.features}; labels in {written.labels}")
 
 

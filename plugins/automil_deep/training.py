@@ -15,7 +15,7 @@ from torch import nn
 
 from automil import report_epoch
 
-__all__ = ["Batches", "evaluate", "fit_network", "resolve_device", "seeded_torch"]
+__all__ = ["Batches", "evaluate", "fit_network", "minimum_epochs", "resolve_device", "seeded_torch"]
 
 # Padded instances per prediction batch: large enough to amortize the per-call overhead, small enough that a
 # batch of (B, N, D) activations stays a few MB.
@@ -27,6 +27,10 @@ MIN_IMPROVEMENT = 1e-3
 # size: batches of similar sizes (little padding) whose make-up still changes every epoch (fastai's
 # SortishSampler takes 50 too).
 POOL_BATCHES = 50
+# Early stopping neither stops nor keeps weights before this many epochs (or a quarter of ``epochs``, the
+# larger): on a few dozen held-out bags the loss is often lowest after 1 to 3 epochs, while the network still
+# predicts the class shares, and a network trained that long scores near chance (docs/deep.md, "Cohorts").
+MIN_EPOCHS = 10
 CPU = torch.device("cpu")
 
 
@@ -117,15 +121,30 @@ def resolve_device(device: str) -> torch.device:
     return resolved
 
 
-def network_loss(logits: list[torch.Tensor], y: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over the supervised heads (deep supervision, DSMIL's two streams)."""
-    return sum(nn.functional.cross_entropy(head, y) for head in logits) / len(logits)
+def network_loss(logits: list[torch.Tensor], y: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean cross-entropy over the bags and the supervised heads (deep supervision, DSMIL's two streams); with
+    ``weight`` (one per class) a bag's loss counts ``weight[y]`` times, divided by the bags (not the weights):
+    a step's gradient is on the scale of the unweighted loss's, and the mean over an epoch is the loss of a
+    class-balanced sample."""
+    if weight is None:
+        return sum(nn.functional.cross_entropy(head, y) for head in logits) / len(logits)
+    return sum((nn.functional.cross_entropy(head, y, reduction="none") * weight[y]).mean()
+               for head in logits) / len(logits)
+
+
+def minimum_epochs(min_epochs: int | None, epochs: int) -> int:
+    """The epochs that run before early stopping may stop or keep weights: ``min_epochs``, else the larger
+    of ``MIN_EPOCHS`` and ``epochs // 4``; never more than ``epochs``."""
+    chosen = max(MIN_EPOCHS, epochs // 4) if min_epochs is None else int(min_epochs)
+    return max(1, min(chosen, epochs))
 
 
 @torch.no_grad()
-def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndarray | None = None):
+def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndarray | None = None,
+             weight: torch.Tensor | None = None):
     """Logits ``(len(index), K)`` (averaged over heads), instance scores per bag (a list of ``(n_i, K)``
-    arrays in the order of ``index``), and the mean loss when labels ``y`` of the bags are given."""
+    arrays in the order of ``index``), and the mean loss (weighted as :func:`network_loss`) when labels ``y``
+    of the bags are given."""
     network.eval()
     logits = [None] * len(index)
     scores = [None] * len(index)
@@ -135,7 +154,7 @@ def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndar
         heads, instance_scores = network(X, mask)
         if y is not None:
             labels = torch.from_numpy(y[[where[bag] for bag in part]]).to(batches.device)
-            total += float(network_loss(heads, labels)) * len(part)
+            total += float(network_loss(heads, labels, weight)) * len(part)
         mean = torch.stack(heads).mean(dim=0).cpu().numpy()
         instance_scores = instance_scores.cpu().numpy()
         for row, bag in enumerate(part):
@@ -146,31 +165,37 @@ def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndar
 
 
 def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
-                *, learning_rate, weight_decay, epochs, batch_size, max_instances, patience, rng
-                ) -> tuple[list[float], int]:
-    """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step;
-    after each epoch the loss on the ``validation`` bags (all their instances), and their balanced
-    accuracy reported to the driver (:func:`automil.report_epoch`, which may stop the fit). The weights of
-    the best validation epoch are kept; training stops after ``patience`` epochs without a better one.
-    Returns the validation loss of every epoch run (empty without validation bags: then all epochs run) and
-    the number of epochs of the weights kept."""
+                *, learning_rate, weight_decay, epochs, batch_size, max_instances, patience, rng,
+                min_epochs: int = 1, class_weight: np.ndarray | None = None) -> tuple[list[float], int]:
+    """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step,
+    each bag's loss weighted by ``class_weight`` of its class (None: 1); after each epoch the loss on the
+    ``validation`` bags (all their instances, weighted the same way), and their balanced accuracy reported
+    to the driver (:func:`automil.report_epoch`, which may stop the fit). From epoch ``min_epochs`` on, the
+    weights of the best validation epoch are kept, and training stops after ``patience`` epochs without a
+    better one; the epochs before never stop it and are never kept. Returns the validation loss of every
+    epoch run (empty without validation bags: then all epochs run) and the number of epochs of the weights
+    kept."""
     # foreach: one kernel per update over all parameters instead of one per tensor (the step's cost on small nets)
     optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate, weight_decay=weight_decay, foreach=True)
     labels = torch.from_numpy(y).to(batches.device)
+    weight = None if class_weight is None else torch.as_tensor(class_weight, dtype=torch.float32,
+                                                                device=batches.device)
     losses, best, best_state, best_epochs, waited = [], np.inf, None, epochs, 0
     for epoch in range(epochs):
         network.train()
         for part, X, mask in batches.training_batches(train, batch_size, max_instances, rng):
             heads, _ = network(X, mask)
             optimizer.zero_grad()
-            network_loss(heads, labels[torch.from_numpy(part).to(batches.device)]).backward()
+            network_loss(heads, labels[torch.from_numpy(part).to(batches.device)], weight).backward()
             optimizer.step()
         if len(validation) == 0:
             continue
-        logits, _, loss = evaluate(network, batches, validation, y[validation])
+        logits, _, loss = evaluate(network, batches, validation, y[validation], weight)
         losses.append(loss)
         # the driver's pruner may stop a fit whose held-out bags score below other trials' at this epoch
         report_epoch(epoch, balanced_accuracy_score(y[validation], logits.argmax(axis=1)))
+        if epoch + 1 < min_epochs:
+            continue
         # a NaN loss never compares lower, so diverged weights are never the ones kept
         if loss < best * (1 - MIN_IMPROVEMENT):
             best, best_epochs, waited = loss, epoch + 1, 0

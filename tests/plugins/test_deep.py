@@ -15,6 +15,7 @@ pytest.importorskip("torch")
 
 from contract_settings import SMALL_NETWORK, small_network  # noqa: E402
 
+import automil  # noqa: E402
 import automil_deep  # noqa: E402 - after the skip: the plugin's tests need torch
 from automil import FitPruned, plugins  # noqa: E402
 from automil.checks import witness_bags  # noqa: E402
@@ -133,3 +134,35 @@ def test_without_torch_automil_learners_says_in_one_line_how_to_get_the_deep_lea
     assert "abmil" not in out
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "pip install 'automil[deep]'" in lines[0] and "plugin 'deep'" in lines[0]
+
+
+def test_on_a_slide_cohort_the_defaults_train_past_the_minimum_epochs_and_predict_both_classes(tmp_path):
+    # A small cohort as bench/deep_cohorts.py writes it (slides of ~160 patches, a patient's slides on one
+    # side of every split): a few dozen held-out slides used to stop training after 1 to 3 epochs, and a
+    # network trained that long gave every slide one class.
+    from automil_datasets.slides import write_slide_set
+    from automil_deep.training import MIN_EPOCHS, minimum_epochs
+
+    written = write_slide_set(tmp_path, "clam", n_cases=30, n_features=16, seed=2, pt=False)
+    bags = automil.load_bags(written.features, labels=str(written.labels), groups="case_id")
+    folds = automil.bag_folds(bags.y, 4, 0, bags.groups)
+    train, test = bags.subset(np.flatnonzero(folds != 0)), bags.subset(np.flatnonzero(folds == 0))
+    model = SPECS["abmil"].build(random_state=0).fit(train)
+    floor = minimum_epochs(None, model.epochs)
+    assert floor == max(MIN_EPOCHS, model.epochs // 4) == 12
+    assert len(model.validation_loss_) >= floor and model.n_epochs_ >= floor
+    assert len(np.unique(model.predict(test))) == 2
+    # an explicit minimum holds too, whatever the patience
+    short = SPECS["abmil"].build(random_state=0, min_epochs=5, patience=1, epochs=8, hidden=32).fit(train)
+    assert 5 <= short.n_epochs_ <= len(short.validation_loss_) <= 8
+
+
+def test_balanced_class_weights_give_every_class_the_same_total_weight():
+    model = SPECS["abmil"].build()
+    model.classes_ = np.array([0, 1, 2])
+    y = np.array([0] * 30 + [1] * 6 + [2] * 4)
+    weight = model._class_weight(y)
+    np.testing.assert_allclose(np.bincount(y, weights=weight[y]), len(y) / 3)
+    assert model.set_params(class_weight=None)._class_weight(y) is None
+    with pytest.raises(ValueError, match="class_weight"):
+        model.set_params(class_weight="even")._class_weight(y)
