@@ -41,7 +41,11 @@ META_FEATURES_ATTR = "meta_features"  # the dataset's meta-features: what a warm
 # comparison.
 EPOCH_STEP = 1_000_000
 EPOCH_STARTUP_TRIALS = 5  # completed trials with a report at an epoch before a fit can be stopped there
-EPOCH_WARMUP = 5  # epochs every fit runs before it can be stopped
+# Epochs every fit runs before it can be stopped: a network's held-out score over its first epochs says little
+# (on a few dozen held-out slides the deep learners' loss is often lowest after 1 to 3 epochs, while they still
+# predict the class shares), so the pruner waits as long as their own early stopping does (MIN_EPOCHS in
+# automil_deep's training).
+EPOCH_WARMUP = 10
 
 
 @dataclass
