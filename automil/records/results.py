@@ -124,12 +124,16 @@ class Figure:
 @dataclass(frozen=True)
 class OuterSplit:
     """One outer split of a nested figure: the score its inner folds gave the parameters refitted there
-    (``None``: none, so the procedure cannot choose by it) and the refit's scores on the outer fold."""
+    (``None``: none, so the procedure cannot choose by it), the refit's scores on the outer fold, each
+    inner fold's score behind ``inner`` (its uncertainty, which the procedure's choice weighs against
+    chance) and, for the ensemble, the learners its selection combined in the split."""
 
     inner: float | None
     accuracy: float
     balanced_accuracy: float
     roc_auc: float | None = None
+    inner_folds: list[float | None] | None = None
+    members: list[str] | None = None
 
 
 @dataclass(frozen=True)

@@ -112,10 +112,10 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
 def _select(rows: list[LearnerResult], choice: Choice, dataset: str, guard: Guarded,
             listener: Listener) -> LearnerResult | None:
     """Mark the final evaluation's chosen row and register its logged model as the dataset's new model
-    version; the chosen row, or ``None`` when no learner has a figure."""
+    version; the chosen row, or ``None`` when there is none (the choice says why)."""
     chosen = choice.row(rows)
     if chosen is None:
-        listener.message("no learner has a figure to choose a model by")
+        listener.message(choice.reason or "no learner has a figure to choose a model by")
         return None
     registered = None if chosen.model.uri is None else guard.call(guard.tracking.register_model, dataset,
                                                                     chosen.model.uri)

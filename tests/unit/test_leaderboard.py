@@ -1,10 +1,13 @@
 """Leaderboard rows from evaluations built by hand: figures, statuses, the reasons given, the ranking."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from automil.evaluation.standardized import FoldScores
-from automil.records import Headline, LearnerResult, Status, TrialRecord, TrialState
+from automil.records import Headline, LearnerResult, Member, Status, TrialRecord, TrialState
+from automil.tune.final.chance_rule import lower_bound, row_chance
 from automil.tune.final.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
 from automil.tune.options import TuneOptions
 
@@ -95,7 +98,8 @@ def test_choose_names_the_best_ok_row_and_finds_it_among_the_final_rows():
                           status=Status.OK)]
     choice = choose(rows)
     assert choice == Choice("b") and choice.row(rows) is rows[1]
-    assert choose(rows[::2]) == Choice(None) and Choice(None).row(rows) is None
+    assert choose(rows[::2]) == Choice(None, "no learner has a figure to choose a model by")
+    assert Choice(None).row(rows) is None
 
 
 def test_a_figure_over_one_repeat_has_no_sd_in_the_row_the_json_or_the_table(tmp_path, capsys):
@@ -139,3 +143,79 @@ def test_a_headline_from_a_one_class_refit_is_flagged_in_the_table_and_never_cho
     out = capsys.readouterr().out
     assert "sil (one class)" in out and "nsk (one class)" not in out
     assert "one class: a refit behind the headline predicted one class" in out
+
+
+def _nested_row(learner, outer, labels=(0, 1, 0, 1), metric="balanced_accuracy", tuning=0.5, fit_seconds=1.0):
+    """A nested row whose outer fold ``i`` scored ``outer[i]`` (every metric), its headline folds holding
+    the bags ``labels`` each."""
+    trials = [_complete(0, tuning, {})]
+    truth = np.asarray(labels)
+    return result_row("fox", TuneOptions(folds=len(outer), repeats=1, protocol="nested", metric=metric, jobs=1),
+                      Evaluation(learner, "p", f"fox/{learner}", trials, trials[0], outer_best=trials * len(outer),
+                                 nested=[FoldScores(v, v, False, v) for v in outer], fit_seconds=[fit_seconds],
+                                 predictions={Refit.NESTED: [(truth, truth)] * len(outer)}))
+
+
+def test_chance_is_one_over_the_classes_for_bacc_one_half_for_auc_and_the_majority_share_for_accuracy():
+    three = _nested_row("a", [0.9, 0.9], labels=(0, 1, 2, 2))
+    assert row_chance(three) == pytest.approx(1 / 3)
+    assert row_chance(three, "roc_auc") == 0.5
+    assert row_chance(three, "accuracy") == pytest.approx(0.5)
+    assert row_chance(LearnerResult(metric="accuracy")) is None, "no predictions: no chance level to hold it to"
+
+
+def test_a_score_claims_its_mean_less_twice_its_standard_error_over_its_folds():
+    folds = [0.6, 0.7, 0.8]
+    assert lower_bound(0.7, folds) == pytest.approx(0.7 - 2 * np.std(folds, ddof=1) / np.sqrt(3))
+    assert lower_bound(0.7, [0.7, None]) == 0.7, "one scored fold: no spread measured, the score claims itself"
+    assert lower_bound(None, folds) is None
+
+
+def test_the_best_row_is_not_chosen_when_its_figure_is_within_its_own_uncertainty_of_chance():
+    # a: mean 0.633, but its folds spread so far that twice its standard error reaches below 0.5
+    noisy, steady = _nested_row("a", [1.0, 0.4, 0.5]), _nested_row("b", [0.60, 0.62, 0.61])
+    assert noisy.metric_value() > steady.metric_value()
+    assert choose([noisy, steady]) == Choice("b")
+
+
+def test_nothing_above_chance_chooses_nothing_and_the_run_says_why_in_one_line():
+    from types import SimpleNamespace
+
+    from automil.tune.driver import _select
+
+    rows = [_nested_row("a", [0.9, 0.2, 0.5]), _nested_row("b", [0.55, 0.45, 0.5])]
+    choice = choose(rows)
+    assert choice.learner is None
+    assert choice.reason.startswith("no learner scored above chance (BACC 0.50; the best, a, 0.53 with its lower")
+    assert choice.reason.endswith("no model is registered")
+    lines = []
+    assert _select(rows, choice, "fox", None, SimpleNamespace(message=lines.append)) is None
+    assert lines == [choice.reason] and not any(r.model.selected for r in rows)
+
+
+def test_under_the_hold_out_protocol_the_interval_must_clear_chance():
+    options = TuneOptions(folds=4, repeats=1, protocol="holdout", metric="balanced_accuracy", jobs=1)
+    trials = [_complete(0, 0.7, {})]
+    truth = np.array([0, 1] * 6)
+
+    def held_out(learner, y_pred):
+        return result_row("fox", options, Evaluation(
+            learner, "p", f"fox/{learner}", trials, trials[0], outer_best=trials,
+            nested=[FoldScores(*[float(np.mean(truth == y_pred))] * 2, False)], fit_seconds=[1.0],
+            predictions={Refit.NESTED: [(truth, np.asarray(y_pred))]}))
+
+    # 8 of 12 right: BACC 0.67, but on 12 bags the interval reaches below 0.5; 11 of 12 clear it
+    weak, strong = held_out("a", [0, 1] * 4 + [1, 0] * 2), held_out("b", [0, 1] * 5 + [0, 0])
+    assert weak.headline.interval[0] <= 0.5 < strong.headline.interval[0]
+    assert choose([weak]).learner is None and choose([weak, strong]) == Choice("b")
+
+
+def test_the_ensemble_is_chosen_only_when_it_beats_its_best_member_on_the_tuning_folds():
+    a, b = _nested_row("a", [0.80, 0.82], tuning=0.80), _nested_row("b", [0.70, 0.72], tuning=0.75)
+    ensemble = _nested_row("ensemble", [0.84, 0.86], tuning=0.80)
+    ensemble.members = [Member("a", 0.6), Member("b", 0.4)]
+    assert choose([a, b, ensemble]) == Choice("a"), "level with its best member: its cost buys nothing"
+    ensemble.tuning = replace(ensemble.tuning, score=0.81)
+    assert choose([a, b, ensemble]) == Choice("ensemble")
+    ensemble.tuning = replace(ensemble.tuning, score=None)
+    assert choose([a, b, ensemble]) == Choice("a"), "no tuning score: nothing says it beats its members"

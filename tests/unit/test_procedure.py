@@ -10,7 +10,7 @@ from automil.evaluation.folds_file import RunFolds
 from automil.evaluation.standardized import FoldScores
 from automil.records import PROCEDURE, LearnerResult, Status, TrialRecord, TrialState
 from automil.tune.final.ensemble_row import NESTED_SCORES, Candidate, ensemble_nested
-from automil.tune.final.leaderboard import Evaluation, choose, procedure_row, result_row
+from automil.tune.final.leaderboard import Evaluation, Refit, choose, procedure_row, result_row
 from automil.tune.options import TuneOptions
 from automil.tune.studies.plan import Plan
 
@@ -19,13 +19,17 @@ pytestmark = pytest.mark.unit
 OPTIONS = TuneOptions(folds=3, repeats=1, protocol="nested", metric="balanced_accuracy", jobs=1)
 
 
-def _row(learner, inner, outer, fit_seconds, one_class=False):
-    """A learner's row whose outer split ``i`` scored ``inner[i]`` on its inner folds and ``outer[i]`` (BACC;
-    ACC is BACC + 0.05) on outer fold ``i``."""
+def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), members=()):
+    """A learner's row whose outer split ``i`` scored ``inner[i]`` on its inner folds (``inner_folds[i]`` on
+    each) and ``outer[i]`` (BACC; ACC is BACC + 0.05) on outer fold ``i``, its folds holding two bags of
+    each of two classes (chance: BACC 0.5)."""
     best = TrialRecord(0, TrialState.COMPLETE, 0.5, attrs={"estimator_params": {}})
     nested = [FoldScores(b + 0.05, b, one_class) for b in outer]
+    truth = np.array([0, 1, 0, 1])
     return result_row("fox", OPTIONS, Evaluation(learner, "p", f"fox/{learner}", [best], best, outer_best=[best] * 3,
-                                                 nested=nested, inner=inner, fit_seconds=[fit_seconds]))
+                                                 nested=nested, inner=inner, fit_seconds=[fit_seconds],
+                                                 inner_folds=list(inner_folds), members=list(members),
+                                                 predictions={Refit.NESTED: [(truth, truth)] * 3}))
 
 
 def test_each_outer_split_chooses_by_its_inner_scores_and_is_scored_on_its_outer_fold():
@@ -56,6 +60,39 @@ def test_a_split_where_no_row_can_be_chosen_leaves_the_procedure_without_a_figur
     assert "outer split(s) 1" in procedure.error
 
 
+def test_a_split_where_no_inner_score_clears_chance_by_its_own_uncertainty_ships_nothing_and_scores_chance():
+    # split 1: a's inner 0.60 rests on folds 0.2 and 1.0 (twice its standard error: 0.8), b's on 0.5 and 0.5
+    rows = [_row("a", inner=[0.80, 0.60, 0.70], outer=[0.70, 0.90, 0.80], fit_seconds=1.0,
+                 inner_folds=[[0.8, 0.8], [0.2, 1.0], [0.7, 0.7]]),
+            _row("b", inner=[0.60, 0.50, 0.90], outer=[0.60, 0.95, 0.85], fit_seconds=1.0,
+                 inner_folds=[[0.6, 0.6], [0.5, 0.5], [0.9, 0.9]])]
+    procedure = procedure_row(rows)
+    assert procedure.choices == ["a", None, "b"]
+    chance = procedure.nested.outer_splits[1]
+    assert chance.inner is None and (chance.accuracy, chance.balanced_accuracy, chance.roc_auc) == (0.5, 0.5, 0.5)
+    assert procedure.headline.balanced_accuracy == pytest.approx(np.mean([0.70, 0.5, 0.85]))
+    assert procedure.status == Status.OK and "outer split(s) 1" in procedure.error
+    assert "scored as chance" in procedure.error
+
+
+def test_nothing_above_chance_anywhere_leaves_the_procedure_at_chance_and_says_no_model_is_registered():
+    rows = [_row("a", inner=[0.50, 0.45, 0.40], outer=[0.5, 0.4, 0.6], fit_seconds=1.0)]
+    procedure = procedure_row(rows)
+    assert procedure.choices == [None, None, None] and procedure.headline.balanced_accuracy == pytest.approx(0.5)
+    assert "outer split(s) 0, 1, 2" in procedure.error
+    assert procedure.error.endswith("no model is registered") and choose(rows).learner is None
+
+
+def test_the_ensemble_is_chosen_in_a_split_only_where_its_inner_score_beats_its_best_member_there():
+    rows = [_row("a", inner=[0.80, 0.80, 0.70], outer=[0.7, 0.7, 0.7], fit_seconds=1.0),
+            _row("b", inner=[0.60, 0.90, 0.60], outer=[0.6, 0.6, 0.6], fit_seconds=1.0),
+            # split 0 combines a and b: level with a, so a; split 1 combines only a: above it, but b's 0.90
+            # is the best inner score there; split 2 combines a and b and beats both
+            _row("ensemble", inner=[0.80, 0.85, 0.75], outer=[0.9, 0.9, 0.9], fit_seconds=0.1,
+                 members=[["a", "b"], ["a"], ["a", "b"]])]
+    assert procedure_row(rows).choices == ["a", "b", "ensemble"]
+
+
 def test_the_tuned_protocol_has_no_procedure_row_and_rows_round_trip_through_json():
     tuned = LearnerResult(dataset="fox", learner="a", protocol="tuned", status=Status.OK)
     assert procedure_row([tuned]) is None
@@ -71,12 +108,12 @@ def test_a_split_left_untuned_sees_the_defaults_on_its_inner_folds_only():
                            attrs={"fold_balanced_accuracy": [0.5, 0.7, 0.9], "oof_scores": [0, 30, 10, 40, 20, 50]})
     tuned = TrialRecord(3, TrialState.COMPLETE, 0.8, attrs={"oof_scores": [1, 2, 3, 4]})
     candidate = Candidate([defaults], [[tuned], [], []])
-    value, scores = candidate.inner(plan, 0)
+    value, _, scores = candidate.inner(plan, 0)
     assert value == 0.8 and scores.tolist() == [1, 2, 3, 4]
-    value, scores = candidate.inner(plan, 1)  # untuned: fold 1's score and bags are left out
-    assert value == pytest.approx(0.7) and scores.tolist() == [0, 30, 20, 50]
-    value, scores = candidate.inner(plan, 2)
-    assert value == pytest.approx(0.6) and scores.tolist() == [0, 30, 10, 40]
+    value, folds, scores = candidate.inner(plan, 1)  # untuned: fold 1's score and bags are left out
+    assert value == pytest.approx(0.7) and folds == [0.5, 0.9] and scores.tolist() == [0, 30, 20, 50]
+    value, folds, scores = candidate.inner(plan, 2)
+    assert value == pytest.approx(0.6) and folds == [0.5, 0.7] and scores.tolist() == [0, 30, 10, 40]
 
 
 def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults():
@@ -93,6 +130,10 @@ def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults(
     evaluation = ensemble_nested(plan, SimpleNamespace(y=y), candidates)
     assert evaluation.errors == [] and evaluation.tuned_splits == 3
     assert all(s is not None for s in evaluation.nested) and all(v is not None for v in evaluation.inner)
+    # each split's inner score is the mean of its two inner folds', over the learners it combined there
+    assert [np.mean(folds) for folds in evaluation.inner_folds] == pytest.approx(evaluation.inner)
+    assert all(len(folds) == 2 and set(members) <= {"a", "b"}
+               for folds, members in zip(evaluation.inner_folds, evaluation.members, strict=True))
 
 
 def _folds(assignment) -> RunFolds:

@@ -7,6 +7,7 @@ folds saw of a learner (:meth:`Candidate.inner`), which the ensemble and the pro
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrate
 from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_row
 from automil.tune.studies.plan import Plan
 
-__all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Candidate", "Members", "choose_members", "main_members",
+__all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Inner", "Candidate", "Members", "choose_members", "main_members",
            "ensemble_nested", "ensemble_row", "stored_scores", "loaded_scores"]
 
 
@@ -46,6 +47,16 @@ class ScoreKey:
 NESTED_SCORES = ScoreKey(Refit.NESTED)
 
 
+class Inner(NamedTuple):
+    """What outer split ``i``'s inner folds saw of a learner: the score of the trial its nested refit uses,
+    that score's inner folds (its uncertainty) and the trial's out-of-fold scores of the inner bags (each
+    ``None`` where it kept none)."""
+
+    score: float | None
+    folds: list[float | None] | None
+    oof: np.ndarray | None
+
+
 @dataclass
 class Candidate:
     """One learner as the ensemble sees it: its study trials (main study, then the outer splits), the
@@ -58,9 +69,8 @@ class Candidate:
     fit_seconds: float | None = None
     model: object = None
 
-    def inner(self, plan: Plan, i: int) -> tuple[float | None, np.ndarray | None]:
-        """What outer split ``i``'s inner folds saw of the learner: the score of the trial its nested refit
-        uses and that trial's out-of-fold scores of the inner bags (``None`` where it kept none).
+    def inner(self, plan: Plan, i: int) -> Inner:
+        """What outer split ``i``'s inner folds saw of the learner (:class:`Inner`).
 
         The trial is split ``i``'s best; a split the budget left untuned refits the learner's defaults
         (:func:`~automil.tune.backend.optuna_trials.defaults_trial` of the main study), whose score here is the mean
@@ -71,18 +81,18 @@ class Candidate:
         order = _out_of_fold_order(plan.folds.tuning, i)
         tuned = best_trial(self.sub_trials[i], options.directions)
         if tuned is not None:
-            return tuned.value, _oof_scores(tuned, len(order))
+            return Inner(tuned.value, tuned.attrs.get(TrialAttr.fold(options.metric)), _oof_scores(tuned, len(order)))
         defaults = defaults_trial(self.trials)
         if defaults is None:
-            return None, None
-        folds = defaults.attrs.get(TrialAttr.fold(options.metric), [])
-        value = float(np.mean([v for f, v in enumerate(folds) if f != i])) if len(folds) > 1 else None
+            return Inner(None, None, None)
+        folds = [v for f, v in enumerate(defaults.attrs.get(TrialAttr.fold(options.metric), [])) if f != i]
+        value = mean_std(folds)[0] if folds else None
         everywhere = _oof_scores(defaults, len(plan.folds.tuning))
         if everywhere is None:
-            return value, None
+            return Inner(value, folds or None, None)
         position = np.empty(len(plan.folds.tuning), dtype=np.int64)
         position[_out_of_fold_order(plan.folds.tuning)] = np.arange(len(plan.folds.tuning))
-        return value, everywhere[position[order]]
+        return Inner(value, folds or None, everywhere[position[order]])
 
 
 @dataclass(frozen=True)
@@ -165,6 +175,9 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
                 evaluation.predictions.setdefault(Refit.REPEAT, []).append((bags.y[test], y_pred))
     row = result_row(plan.dataset, options, evaluation)
     row.members = [Member(n, w) for n, w in zip(main.names, main.weights, strict=True)]
+    # its counterpart of a tuning score, which the run's choice holds against its members' (leaderboard.choose)
+    folds = _inner_folds(plan, bags, main, _main_oof(plan, candidates), options.held_out, classes)
+    row.tuning = replace(row.tuning, score=mean_std(folds)[0])
     row.error = evaluation.errors[0] if evaluation.errors else None
     row.status = (Status.NO_RESULT if row.headline.accuracy is None
                   else Status.PARTIAL if evaluation.errors else Status.OK)
@@ -178,29 +191,39 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
 def main_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> Members | None:
     """The members chosen on the main studies' out-of-fold scores (the model's members and weights), when
     two or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
-    order = _out_of_fold_order(plan.folds.tuning, plan.options.held_out)  # the bags the main studies scored
-    oof = {n: _oof_scores(best_trial(c.trials, plan.options.directions), len(order)) for n, c in candidates.items()}
+    oof = _main_oof(plan, candidates)
     if sum(scores is not None for scores in oof.values()) < 2:
         return None
+    order = _out_of_fold_order(plan.folds.tuning, plan.options.held_out)
     return choose_members(oof, order, bags.y, plan.options.metric)
+
+
+def _main_oof(plan: Plan, candidates: dict[str, Candidate]) -> dict[str, np.ndarray | None]:
+    """Every learner's out-of-fold scores of its main study's best trial (of the bags the main studies
+    scored; ``None``: none kept)."""
+    n_bags = len(_out_of_fold_order(plan.folds.tuning, plan.options.held_out))
+    return {n: _oof_scores(best_trial(c.trials, plan.options.directions), n_bags) for n, c in candidates.items()}
 
 
 def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Evaluation, classes):
     """The ensemble's nested folds: outer split ``i`` selects on the inner out-of-fold scores of every
     learner with a nested refit there (tuned in the split, or its defaults), combines their outer refits'
-    scores of fold ``i``, and notes its own score on the inner folds (``evaluation.inner``)."""
+    scores of fold ``i``, and notes its own score on the inner folds (``evaluation.inner``, by fold in
+    ``evaluation.inner_folds``) and the members it combined there (``evaluation.members``)."""
     outer = plan.options.outer_folds
     evaluation.nested, evaluation.inner = [None] * len(outer), [None] * len(outer)
+    evaluation.inner_folds, evaluation.members = [None] * len(outer), [None] * len(outer)
     tuned = 0
     for i in outer:
         order = _out_of_fold_order(plan.folds.tuning, i)
-        oof = {n: c.inner(plan, i)[1] for n, c in candidates.items()}
+        oof = {n: c.inner(plan, i).oof for n, c in candidates.items()}
         members = choose_members(oof, order, bags.y, plan.options.metric)
         if members is None:
             evaluation.errors.append(f"no learner with out-of-fold scores in outer split {i}: no nested figure")
             continue
         tuned += 1
-        evaluation.inner[i] = _inner_score(plan, bags, members, oof, i, classes)
+        evaluation.inner_folds[i] = _inner_folds(plan, bags, members, oof, i, classes)
+        evaluation.inner[i], evaluation.members[i] = mean_std(evaluation.inner_folds[i])[0], members.names
         test = np.flatnonzero(plan.folds.tuning == i)
         predicted = members.predict(candidates, NESTED_SCORES, test, classes)
         if predicted is None:
@@ -212,9 +235,11 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     evaluation.tuned_splits = tuned
 
 
-def _inner_score(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray], i: int, classes) -> float:
-    """The mean over outer split ``i``'s inner folds of the metric of ``members``' predictions from the
-    out-of-fold scores ``oof`` they were selected on: the ensemble's counterpart of a tuning score."""
+def _inner_folds(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray], i: int | None,
+                 classes) -> list[float | None]:
+    """The metric on each fold other than ``i`` (outer split ``i``'s inner folds; ``None``: every fold, the
+    main studies' under the nested and tuned protocols) of ``members``' predictions from the out-of-fold
+    scores ``oof`` they were selected on: their mean is the ensemble's counterpart of a tuning score."""
     total = sum(w * calibrated(c, oof[n]) for n, c, w in zip(members.names, members.calibrators, members.weights,
                                                               strict=True))
     y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
@@ -222,7 +247,7 @@ def _inner_score(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray],
         part = slice(start, start + len(test))
         values.append(getattr(fold_scores(bags.y[test], y_pred[part], total[part], classes), plan.options.metric))
         start += len(test)
-    return mean_std(values)[0]
+    return values
 
 
 def _out_of_fold_order(assignment, exclude=None) -> np.ndarray:

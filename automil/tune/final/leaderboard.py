@@ -36,6 +36,7 @@ from automil.records import (
     Tuning,
 )
 from automil.tune.backend.optuna_trials import counts_toward_budget, trial_counts
+from automil.tune.final.chance_rule import above, beats_members, chance_split, headline_bound, lower_bound, row_chance
 from automil.tune.options import METRICS, TuneOptions
 from automil.tune.schedule.ladder import rung_states, screened_note
 
@@ -72,7 +73,8 @@ class Evaluation:
     ``nested[i]`` and each entry of ``repeated[r]`` are :class:`automil.evaluation.standardized.FoldScores`,
     ``instance[i]`` outer fold ``i``'s instance figures (``None`` without instance labels or output);
     ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
-    procedure chooses by, :func:`procedure_row`);
+    procedure chooses by, :func:`procedure_row`), ``inner_folds[i]`` that score on each inner fold, and
+    ``members[i]`` (the ensemble's) the learners combined in split ``i``;
     ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
     out-of-fold predictions (of the first repeat); ``errors`` are the final evaluation's failures,
     ``notes`` what its budget left out that the headline figure does not need (a model);
@@ -95,6 +97,8 @@ class Evaluation:
     budget_seconds: float | None = None
     inner: list[float | None] = field(default_factory=list)
     instance: list[InstanceFold | None] = field(default_factory=list)
+    inner_folds: list[list[float | None] | None] = field(default_factory=list)
+    members: list[list[str] | None] = field(default_factory=list)
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
@@ -175,10 +179,16 @@ def _metrics(figure: Figure) -> dict:
 
 
 def _outer_splits(job: Evaluation) -> list[OuterSplit | None]:
-    """Each outer split's inner score and the scores of its refit on the outer fold (``None``: no refit)."""
-    return [None if s is None else OuterSplit(None if i >= len(job.inner) else job.inner[i], s.accuracy,
-                                              s.balanced_accuracy, s.roc_auc)
+    """Each outer split's inner score (with its folds, and the ensemble's members there) and the scores of its
+    refit on the outer fold (``None``: no refit)."""
+    return [None if s is None else OuterSplit(_at(job.inner, i), s.accuracy, s.balanced_accuracy, s.roc_auc,
+                                              inner_folds=_at(job.inner_folds, i), members=_at(job.members, i))
             for i, s in enumerate(job.nested)]
+
+
+def _at(values: list, i: int):
+    """``values[i]``, ``None`` past its end (an evaluation built without that part)."""
+    return values[i] if i < len(values) else None
 
 
 def instance_figures(folds: list[InstanceFold | None]) -> InstanceFigures | None:
@@ -268,9 +278,10 @@ def rank(result: LearnerResult):
 class Choice:
     """The model a run hands the user, decided once (:func:`choose`, in the final evaluation, on the
     headline rows) so that the model fitted first is the one the run registers: ``learner`` names the
-    chosen row, ``None`` when no row has a usable figure."""
+    chosen row, ``None`` when there is none, and ``reason`` then says why."""
 
     learner: str | None
+    reason: str | None = None
 
     def row(self, rows: list[LearnerResult]) -> LearnerResult | None:
         """The chosen learner's row among ``rows`` (the final ones)."""
@@ -278,20 +289,38 @@ class Choice:
 
 
 def choose(rows: list[LearnerResult]) -> Choice:
-    """The chosen learner, ``Choice(None)`` when no learner has a usable figure.
+    """The chosen learner, ``Choice(None, reason)`` when no row has a usable figure above chance.
 
     Candidates have status ``ok``, a headline figure (nested CV under the nested protocol) and never
-    predicted one class for every bag of a headline fold. The best headline value of the run's metric
-    wins; ties go to the cheaper learner (lower mean fit seconds), then to the name.
+    predicted one class for every bag of a headline fold; of them, a row is chosen only when its figure
+    is above chance by its own uncertainty (:func:`~automil.tune.final.chance_rule.headline_bound`), and
+    the ensemble only when its tuning score beats its best member's (its cost buys nothing otherwise). The
+    best headline value of the run's metric wins; ties go to the cheaper learner (lower mean fit seconds),
+    then to the name.
     """
     candidates = [r for r in rows if _admissible(r)]
     if not candidates:
-        return Choice(None)
-    return Choice(min(candidates, key=lambda r: _preference(r, r.metric_value())).learner)
+        return Choice(None, "no learner has a figure to choose a model by")
+    clear = [r for r in candidates if above(headline_bound(r), row_chance(r))]
+    tuning = {r.learner: r.tuning.score for r in rows}
+    chosen = [r for r in clear if beats_members(r, r.tuning.score, tuning)]
+    if chosen:
+        return Choice(min(chosen, key=lambda r: _preference(r, r.metric_value())).learner)
+    if clear:
+        return Choice(None, "no learner scored above chance, and the ensemble did not beat its best member: "
+                            "no model is registered")
+    best = min(candidates, key=lambda r: _preference(r, r.metric_value()))
+    name = _METRIC_NAMES.get(best.metric, best.metric)
+    return Choice(None, f"no learner scored above chance ({name} {row_chance(best):.2f}; the best, {best.learner}, "
+                        f"{best.metric_value():.2f} with its lower bound at {headline_bound(best):.2f}): "
+                        "no model is registered")
+
+
+_METRIC_NAMES = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}
 
 
 def _admissible(row: LearnerResult) -> bool:
-    """A row :func:`choose` may choose: status ``ok``, a headline figure, no fold predicted as one class."""
+    """A row :func:`choose` may consider: status ``ok``, a headline figure, no fold predicted as one class."""
     return row.status == Status.OK and not row.headline.one_class and row.metric_value() is not None \
         and row.learner != PROCEDURE
 
@@ -306,9 +335,12 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
 
     A learner's nested figure is honest for that learner, but the run then picks the best of many such
     figures. Here outer split ``i`` makes that choice blind to its outer fold: among the rows
-    :func:`choose` admits (the ensemble's too), the best score on split ``i``'s inner folds wins (ties:
-    cheaper, then by name), and that row's score on outer fold ``i`` is the procedure's. ``choices`` names
-    the row chosen in each split; ``outer_splits`` holds the chosen row's inner and outer scores. No fit.
+    :func:`choose` considers (the ensemble's too), those whose score on split ``i``'s inner folds is above
+    chance by its own uncertainty (over those folds), the ensemble only above its best member there, the
+    best inner score wins (ties: cheaper, then by name), and that row's score on outer fold ``i`` is the
+    procedure's. A split where no row passes ships nothing: it is scored as chance (a prediction of the
+    majority class), its choice is ``None``, and the row's ``error`` names it. ``choices`` names the row
+    chosen in each split; ``outer_splits`` holds the chosen row's inner and outer scores. No fit.
     """
     nested = [r for r in rows if Protocol(r.protocol).held_out and r.learner != PROCEDURE
               and r.status != Status.SKIPPED]
@@ -320,16 +352,20 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
                         protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
                         headline=Headline(kind=Protocol(first.protocol).headline, one_class=False))
     candidates = [r for r in nested if _admissible(r) and r.nested.outer_splits]
-    choices, outer_splits = [], []
+    choices, outer_splits, at_chance = [], [], []
     for i in range((first.folds or 0) if first.protocol == Protocol.NESTED else 1):
-        scored = [(r, r.nested.outer_splits[i]) for r in candidates
-                  if i < len(r.nested.outer_splits) and r.nested.outer_splits[i] is not None
-                  and r.nested.outer_splits[i].inner is not None]
-        chosen = min(scored, key=lambda pair: _preference(pair[0], pair[1].inner), default=(None, None))
+        scored = [(r, s) for r in candidates if (s := _split(r, i)) is not None and s.inner is not None]
+        inner = {r.learner: s.inner for r in nested if (s := _split(r, i)) is not None}
+        passed = [(r, s) for r, s in scored if above(lower_bound(s.inner, s.inner_folds), row_chance(r))
+                  and beats_members(r, s.inner, inner, s.members)]
+        chosen = min(passed, key=lambda pair: _preference(pair[0], pair[1].inner), default=(None, None))
+        split = chosen[1] if chosen[0] is not None or not scored else chance_split(scored)
+        if chosen[0] is None and split is not None:
+            at_chance.append(str(i))
         choices.append(chosen[0] and chosen[0].learner)
-        outer_splits.append(chosen[1])
+        outer_splits.append(split)
     row.choices, row.nested = choices, NestedFigure(outer_splits=outer_splits)
-    missing = [str(i) for i, choice in enumerate(choices) if choice is None]
+    missing = [str(i) for i, split in enumerate(outer_splits) if split is None]
     if missing:
         row.status = Status.NO_RESULT
         row.error = (f"no learner with an ok nested figure and an inner score in outer split(s) "
@@ -337,8 +373,19 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
         return row
     row.status = Status.OK
     row.nested = _figure(NestedFigure, outer_splits, outer_splits=outer_splits)
+    notes = [] if not at_chance else [
+        f"no row scored above chance on the inner folds of outer split(s) {', '.join(at_chance)} (an ensemble: "
+        f"above its best member): nothing is shipped there, scored as chance (the majority class)"]
+    run_choice = choose(rows)
+    row.error = "; ".join(notes + ([run_choice.reason] if run_choice.learner is None else [])) or None
     # under the hold-out protocol the one chosen row's figure is the procedure's, with its interval
-    chosen = next(r for r in candidates if r.learner == choices[0]) if first.protocol == Protocol.HOLDOUT else None
+    chosen = next((r for r in candidates if r.learner == choices[0]), None) \
+        if first.protocol == Protocol.HOLDOUT else None
     row.headline = replace(row.headline, **_metrics(row.nested),
                            interval=None if chosen is None else chosen.headline.interval)
     return row
+
+
+def _split(row: LearnerResult, i: int) -> OuterSplit | None:
+    """The row's outer split ``i`` (``None``: no refit there, or no such split)."""
+    return _at(row.nested.outer_splits or [], i)

@@ -108,7 +108,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     A learner whose stored result matches its studies (same best trials, trial count, repeats and
     protocol) is not evaluated again; if the budget left that result without a model, the model is fitted
     and logged now (as the budget allows). The chosen model is fitted even when the budget
-    has run out (a run may pass ``--timeout`` by that one fit): a run must end with a model.
+    has run out (a run may pass ``--timeout`` by that one fit): a run that chose a model must end with it
+    (it chooses none when no row is above chance).
     """
     options = plan.options
     rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
@@ -211,12 +212,13 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
             recorder.study_done(spec, main)  # what this worker could not log as it went
             listener.learner_done(rows[learner])
             continue
+        inner = [candidates[learner].inner(plan, i) for i in range(len(sub_trials))]
         pending[learner] = _Pending(spec, main, key, Evaluation(learner, spec.plugin, main.study_name, trials, best,
                                                                 outer_best, nested=[None] * len(sub_trials),
                                                                 instance=[None] * len(sub_trials),
                                                                 tuned_splits=sum(t is not None for t in tuned),
-                                                                inner=[candidates[learner].inner(plan, i)[0]
-                                                                       for i in range(len(sub_trials))]))
+                                                                inner=[view.score for view in inner],
+                                                                inner_folds=[view.folds for view in inner]))
         # the seconds this run's budget gave its trials so far; its final fits add theirs
         pending[learner].evaluation.budget_seconds = run_seconds(study_trials, plan.start, time.time())
     return rows, pending, candidates
