@@ -1,4 +1,5 @@
-"""automil at scale: pathology-like bag sets at 10^4, 10^5 and 10^6 instances, and the main job run on them.
+"""automil at scale: pathology-like bag sets at 10^4, 10^5 and 10^6 instances, slide cohorts of 100 to 1,000
+slides at several witness shares, and the main job run on them beside each learner's defaults and the oracle.
 
 A set has bags of 50 to 500 instances drawn from a standard normal in d dimensions (64 to 512), or, with
 ``--bags``, that many bags of about instances / bags each (uniform from half to one and a half times that):
@@ -12,6 +13,10 @@ approach.
                                    [--out DIR]
     python bench/scale.py generate --sizes 1e5 1e6 --bags 1000 4000    # the sets of more and smaller bags
     python bench/scale.py run DATA [--timeout 600] [--workdir DIR] [more automil tune options, e.g. --learner bag-stats]
+    python bench/scale.py cohort [--slides 100 300 1000] [--witness-shares 0.01 0.03 0.1] [--patches 60 180]
+                                 [--features 64] [--layout trident|clam] [--seed 0] [--out DIR]
+    python bench/scale.py compare DATA [--timeout 600] [--fit-timeout 300] [--skip LEARNER ...] [--workdir DIR]
+                                  [more automil tune options, e.g. --metric roc_auc --learner mifv]
 
 ``generate`` writes each set (``scale-<n>-d<d>.npz``, ``scale-<n>-d<d>-b<bags>.npz`` with ``--bags``, or a
 folder of ``.npy`` files with ``labels.csv``) and a ``.json`` of its facts beside it, and prints sizes and
@@ -20,6 +25,19 @@ prints the wall time, the peak memory summed over the run's processes (read from
 learner (its status, figure, the rung of the bag ladder it ended on where the row carries one, and the
 seconds of the budget it used), the procedure's own figure (the ``automil`` row) and the best row's
 against the oracle, the chosen model, and the seconds used by learners that ended with no figure.
+
+``cohort`` writes one slide cohort per number of slides and witness share (``bench/cohorts.py``: a TRIDENT or
+CLAM folder of cases of 2 or 3 slides, string labels, the cases as groups, ``--patches`` patches a slide, the
+witnesses that share of a tumour slide), ``cohort-<slides>-w<share>-d<d>/`` with its facts JSON beside it
+(the oracle's ROC AUC and BACC on all slides, the witness direction), and prints them. ``compare`` runs
+``automil tune`` as ``run`` does, then every learner the run scored (but ``--skip``) at its defaults alone
+(its first trial, as the driver maps it) on the run's outer split, read from the run's study storage: under
+the hold-out protocol trained on the training folds and scored on the held-out fold, under the nested
+protocol on each outer fold (the mean), each fit in a killable worker at ``--fit-timeout``. It prints one line
+a learner (its defaults alone beside its row in the run) and, side by side in the run's metric, the
+``automil`` row, the best single learner at its defaults and the oracle on the same split (ROC AUC on the
+outer folds; BACC with its cut chosen on the training folds), with the oracle on all bags from the facts.
+Give a cohort ``--metric roc_auc`` (its ``--labels`` and ``--groups`` are found beside it).
 """
 
 from __future__ import annotations
@@ -36,6 +54,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import cohorts  # bench/ is on sys.path when this script runs
 import numpy as np
 
 from automil.records import PROCEDURE, Status
@@ -105,12 +124,11 @@ def generate(spec: ScaleSet) -> Generated:
 
 def oracle_bacc(data: Generated) -> float:
     """The best balanced accuracy of a threshold on each bag's largest projection on the true direction."""
-    scores = np.maximum.reduceat(data.X @ data.direction.astype(np.float32), data.offsets[:-1])
-    order = np.argsort(-scores, kind="stable")
-    positive = data.y[order]
-    tp, fp = np.cumsum(positive), np.cumsum(1 - positive)
-    bacc = (tp / tp[-1] + 1 - fp / fp[-1]) / 2  # cutting after each bag of the ranking
-    return float(max(0.5, bacc.max()))
+    return cohorts.oracle_figures(_oracle_scores(data), data.y == 1)["bacc"]
+
+
+def _oracle_scores(data: Generated) -> np.ndarray:
+    return np.maximum.reduceat(data.X @ data.direction.astype(np.float32), data.offsets[:-1])
 
 
 def write(data: Generated, path: Path, layout: str) -> Path:
@@ -147,8 +165,10 @@ def run_generate(args):
         data = generate(spec)
         path = write(data, out / spec.name, args.layout)
         seconds = time.perf_counter() - start
-        oracle = oracle_bacc(data)
-        facts = {**asdict(spec), "n_bags": len(data.y), "oracle_bacc": oracle}
+        figures = cohorts.oracle_figures(_oracle_scores(data), data.y == 1)
+        oracle = figures["bacc"]
+        facts = {**asdict(spec), "n_bags": len(data.y), "oracle_bacc": oracle, "oracle_roc_auc": figures["roc_auc"],
+                 "direction": data.direction.tolist()}
         facts_path(path).write_text(json.dumps(facts, indent=2) + "\n")
         print(f"{path.name:30s} {len(data.y):6d} {len(data.X):10d} {spec.n_features:4d} "
               f"{data.X.nbytes / 1e6:8.1f} {seconds:8.1f} {100 * oracle:11.1f}")
@@ -216,24 +236,43 @@ def _kb(pid: int, file: str, key: str) -> int:
 
 def run_main_job(args):
     data = Path(args.data).resolve()
-    facts = json.loads(facts_path(data).read_text()) if facts_path(data).exists() else {}
-    with contextlib.nullcontext(args.workdir) if args.workdir else tempfile.TemporaryDirectory(
-            prefix="automil-scale-") as work:
-        Path(work).mkdir(parents=True, exist_ok=True)
-        rows_path = Path(work) / "rows.json"
-        command = [sys.executable, "-c", "import sys; from automil.cli.main import main; sys.exit(main())", "tune",
-                   "--dataset", str(data),
-                   "--timeout", str(args.timeout), "--json", str(rows_path), *args.extra]
-        print("$", " ".join(command), f"(in {work})", flush=True)
-        start = time.monotonic()
-        process = subprocess.Popen(command, cwd=work)  # its progress and leaderboard print as they come
-        with TreeMemory(process.pid) as memory:
-            code = process.wait()
-        wall = time.monotonic() - start
-        if code != 0 or not rows_path.exists():
-            raise SystemExit(f"automil tune exited with {code}")
-        rows = json.loads(rows_path.read_text())
-    report(rows, wall, memory, facts, args.timeout)
+    with _workdir(args) as work:
+        rows, wall, memory = tune(data, work, args)
+    report(rows, wall, memory, _facts(data), args.timeout)
+
+
+def _facts(data: Path) -> dict:
+    return json.loads(facts_path(data).read_text()) if facts_path(data).exists() else {}
+
+
+def _workdir(args):
+    """``--workdir`` (kept), else a temporary directory removed after."""
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        return contextlib.nullcontext(Path(args.workdir).resolve())
+    return _temporary()
+
+
+@contextlib.contextmanager
+def _temporary():
+    with tempfile.TemporaryDirectory(prefix="automil-scale-") as work:
+        yield Path(work)
+
+
+def tune(data: Path, work: Path, args) -> tuple[list[dict], float, TreeMemory]:
+    """``automil tune --dataset DATA --timeout T --json`` in ``work``: its rows, wall seconds and memory."""
+    rows_path = work / "rows.json"
+    command = [sys.executable, "-c", "import sys; from automil.cli.main import main; sys.exit(main())", "tune",
+               "--dataset", str(data), "--timeout", str(args.timeout), "--json", str(rows_path), *args.extra]
+    print("$", " ".join(command), f"(in {work})", flush=True)
+    start = time.monotonic()
+    process = subprocess.Popen(command, cwd=work)  # its progress and leaderboard print as they come
+    with TreeMemory(process.pid) as memory:
+        code = process.wait()
+    wall = time.monotonic() - start
+    if code != 0 or not rows_path.exists():
+        raise SystemExit(f"automil tune exited with {code}")
+    return json.loads(rows_path.read_text()), wall, memory
 
 
 def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeout: float):
@@ -310,6 +349,103 @@ def _percent(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
 
+# ---- cohort: slide cohorts at several witness shares ------------------------------------------------------
+def run_cohort(args):
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"{'set':26s} {'slides':>6s} {'cases':>5s} {'tumour':>6s} {'patches':>8s} {'witness':>7s} {'seconds':>7s} "
+          f"{'oracle AUC':>10s} {'oracle BACC':>11s}")
+    for slides in args.slides:
+        for share in args.witness_shares:
+            spec = cohorts.Cohort(slides, share, tuple(args.patches), args.features, args.seed, args.layout)
+            start = time.perf_counter()
+            path, facts = cohorts.write_cohort(spec, out)
+            print(f"{path.name:26s} {facts['n_bags']:6d} {facts['n_cases']:5d} {facts['n_tumour']:6d} "
+                  f"{facts['n_instances']:8d} {100 * share:6.1f}% {time.perf_counter() - start:7.1f} "
+                  f"{100 * facts['oracle_roc_auc']:10.1f} {100 * facts['oracle_bacc']:11.1f}", flush=True)
+
+
+# ---- compare: the automil row, each learner's defaults alone, the oracle --------------------------------------
+def run_compare(args):
+    import automil
+    from automil.tune.options import TuneOptions
+    from automil.tune.workers.fits import fit_worker
+
+    data = Path(args.data).resolve()
+    facts = _facts(data)
+    known = argparse.ArgumentParser(add_help=False)
+    for option in ("--labels", "--groups", "--storage"):
+        known.add_argument(option)
+    tune_options = known.parse_known_args(args.extra)[0]
+    if tune_options.labels is None and facts.get("labels") and "--labels" not in args.extra:
+        labels = facts_path(data).parent / facts["labels"]  # beside the facts JSON
+        args.extra += ["--labels", str(labels), "--groups", facts.get("groups", "case_id")]
+        tune_options = known.parse_known_args(args.extra)[0]
+    with _workdir(args) as work:
+        rows, wall, memory = tune(data, work, args)
+        learners = [r for r in rows if r.get("learner") in automil.learners() and r.get("status") != Status.SKIPPED
+                    and r["learner"] not in args.skip]
+        if not learners:
+            raise SystemExit("the run has no learner row to compare with")
+        assignment, protocol = cohorts.run_folds(work, tune_options.storage, learners[0]["study"])
+    bags = automil.load_bags(str(data), labels=tune_options.labels, groups=tune_options.groups)
+    if bags.n_bags != len(assignment):
+        raise SystemExit(f"the run's folds hold {len(assignment)} bags, {data} {bags.n_bags}")
+    outer = cohorts.outer_folds(protocol, int(assignment.max()) + 1)
+    metric = rows[0].get("metric") or "balanced_accuracy"
+    print(f"\nwall time {wall:.1f} s, peak memory {memory.peak_pss / 1e3:.0f} MB summed PSS; every learner's "
+          f"defaults alone on the run's {protocol} split ({len(outer)} outer fold{'s' * (len(outer) > 1)}, "
+          f"{int(np.isin(assignment, outer).sum())} test bags), one fit at a time, {args.fit_timeout:g} s a fit",
+          flush=True)
+    worker = fit_worker(TuneOptions(jobs=max(1, os.cpu_count() or 1)))  # one thread, as the driver's at --jobs
+    alone = {}
+    short = _short(metric)
+    print(f"{'':22s} {'its defaults alone':^28s}   {'its row in the run':^19s}")
+    print(f"{'learner':22s} {'status':>10s} {short:>8s} {'seconds':>8s}   {short:>8s} {'status':>10s}")
+    try:
+        worker.set_data(bags)
+        for row in learners:
+            name = row["learner"]
+            alone[name] = cell = cohorts.defaults_alone(worker, bags, name, assignment, outer, row.get("seed") or 0,
+                                                args.fit_timeout)
+            print(f"{name:22s} {cell['status']:>10s} {_percent(cell.get(metric)):>8s} "
+                  f"{cell.get('seconds', 0.0):8.1f}   {_percent(row.get(metric)):>8s} {row.get('status') or '-':>10s}"
+                  + (f"  ({cell['error']})" if cell.get("error") else ""), flush=True)
+    finally:
+        worker.close()
+    side_by_side(rows, alone, metric, _oracle(bags, facts, assignment, outer, metric))
+
+
+def _oracle(bags, facts: dict, assignment, outer, metric: str) -> tuple[float | None, float | None]:
+    """The oracle's ``metric`` on the run's split (``None`` without the direction in the facts, or for accuracy)
+    and on all the bags (from the facts)."""
+    whole = facts.get({"roc_auc": "oracle_roc_auc", "balanced_accuracy": "oracle_bacc"}.get(metric, ""))
+    if "direction" not in facts or metric not in ("roc_auc", "balanced_accuracy"):
+        return None, whole
+    scores = cohorts.oracle_scores(bags, facts["direction"])
+    return cohorts.oracle_on_split(scores, bags.y == bags.classes[-1], assignment, outer)[metric], whole
+
+
+def side_by_side(rows: list[dict], alone: dict, metric: str, oracle: tuple[float | None, float | None]):
+    procedure = next((r for r in rows if r.get("learner") == PROCEDURE), None)
+    figure = None if procedure is None else procedure.get(metric)
+    scored = {name: cell[metric] for name, cell in alone.items() if cell.get(metric) is not None}
+    best = max(scored, key=scored.get, default=None)
+    on_split, whole = oracle
+    headline = procedure.get("headline") if procedure else "-"
+    columns = (f"automil ({headline})", "best learner at its defaults", "oracle, same split", "oracle, all bags")
+    print("\n" + " " * 9 + "   ".join(columns))
+    values = (_percent(figure), f"{_percent(scored.get(best))} ({best or 'none'})", _percent(on_split),
+              _percent(whole))
+    print(f"{_short(metric):>8s} " + "   ".join(f"{v:>{len(c)}s}" for v, c in zip(values, columns)))
+    if procedure and procedure.get("choices"):
+        print(f"automil's choice in each outer split: {', '.join(str(c) for c in procedure['choices'])}")
+
+
+def _short(metric: str) -> str:
+    return {"balanced_accuracy": "BACC", "roc_auc": "ROC AUC", "accuracy": "ACC"}.get(metric, metric)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -328,8 +464,29 @@ def main():
     run.add_argument("--workdir", help="run in this directory and keep its studies and MLflow store "
                      "(default: a temporary one, removed after)")
     run.set_defaults(run=run_main_job)
-    args, extra = parser.parse_known_args()  # run: what it does not know goes to automil tune
-    if extra and args.command != "run":
+    cohort = commands.add_parser("cohort", help="write slide cohorts and print their sizes and oracle")
+    cohort.add_argument("--slides", type=int, nargs="+", default=[100, 300, 1000],
+                        help="slides per cohort (about: cases of 2 or 3 slides)")
+    cohort.add_argument("--witness-shares", type=float, nargs="+", default=[0.01, 0.03, 0.1],
+                        help="the witness patches' share of a tumour slide")
+    cohort.add_argument("--patches", type=int, nargs=2, default=[60, 180], metavar=("LOW", "HIGH"),
+                        help="patches per slide, uniform from LOW to HIGH")
+    cohort.add_argument("--features", type=int, default=64)
+    cohort.add_argument("--layout", choices=("trident", "clam"), default="trident")
+    cohort.add_argument("--seed", type=int, default=0)
+    cohort.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "automil-cohorts"))
+    cohort.set_defaults(run=run_cohort)
+    compare = commands.add_parser("compare", help="run automil tune on one set, then every learner's defaults "
+                                  "alone on its outer split, and print both beside the oracle")
+    compare.add_argument("data", help="a set written by generate or cohort")
+    compare.add_argument("--timeout", type=float, default=600)
+    compare.add_argument("--fit-timeout", type=float, default=300, help="seconds a defaults fit may take")
+    compare.add_argument("--skip", action="append", default=[], metavar="LEARNER",
+                         help="leave this learner's defaults out (repeatable)")
+    compare.add_argument("--workdir", help="run in this directory and keep its studies and MLflow store")
+    compare.set_defaults(run=run_compare)
+    args, extra = parser.parse_known_args()  # run, compare: what they do not know goes to automil tune
+    if extra and args.command not in ("run", "compare"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = [a for a in extra if a != "--"]
     args.run(args)

@@ -155,6 +155,24 @@ def test_the_generated_witnesses_sit_in_their_region_of_tumour_slides(clam):
     assert np.linalg.norm(shift) > 2.5 > 0.8 > np.linalg.norm(none)  # WITNESS_SHIFT 3.5 against noise
 
 
+def test_slides_of_drawn_sizes_hold_their_share_of_witnesses_along_the_returned_direction(tmp_path):
+    written = write_slide_set(tmp_path, "clam", n_cases=8, n_features=6, seed=3, pt=False, patches=(60, 100),
+                              witness_share=0.05)
+    bags = load_bags(written.features)
+    assert 60 <= bags.sizes.min() and bags.sizes.max() <= 100 and len(set(bags.sizes)) > 1
+    assert np.isclose(np.linalg.norm(written.direction), 1.0)
+    for b in range(bags.n_bags):
+        cells = bags.coords[bags.offsets[b]:bags.offsets[b + 1]] / PATCH
+        k = max(1, round(0.05 * bags.sizes[b]))  # the k patches nearest the region's centre are the witnesses
+        witness = np.zeros(bags.sizes[b], dtype=bool)
+        witness[np.argsort(np.hypot(cells[:, 0] - 4.0, cells[:, 1] - 4.0), kind="stable")[:k]] = True
+        projection = bags[b] @ written.direction
+        gap = projection[witness].mean() - projection[~witness].mean()
+        assert gap > 1.5 if bags.y[b] == CLASSES[1] else abs(gap) < 2.5  # WITNESS_SHIFT 3.5 against noise
+    with pytest.raises(ValueError, match="patches"):
+        write_slide_set(tmp_path / "bad", patches=(10, 300))
+
+
 def test_a_bag_folder_groups_its_bags_by_the_case_id_of_labels_csv(tmp_path):
     rng = np.random.default_rng(0)
     for name in ("s1", "s2", "s3"):

@@ -3,15 +3,17 @@
 A slide is a grid of patches (``coords`` in level-0 pixels, as the extractors store them); every slide of a
 tumour case has a disc of witness patches, all in the same region of the grid, whose features are shifted
 along one direction. Each case adds its own offset to every patch of its slides, so a split that puts one
-case's slides on both sides leaks it. Run ``python -m automil_datasets.slides OUT --layout clam`` (or
-``trident``); the labels table is written as ``OUT/slides.csv`` with the columns ``case_id,slide_id,label``.
+case's slides on both sides leaks it. With ``patches`` or ``witness_share``, a slide holds a drawn number of
+patches and its witnesses are that share of them, the patches nearest the region's centre. Run ``python -m
+automil_datasets.slides OUT --layout clam`` (or ``trident``); the labels table is written as
+``OUT/slides.csv`` with the columns ``case_id,slide_id,label``.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,19 +31,25 @@ WITNESS_CENTRE = (4.0, 4.0)
 WITNESS_RADIUS = 2.6
 WITNESS_SHIFT = 3.5  # how far a witness patch moves along the tumour direction (noise has unit variance)
 CASE_SPREAD = 0.7  # the standard deviation of a case's own offset
+# With ``patches`` or ``witness_share`` given: the defaults of the other one.
+SIZED_PATCHES = (60, 180)  # patches per slide, uniform in this range (at most GRID x GRID)
+SIZED_WITNESS_SHARE = 0.1  # witness patches' share of a tumour slide (at least one)
 
 
 @dataclass(frozen=True)
 class SlideSet:
-    """What :func:`write_slide_set` wrote: the folder to give ``--dataset``, the labels table, the slides."""
+    """What :func:`write_slide_set` wrote: the folder to give ``--dataset``, the labels table, the slides,
+    and the unit direction along which the witness patches are shifted."""
 
     features: Path
     labels: Path
     slides: tuple[str, ...]
+    direction: np.ndarray | None = field(default=None, compare=False, repr=False)
 
 
 def write_slide_set(root, layout: str = "clam", n_cases: int = 24, n_features: int = 32, seed: int = 0,
-                    pt: bool = True, witness_radius: float = WITNESS_RADIUS) -> SlideSet:
+                    pt: bool = True, witness_radius: float = WITNESS_RADIUS, patches: tuple[int, int] | None = None,
+                    witness_share: float | None = None) -> SlideSet:
     """Write ``n_cases`` cases of 2 or 3 slides each under ``root`` in ``layout`` (``clam`` or ``trident``).
 
     Half the cases (rounded down) are ``tumor_tissue``. CLAM: ``root/h5_files/<slide>.h5`` and, with ``pt``
@@ -49,8 +57,22 @@ def write_slide_set(root, layout: str = "clam", n_cases: int = 24, n_features: i
     features_uni_v1/<slide>.h5``. Every ``.h5`` holds ``features`` (float32, patches x ``n_features``) and
     ``coords`` (int64, patches x 2, the top-left pixel of each patch). ``witness_radius`` (in patches)
     sets the witness share: about 21 of a slide's ~160 patches at the default 2.6, 5 (3 %) at 1.
+
+    With ``patches`` ``(low, high)`` or ``witness_share`` (the other then takes ``SIZED_PATCHES`` or
+    ``SIZED_WITNESS_SHARE``), every slide holds a number of patches drawn uniformly from ``low`` to ``high``
+    on random cells of the grid, and ``max(1, round(witness_share * patches))`` of them, the cells nearest
+    the witness region's centre, are shifted on a tumour slide (``witness_radius`` is then unused).
     """
     import h5py
+
+    sized = patches is not None or witness_share is not None
+    if sized:
+        patches = tuple(SIZED_PATCHES if patches is None else patches)
+        witness_share = SIZED_WITNESS_SHARE if witness_share is None else witness_share
+        if not 1 <= patches[0] <= patches[1] <= GRID * GRID:
+            raise ValueError(f"patches must be (low, high) with 1 <= low <= high <= {GRID * GRID}, got {patches}")
+        if not 0 < witness_share <= 1:
+            raise ValueError(f"witness_share must be in (0, 1], got {witness_share}")
 
     if layout not in ("clam", "trident"):
         raise ValueError(f"layout must be 'clam' or 'trident', got {layout!r}")
@@ -73,7 +95,10 @@ def write_slide_set(root, layout: str = "clam", n_cases: int = 24, n_features: i
         offset = CASE_SPREAD * rng.standard_normal(n_features)
         for s in range(int(rng.integers(2, 4))):
             slide_id = f"{case_id}-slide-{s}"
-            features, coords = _slide(rng, direction, offset, bool(tumour), witness_radius)
+            if sized:
+                features, coords = _sized_slide(rng, direction, offset, bool(tumour), patches, witness_share)
+            else:
+                features, coords = _slide(rng, direction, offset, bool(tumour), witness_radius)
             with h5py.File(h5_dir / f"{slide_id}.h5", "w") as f:
                 f.create_dataset("features", data=features)
                 f.create_dataset("coords", data=coords)
@@ -87,7 +112,8 @@ def write_slide_set(root, layout: str = "clam", n_cases: int = 24, n_features: i
         writer = csv.writer(f)
         writer.writerow(("case_id", "slide_id", "label"))
         writer.writerows(rows)
-    return SlideSet(root if layout == "clam" else h5_dir.parent.parent, labels_path, tuple(r[1] for r in rows))
+    return SlideSet(root if layout == "clam" else h5_dir.parent.parent, labels_path, tuple(r[1] for r in rows),
+                    direction)
 
 
 def in_witness_region(coords, radius: float = WITNESS_RADIUS) -> np.ndarray:
@@ -105,6 +131,21 @@ def _slide(rng, direction, offset, tumour: bool, radius: float = WITNESS_RADIUS)
     features = rng.standard_normal((len(coords), len(direction))) + offset
     if tumour:
         features[in_witness_region(coords, radius)] += WITNESS_SHIFT * direction
+    return features.astype(np.float32), coords
+
+
+def _sized_slide(rng, direction, offset, tumour: bool, patches: tuple[int, int],
+                 share: float) -> tuple[np.ndarray, np.ndarray]:
+    """One slide of a drawn number of patches on random cells; its witnesses the cells nearest the centre."""
+    cells = np.argwhere(np.ones((GRID, GRID), dtype=bool))[:, ::-1]  # (column, row)
+    n = int(rng.integers(patches[0], patches[1] + 1))
+    k = min(n, max(1, round(share * n)))
+    nearest = np.argsort(np.hypot(cells[:, 0] - WITNESS_CENTRE[0], cells[:, 1] - WITNESS_CENTRE[1]), kind="stable")
+    chosen = np.sort(np.concatenate((nearest[:k], rng.choice(nearest[k:], n - k, replace=False))))
+    coords = (cells[chosen] * PATCH).astype(np.int64)
+    features = rng.standard_normal((n, len(direction))) + offset
+    if tumour:
+        features[np.isin(chosen, nearest[:k])] += WITNESS_SHIFT * direction
     return features.astype(np.float32), coords
 
 
