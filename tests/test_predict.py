@@ -95,6 +95,28 @@ def test_predict_names_a_file_with_other_features_and_an_unknown_model(tuned, tm
     assert "cannot load model 'models:/automil-nothing/latest'" in unknown.stderr
 
 
+def test_the_chosen_and_the_ensembles_models_are_calibrated_and_give_prediction_sets(tuned):
+    from automil.evaluation.calibrated import Calibrated
+    from automil.track.writing.model import load_estimator
+
+    (ensemble,) = [r for r in tuned["rows"] if r["learner"] == "ensemble"]
+    bags = automil.load_bags("digits-bags")
+    for uri in ("models:/automil-digits-bags/latest", ensemble["model_uri"]):
+        model = load_estimator(tuned["uri"], uri)
+        assert isinstance(model, Calibrated)
+        # calibrated on the out-of-fold scores of every training bag, never refitted
+        assert len(model.conformal.scores) == bags.n_bags
+        proba = model.predict_proba(bags)
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    out = _automil("predict", "models:/automil-digits-bags/latest", "--dataset", "digits-bags", "--coverage",
+                   "0.9", "--json", "-", "--tracking-uri", tuned["uri"], cwd=tuned["root"])
+    rows = json.loads(out.stdout)
+    assert all(r["abstain"] == (len(r["prediction_set"]) == 2) for r in rows)
+    assert f"{sum(not r['abstain'] for r in rows)} bags decided" in out.stderr
+    # at 0.9 on the bags it was calibrated on (in-sample: a sanity check, not the guarantee)
+    assert np.mean([str(r["truth"]) in r["prediction_set"] for r in rows]) >= 0.85
+
+
 def test_bag_predictions_carry_scores_for_every_class_and_the_witness():
     from automil.evaluation.standardized import Standardized
 

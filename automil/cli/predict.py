@@ -29,6 +29,12 @@ def add_predict(commands):
                      help="write every bag's instance scores to DIR: <bag>.csv (instance, x, y, score) and, when "
                           "the bags have coords, <bag>.png drawn at their positions (learners with instance "
                           "scores)")
+    sub.add_argument("--coverage", type=float, metavar="LEVEL",
+                     help="also give every bag its conformal prediction set at this coverage (e.g. 0.9): the "
+                          "classes that hold the true one for at least that share of bags like the calibration "
+                          "bags; a set of more than one class is an abstention (docs/probabilities.md)")
+    sub.add_argument("--mondrian", action="store_true",
+                     help="with --coverage: the coverage holds within each class, not only on average")
     add_tracking_uri(sub)
 
 
@@ -39,9 +45,16 @@ def _run_predict(args) -> int:
     from automil.track import default_tracking_uri
     from automil.track.writing.model import load_estimator
 
+    if args.coverage is not None and not 0 < args.coverage < 1:
+        raise ValueError(f"--coverage must be between 0 and 1 (exclusive), e.g. 0.9; got {args.coverage}")
+    if args.mondrian and args.coverage is None:
+        raise ValueError("--mondrian needs --coverage")
     model = load_estimator(args.tracking_uri or default_tracking_uri(), args.model)
     bags = load_bags(args.dataset, labels=args.labels, groups=args.groups)
-    predictions = predict_bags(model, bags)
+    try:
+        predictions = predict_bags(model, bags, args.coverage, args.mondrian)
+    except ValueError as error:
+        raise ValueError(f"model {args.model!r}: {error}") from None
     if args.heatmaps:
         from automil.evaluation.heatmaps import write_heatmaps
 
@@ -53,12 +66,20 @@ def _run_predict(args) -> int:
         text = json.dumps([p.to_dict() for p in predictions], indent=2)
         if args.json == "-":
             print(text)
+            if args.coverage is not None:
+                print(_set_summary(predictions, args), file=sys.stderr)
             return 0
         with open(args.json, "w") as f:
             f.write(text + "\n")
     rows = [(p.bag, p.label, "" if p.scores is None else " ".join(f"{c}:{v:.3g}" for c, v in p.scores.items()),
              "" if p.witness is None else p.witness) for p in predictions]
-    print_table(("bag", "label", "scores", "witness"), rows)
+    if args.coverage is None:
+        print_table(("bag", "label", "scores", "witness"), rows)
+    else:
+        sets = [("abstain " if p.abstain else "") + "{" + ",".join(p.prediction_set) + "}" for p in predictions]
+        print_table(("bag", "label", "scores", "witness", f"set at {args.coverage:g}"),
+                    [(*row, s) for row, s in zip(rows, sets, strict=True)])
+        print(f"\n{_set_summary(predictions, args)}")
     if bags.y is not None:
         classes = np.asarray(model.classes_)
         probabilities = None if predictions[0].scores is None else np.array(
@@ -68,3 +89,16 @@ def _run_predict(args) -> int:
         print(f"\n{bags.n_bags} bags: ACC {100 * scores.accuracy:.1f}, BACC {100 * scores.balanced_accuracy:.1f}"
               f"{auc}")
     return 0
+
+
+def _set_summary(predictions, args) -> str:
+    """How many bags the sets decide (one class) and leave (more), and, with labels, the error rate among
+    the decided ones: what acting only on decided bags would cost."""
+    decided = [p for p in predictions if not p.abstain]
+    kind = "class-conditional" if args.mondrian else "marginal"
+    line = (f"prediction sets at coverage {args.coverage:g} ({kind}): {len(decided)} bags decided, "
+            f"{len(predictions) - len(decided)} abstained")
+    if decided and decided[0].truth is not None:
+        wrong = sum(p.prediction_set != [str(p.truth)] for p in decided)
+        line += f"; error among decided bags {100 * wrong / len(decided):.1f}% ({wrong} of {len(decided)})"
+    return line

@@ -9,7 +9,7 @@ import numpy as np
 
 from automil.bags import Bags
 
-__all__ = ["BagPrediction", "predict_bags", "scores_of"]
+__all__ = ["BagPrediction", "predict_bags", "scores_of", "bag_scores", "one_column_if_binary"]
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,8 @@ class BagPrediction:
     ``scores`` maps each class (as text) to the model's probability or decision score, ``None`` when
     the model gives neither; ``witness`` is the position inside the bag of the instance that decides it,
     ``None`` for learners without one; ``truth`` is the bag's label when the data has labels.
+    ``prediction_set`` is the bag's conformal prediction set (classes as text) when one was asked for,
+    and ``abstain`` whether it holds more than one class (no decision at that coverage).
     """
 
     bag: str
@@ -26,14 +28,21 @@ class BagPrediction:
     scores: dict[str, float] | None = None
     witness: int | None = None
     truth: object = None
+    prediction_set: list[str] | None = None
+    abstain: bool | None = None
 
     def to_dict(self) -> dict:
         return {key: _plain(value) for key, value in asdict(self).items()}
 
 
-def predict_bags(model, bags: Bags) -> list[BagPrediction]:
+def predict_bags(model, bags: Bags, coverage: float | None = None, mondrian: bool = False) -> list[BagPrediction]:
     """Predict every bag with ``model`` (a fitted estimator on bags, e.g. the logged
-    ``Standardized(learner)``), checking first that the bags have the features it was trained on."""
+    ``Standardized(learner)``), checking first that the bags have the features it was trained on; with a
+    ``coverage``, every bag's conformal prediction set too (the model's ``predict_set``, class-conditional
+    when ``mondrian``)."""
+    if coverage is not None and not hasattr(model, "predict_set"):
+        raise ValueError("this model has no calibration (it was logged before automil calibrated its models), "
+                         "so it gives no prediction sets; a model from a new automil tune has one")
     expected = getattr(model, "n_features_in_", None)
     if expected is not None and bags.n_features != expected:
         raise ValueError(f"{bags.source or 'the bags'} have {bags.n_features} features per instance; the model "
@@ -42,12 +51,15 @@ def predict_bags(model, bags: Bags) -> list[BagPrediction]:
     scores = scores_of(model, bags)
     witness = np.asarray(model.witness(bags)) if hasattr(model, "witness") else None
     classes = [str(c) for c in getattr(model, "classes_", [])]
+    sets = None if coverage is None else model.predict_set(bags, coverage, mondrian, proba=scores)
     out = []
     for i in range(bags.n_bags):
         row = None if scores is None else dict(zip(classes, map(float, scores[i]), strict=True))
+        chosen = None if sets is None else [c for c, inside in zip(classes, sets[i], strict=True) if inside]
         out.append(BagPrediction(bag=bags.bag_name(i), label=labels[i], scores=row,
                                  witness=None if witness is None else int(witness[i]),
-                                 truth=None if bags.y is None else bags.y[i]))
+                                 truth=None if bags.y is None else bags.y[i], prediction_set=chosen,
+                                 abstain=None if chosen is None else len(chosen) > 1))
     return out
 
 
@@ -62,6 +74,22 @@ def scores_of(model, bags: Bags, methods=("predict_proba", "decision_function"))
                 values = np.column_stack([-values, values])
             return values
     return None
+
+
+def bag_scores(model, bags) -> np.ndarray:
+    """A fitted model's scores of ``bags``: ``decision_function``, else ``predict_proba``, else the one-hot
+    labels; binary -> shape ``(n_bags,)`` (the positive class's column), multi-class ``(n_bags, K)``. What
+    the tuning keeps out of fold, ensembles combine and calibration maps take."""
+    scores = scores_of(model, bags, methods=("decision_function", "predict_proba"))
+    if scores is None:
+        labels = np.asarray(model.predict(bags))
+        scores = (labels[:, None] == np.asarray(model.classes_)[None, :]).astype(np.float64)
+    return one_column_if_binary(scores)
+
+
+def one_column_if_binary(values: np.ndarray) -> np.ndarray:
+    """The positive class's column of two-class scores; other scores as they are."""
+    return values[:, 1] if values.ndim == 2 and values.shape[1] == 2 else values
 
 
 def _plain(value):

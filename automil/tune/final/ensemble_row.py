@@ -20,7 +20,7 @@ from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_ro
 from automil.tune.studies.plan import Plan
 
 __all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Inner", "Candidate", "Members", "choose_members", "main_members",
-           "ensemble_nested", "ensemble_row", "stored_scores", "loaded_scores"]
+           "ensemble_nested", "ensemble_row", "main_oof", "out_of_fold_order", "stored_scores", "loaded_scores"]
 
 
 ENSEMBLE = RowSpec("ensemble", "ensemble selection over the learners' best trials (Caruana et al., 2004)")
@@ -78,7 +78,7 @@ class Candidate:
         bags: fold ``i``'s bags are scored by neither.
         """
         options = plan.options
-        order = _out_of_fold_order(plan.folds.tuning, i)
+        order = out_of_fold_order(plan.folds.tuning, i)
         tuned = best_trial(self.sub_trials[i], options.directions)
         if tuned is not None:
             return Inner(tuned.value, tuned.attrs.get(TrialAttr.fold(options.metric)), _oof_scores(tuned, len(order)))
@@ -91,7 +91,7 @@ class Candidate:
         if everywhere is None:
             return Inner(value, folds or None, None)
         position = np.empty(len(plan.folds.tuning), dtype=np.int64)
-        position[_out_of_fold_order(plan.folds.tuning)] = np.arange(len(plan.folds.tuning))
+        position[out_of_fold_order(plan.folds.tuning)] = np.arange(len(plan.folds.tuning))
         return Inner(value, folds or None, everywhere[position[order]])
 
 
@@ -176,7 +176,7 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
     row = result_row(plan.dataset, options, evaluation)
     row.members = [Member(n, w) for n, w in zip(main.names, main.weights, strict=True)]
     # its counterpart of a tuning score, which the run's choice holds against its members' (leaderboard.choose)
-    folds = _inner_folds(plan, bags, main, _main_oof(plan, candidates), options.held_out, classes)
+    folds = _inner_folds(plan, bags, main, main_oof(plan, candidates), options.held_out, classes)
     row.tuning = replace(row.tuning, score=mean_std(folds)[0])
     row.error = evaluation.errors[0] if evaluation.errors else None
     row.status = (Status.NO_RESULT if row.headline.accuracy is None
@@ -191,17 +191,17 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
 def main_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> Members | None:
     """The members chosen on the main studies' out-of-fold scores (the model's members and weights), when
     two or more learners have a best trial with them; ``None`` (no ensemble) otherwise."""
-    oof = _main_oof(plan, candidates)
+    oof = main_oof(plan, candidates)
     if sum(scores is not None for scores in oof.values()) < 2:
         return None
-    order = _out_of_fold_order(plan.folds.tuning, plan.options.held_out)
+    order = out_of_fold_order(plan.folds.tuning, plan.options.held_out)
     return choose_members(oof, order, bags.y, plan.options.metric)
 
 
-def _main_oof(plan: Plan, candidates: dict[str, Candidate]) -> dict[str, np.ndarray | None]:
+def main_oof(plan: Plan, candidates: dict[str, Candidate]) -> dict[str, np.ndarray | None]:
     """Every learner's out-of-fold scores of its main study's best trial (of the bags the main studies
     scored; ``None``: none kept)."""
-    n_bags = len(_out_of_fold_order(plan.folds.tuning, plan.options.held_out))
+    n_bags = len(out_of_fold_order(plan.folds.tuning, plan.options.held_out))
     return {n: _oof_scores(best_trial(c.trials, plan.options.directions), n_bags) for n, c in candidates.items()}
 
 
@@ -215,7 +215,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     evaluation.inner_folds, evaluation.members = [None] * len(outer), [None] * len(outer)
     tuned = 0
     for i in outer:
-        order = _out_of_fold_order(plan.folds.tuning, i)
+        order = out_of_fold_order(plan.folds.tuning, i)
         oof = {n: c.inner(plan, i).oof for n, c in candidates.items()}
         members = choose_members(oof, order, bags.y, plan.options.metric)
         if members is None:
@@ -250,7 +250,7 @@ def _inner_folds(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray],
     return values
 
 
-def _out_of_fold_order(assignment, exclude=None) -> np.ndarray:
+def out_of_fold_order(assignment, exclude=None) -> np.ndarray:
     """The bags of a trial's out-of-fold scores, in their order: its folds' test bags, fold by fold."""
     return np.concatenate([test for _, test in fold_splits(assignment, exclude=exclude)])
 

@@ -11,7 +11,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from automil.evaluation.prediction import scores_of
+from automil.evaluation.prediction import bag_scores, one_column_if_binary
 from automil.evaluation.standardized import roc_auc
 from automil.learner import BagClassifier
 
@@ -25,22 +25,12 @@ __all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "rounded", "calibrate", 
 ROUNDS = 25
 
 
-def bag_scores(model, bags) -> np.ndarray:
-    """A fitted model's scores of ``bags``: ``decision_function``, else ``predict_proba``, else the one-hot
-    labels; binary -> shape ``(n_bags,)`` (the positive class's column), multi-class ``(n_bags, K)``."""
-    scores = scores_of(model, bags, methods=("decision_function", "predict_proba"))
-    if scores is None:
-        labels = np.asarray(model.predict(bags))
-        scores = (labels[:, None] == np.asarray(model.classes_)[None, :]).astype(np.float64)
-    return _one_column_if_binary(scores)
-
-
 def labels_and_scores(model, bags) -> tuple[np.ndarray, np.ndarray]:
     """``model.predict(bags)`` and :func:`bag_scores`; one pass over the bags for a ``Standardized``
     :class:`~automil.BagClassifier` that keeps its ``predict``, the arg-max of its decision scores."""
     if getattr(type(getattr(model, "estimator_", None)), "predict", None) is BagClassifier.predict:
         scores = np.asarray(model.decision_function(bags), dtype=np.float64)
-        return model.classes_[np.argmax(scores, axis=1)], _one_column_if_binary(scores)
+        return model.classes_[np.argmax(scores, axis=1)], one_column_if_binary(scores)
     return np.asarray(model.predict(bags)), bag_scores(model, bags)
 
 
@@ -49,10 +39,6 @@ def rounded(values) -> list:
     values = np.asarray(values, dtype=np.float64)
     flat = [None if np.isnan(v) else float(f"{v:.6g}") for v in values.ravel()]
     return np.asarray(flat, dtype=object).reshape(values.shape).tolist()
-
-
-def _one_column_if_binary(values: np.ndarray) -> np.ndarray:
-    return values[:, 1] if values.ndim == 2 and values.shape[1] == 2 else values
 
 
 def _features(scores) -> np.ndarray:

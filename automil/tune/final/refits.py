@@ -17,6 +17,7 @@ from automil.evaluation.protocol import Protocol
 from automil.evaluation.standardized import fold_scores
 from automil.records import LearnerResult, TrialAttr
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial, records
+from automil.tune.final.calibration import calibrated_ensemble, calibrated_model
 from automil.tune.final.ensemble_row import (
     ENSEMBLE,
     NESTED_SCORES,
@@ -155,16 +156,19 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         row = result_row(plan.dataset, options, job.evaluation)
         candidate = candidates[learner]
         candidate.fit_seconds = row.costs.fit_seconds
-        _set_model_uri(row, recorder.study_done(job.spec, job.study, row, candidate.model, bags))
+        model = calibrated_model(plan, bags, candidate, candidate.model)
+        _set_model_uri(row, recorder.study_done(job.spec, job.study, row, model, bags))
         StoredResult(job.key, row, candidate.scores).write(job.study)
         rows[learner] = row
         listener.learner_done(row)
     for learner in modelless:
         if candidates[learner].model is not None:
-            _log_model(plan, storage, recorder, rows[learner], candidates[learner].model, bags)
+            model = calibrated_model(plan, bags, candidates[learner], candidates[learner].model)
+            _log_model(plan, storage, recorder, rows[learner], model, bags)
     ordered = [rows[learner] for learner in plan.learners]
     if members is not None:
         row, model = ensemble_row(plan, bags, candidates, members, ensemble)
+        model = calibrated_ensemble(plan, bags, candidates, members, model)
         _set_model_uri(row, recorder.ensemble_done(row, model, bags))
         listener.learner_done(row)
         ordered.append(row)

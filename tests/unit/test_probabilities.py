@@ -1,0 +1,199 @@
+"""Calibrated bag probabilities and conformal prediction sets (docs/probabilities.md), on generated scores
+and bags: where the calibration comes from, the coverage over many random splits, grouped calibration,
+and what ``automil predict --coverage`` prints and writes."""
+
+import json
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+
+from automil.bags import Bags
+from automil.cli.main import main
+from automil.evaluation.calibrated import Calibrated, calibrate_model, calibration_map
+from automil.evaluation.conformal import conformal_scores, group_weights, prediction_sets, threshold
+from automil.evaluation.prediction import predict_bags
+from automil.records import TrialAttr, TrialRecord, TrialState
+from automil.tune.final.calibration import calibrated_model
+from automil.tune.final.ensemble_row import Candidate
+
+pytestmark = pytest.mark.unit
+
+
+class MeanScore(ClassifierMixin, BaseEstimator):
+    """A fixed bag classifier: a bag's decision score is the mean of its instances' first feature. It
+    counts its fits: calibration must make none."""
+
+    fits = 0
+
+    def fit(self, bags, y=None):
+        MeanScore.fits += 1
+        return self
+
+    classes_ = np.array([0, 1])
+    n_features_in_ = 2
+
+    def decision_function(self, bags):
+        return np.array([np.mean(np.asarray(b)[:, 0]) for b in bags])
+
+    def predict(self, bags):
+        return self.classes_[(self.decision_function(bags) > 0).astype(int)]
+
+
+def _generated(n, rng, shift=1.5):
+    """Binary labels and noisy decision scores of ``n`` bags (scores shifted by the label)."""
+    y = rng.integers(0, 2, n)
+    return y, shift * (2 * y - 1) + rng.normal(scale=1.5, size=n)
+
+
+def _bags(scores, y, groups=None):
+    """Bags of three instances whose first feature averages to ``scores``."""
+    instances = [np.column_stack([np.full(3, s), np.arange(3.0)]) for s in scores]
+    return Bags.from_list(instances, y, groups=groups)
+
+
+def test_the_calibration_map_is_the_one_fitted_on_the_out_of_fold_scores_and_no_model_is_refitted():
+    rng = np.random.default_rng(0)
+    y_cal, oof = _generated(300, rng)
+    y_new, new = _generated(50, rng)
+    MeanScore.fits = 0
+    model = calibrate_model(MeanScore(), oof, y_cal)
+    expected = calibration_map(oof, y_cal, np.array([0, 1]), probabilities=False).predict_proba(new[:, None])
+    np.testing.assert_allclose(model.predict_proba(_bags(new, y_new)), expected)
+    assert MeanScore.fits == 0
+    # the model's labels are kept (the headline's), the probabilities are calibrated ones
+    np.testing.assert_array_equal(model.predict(_bags(new, y_new)), MeanScore().predict(_bags(new, y_new)))
+    np.testing.assert_allclose(model.predict_proba(_bags(new, y_new)).sum(axis=1), 1.0)
+
+
+def test_the_logged_model_is_calibrated_on_its_best_trials_out_of_fold_scores_of_the_tuning_folds():
+    rng = np.random.default_rng(1)
+    y, scores = _generated(60, rng)
+    tuning = np.arange(60) % 3  # three tuning folds; the best trial's scores are in their order
+    order = np.concatenate([np.flatnonzero(tuning == f) for f in range(3)])
+    oof = scores[order]
+    best = TrialRecord(1, TrialState.COMPLETE, 0.9, {}, {TrialAttr.OOF_SCORES: oof.tolist()})
+    worse = TrialRecord(0, TrialState.COMPLETE, 0.5, {}, {TrialAttr.OOF_SCORES: (-oof).tolist()})
+    plan = SimpleNamespace(folds=SimpleNamespace(tuning=tuning),
+                           options=SimpleNamespace(held_out=None, directions=("maximize",)))
+    bags = _bags(scores, y)
+    model = calibrated_model(plan, bags, Candidate([worse, best], []), MeanScore())
+    assert isinstance(model, Calibrated)
+    direct = calibrate_model(MeanScore(), oof, y[order])
+    np.testing.assert_allclose(model.predict_proba(bags), direct.predict_proba(bags))
+    np.testing.assert_allclose(np.sort(model.conformal.scores), np.sort(direct.conformal.scores))
+    # a best trial without out-of-fold scores leaves the model uncalibrated
+    bare = TrialRecord(2, TrialState.COMPLETE, 0.95, {}, {})
+    assert isinstance(calibrated_model(plan, bags, Candidate([bare], []), MeanScore()), MeanScore)
+
+
+def test_coverage_over_200_random_calibration_test_splits_stays_in_its_band():
+    rng = np.random.default_rng(2024)
+    coverage, n_cal, n_test, splits = 0.9, 200, 100, 200
+    y, scores = _generated(n_cal + n_test, rng, shift=0.7)
+    proba = calibration_map(scores, y, np.array([0, 1]), probabilities=False).predict_proba(scores[:, None])
+    covered = []
+    for _ in range(splits):
+        order = rng.permutation(len(y))
+        cal, test = order[:n_cal], order[n_cal:]
+        calibration = conformal_scores(proba[cal], y[cal])
+        sets = prediction_sets(proba[test], calibration, coverage)
+        covered.append(sets[np.arange(n_test), y[test]].mean())
+    # the mean over splits of the empirical coverage; its sampling error, binomial over the test bags, is
+    # at most that of n_test * splits independent draws times the correlation the splits share (bounded by 1)
+    se = np.sqrt(coverage * (1 - coverage) / n_test)
+    tolerance = 3 * se / np.sqrt(splits) + 3 * np.sqrt(coverage * (1 - coverage) / len(y))
+    mean = float(np.mean(covered))
+    assert coverage - tolerance <= mean <= coverage + 1 / (n_cal + 1) + tolerance
+
+
+def test_class_conditional_sets_cover_each_class_where_marginal_ones_may_not():
+    rng = np.random.default_rng(7)
+    n = 4000
+    y = (rng.random(n) < 0.2).astype(int)  # a rare positive class, poorly separated
+    scores = 0.8 * (2 * y - 1) + rng.normal(size=n)
+    proba = calibration_map(scores, y, np.array([0, 1]), probabilities=False).predict_proba(scores[:, None])
+    cal, test = np.arange(n // 2), np.arange(n // 2, n)
+    calibration = conformal_scores(proba[cal], y[cal])
+    for k in (0, 1):
+        inside = prediction_sets(proba[test], calibration, 0.9, mondrian=True)[test - n // 2, y[test]]
+        assert inside[y[test] == k].mean() >= 0.9 - 3 * np.sqrt(0.09 / (y[test] == k).sum())
+
+
+def test_a_patient_with_many_bags_counts_once_in_the_calibration_quantile():
+    # ten patients of one bag with scores 0.0 .. 0.9, and one patient with 100 bags of score 1.0
+    scores = np.concatenate([np.arange(10) / 10, np.ones(100)])
+    groups = [f"p{i}" for i in range(10)] + ["many"] * 100
+    weights = group_weights(groups, len(scores))
+    assert weights.sum() == pytest.approx(11)
+    # by patients: the 0.5 quantile of 11 patients at (12 * 0.5) / 11 is the 6th smallest patient score
+    assert threshold(scores, weights, 0.5) == pytest.approx(0.5)
+    # by bags, the many-bag patient would carry it
+    assert threshold(scores, np.ones(len(scores)), 0.5) == 1.0
+    # too few patients for the coverage: every class in the set
+    assert threshold(scores[:3], np.ones(3), 0.9) == np.inf
+
+
+def test_a_set_is_never_empty_and_a_bad_coverage_is_refused():
+    calibration = conformal_scores(np.array([[0.99, 0.01]] * 50), np.zeros(50, dtype=int))
+    sets = prediction_sets(np.array([[0.6, 0.4], [0.3, 0.7]]), calibration, 0.5)
+    assert sets.sum(axis=1).tolist() == [1, 1] and sets[1, 1]
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="between 0 and 1"):
+            prediction_sets(np.array([[0.5, 0.5]]), calibration, bad)
+
+
+@pytest.fixture
+def predict_cli(tmp_path, monkeypatch):
+    """``automil predict`` on a bag file, with ``load_estimator`` giving the model the test sets."""
+    rng = np.random.default_rng(3)
+    y_cal, oof = _generated(200, rng)
+    y, scores = _generated(40, rng)
+    scores[:5] = 0.0  # bags on the threshold: the sets hold both classes
+    path = tmp_path / "bags.npz"
+    bags = _bags(scores, y)
+    np.savez(path, X=bags.X, offsets=np.arange(0, 121, 3), y=y)
+    holder = {"model": calibrate_model(MeanScore(), oof, y_cal)}
+    monkeypatch.setattr("automil.track.writing.model.load_estimator", lambda uri, model: holder["model"])
+
+    def run(*args):
+        return main(["predict", "runs:/x/model", "--dataset", str(path), "--tracking-uri", "sqlite:///unused.db",
+                     *args])
+    run.holder = holder
+    return run
+
+
+def test_predict_prints_abstentions_and_a_summary_and_writes_them_in_the_json_rows(predict_cli, tmp_path, capsys):
+    target = tmp_path / "out.json"
+    assert predict_cli("--coverage", "0.9", "--json", str(target)) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(target.read_text())
+    abstained = [r for r in rows if r["abstain"]]
+    assert abstained and all(r["prediction_set"] == ["0", "1"] for r in abstained)
+    assert all(len(r["prediction_set"]) == 1 for r in rows if not r["abstain"])
+    assert sum("abstain {0,1}" in line for line in out.splitlines()) == len(abstained)
+    decided = [r for r in rows if not r["abstain"]]
+    wrong = sum(r["prediction_set"] != [str(r["truth"])] for r in decided)
+    assert (f"{len(decided)} bags decided, {len(abstained)} abstained; error among decided bags "
+            f"{100 * wrong / len(decided):.1f}% ({wrong} of {len(decided)})") in out
+
+
+def test_predict_refuses_a_bad_coverage_and_an_uncalibrated_model_in_one_line(predict_cli, capsys):
+    for bad in ("1.5", "0", "-0.1"):
+        assert predict_cli("--coverage", bad) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "--coverage must be between 0 and 1" in err
+    predict_cli.holder["model"] = MeanScore()  # a model logged before calibration existed
+    assert predict_cli("--coverage", "0.9") == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "has no calibration" in err
+    assert predict_cli() == 0  # without --coverage it still predicts
+
+
+def test_predict_bags_without_coverage_has_no_sets():
+    rng = np.random.default_rng(5)
+    y, scores = _generated(10, rng)
+    model = calibrate_model(MeanScore(), *reversed(_generated(100, rng)))
+    (first, *_) = predict_bags(model, _bags(scores, y))
+    assert first.prediction_set is None and first.abstain is None
