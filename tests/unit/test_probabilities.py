@@ -197,3 +197,15 @@ def test_predict_bags_without_coverage_has_no_sets():
     model = calibrate_model(MeanScore(), *reversed(_generated(100, rng)))
     (first, *_) = predict_bags(model, _bags(scores, y))
     assert first.prediction_set is None and first.abstain is None
+
+
+def test_multiclass_scores_get_one_temperature_that_keeps_every_bags_ranking_of_the_classes():
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, 3, 300)
+    scores = 2.0 * np.eye(3)[y] + rng.normal(size=(300, 3))
+    calibrator = calibration_map(scores, y, np.arange(3), probabilities=False)
+    proba = calibrator.predict_proba(scores)
+    np.testing.assert_array_equal(np.argsort(proba, axis=1), np.argsort(scores, axis=1))
+    calibration = conformal_scores(proba, y)
+    sets = prediction_sets(proba, calibration, 0.9, mondrian=True)
+    assert sets.shape == (300, 3) and sets.any(axis=1).all()
