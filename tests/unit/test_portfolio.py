@@ -87,11 +87,11 @@ class _Spec:
 def test_a_learner_starts_from_its_first_portfolio_point_then_its_others_then_its_defaults():
     spec = _Spec("svm", {"C": 1.0, "kernel": "linear"})
     members = [Member("svm", {"C": 10.0}), Member("forest", {"n": 5}), Member("svm", {"kernel": "rbf"})]
-    assert first_point(spec, members) == {"C": 10.0, "kernel": "linear"}  # completed by the defaults
-    assert later_points(spec, members) == [{"C": 1.0, "kernel": "rbf"}, {"C": 1.0, "kernel": "linear"}]
+    assert first_point(spec, members) == {"C": 10.0}
+    assert later_points(spec, members) == [{"kernel": "rbf"}, {"C": 1.0, "kernel": "linear"}]
     assert first_point(spec, []) == spec.first_trial and later_points(spec, []) == []
     # the defaults among the portfolio's points are not tried twice
-    assert later_points(spec, [Member("svm", {"C": 1.0})]) == []
+    assert later_points(spec, [Member("svm", {"C": 1.0, "kernel": "linear"})]) == []
 
 
 def _state(name, best=None, expected=None):

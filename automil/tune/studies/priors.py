@@ -18,9 +18,9 @@ PORTFOLIO_ATTR = "portfolio_queued"
 
 
 def _points(spec, members) -> list[dict]:
-    """The learner's portfolio points in order, each completed by its defaults (a parameter the portfolio
-    was built without, such as one added to the learner since, takes its default), then the defaults."""
-    points = [{**spec.first_trial, **m.params} for m in members if m.learner == spec.name]
+    """The learner's portfolio points in order (each a whole point of its space, as a study stores it: a
+    conditional space's other branches hold no value), then the defaults."""
+    points = [dict(m.params) for m in members if m.learner == spec.name]
     if spec.first_trial or not points:
         points.append(dict(spec.first_trial))
     unique = []
