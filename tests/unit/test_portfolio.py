@@ -118,3 +118,15 @@ def test_the_portfolios_learners_skip_the_ladder():
     states[0] = _state("member", best=0.6, expected=3.0)
     step = next_step(states, 20, 100.0, ladder=LADDER, prior=("member",))
     assert (step.learner, step.phase, step.fraction) == ("other", "rung", LADDER[0])
+
+
+def test_the_progress_shows_a_waiting_portfolio_learner_at_its_defaults_not_screening():
+    from automil.tune.options import TuneOptions
+    from automil.tune.schedule.budget import standing
+    from automil.tune.studies.plan import Plan
+
+    plan = Plan("d", ["member", "other"], TuneOptions(protocol="holdout"), np.zeros(8, dtype=int), start=0.0,
+                portfolio=(Member("member", {}),))
+    phases = {row.learner: row.phase for row in standing([_state("member"), _state("other")], plan, None, 1.0,
+                                                         None).learners}
+    assert phases == {"member": "defaults", "other": "screening"}

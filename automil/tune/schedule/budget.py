@@ -347,7 +347,9 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
                      plan.options.allocation == Allocation.EQUAL)
     rows = []
     for state in states:
-        if ladder and not reached_top(state) and any(needs_rung(state, i, ladder) for i in range(len(ladder))):
+        if state.name in plan.prior and waits_for_defaults(state, n_trials):
+            phase = "defaults"  # the portfolio's learners skip the rungs
+        elif ladder and not reached_top(state) and any(needs_rung(state, i, ladder) for i in range(len(ladder))):
             phase = "screening"
         elif ladder and state.rungs and state.name not in top:
             phase = "screened"
