@@ -205,6 +205,11 @@ class LearnerSpec:
         """Whether the learner explains a bag by one instance (``witness(bags)``)."""
         return hasattr(self.estimator, "_witness")
 
+    @property
+    def instance_scores(self) -> bool:
+        """Whether the learner scores every instance (``instance_scores(bags)``), what heatmaps draw."""
+        return hasattr(self.estimator, "_instance_scores")
+
     def build(self, **params):
         """An unfitted estimator with the spec's defaults overridden by ``params``; an estimator that takes
         a ``random_state`` gets :data:`SEED` unless one of them sets it."""

@@ -1,4 +1,5 @@
-"""ROC AUC of bag scores against scikit-learn's, and heatmaps of instance scores at their coords."""
+"""ROC AUC of bag scores against scikit-learn's, and heatmaps of instance scores at their coords (a learner's
+or an ensemble's)."""
 
 import csv
 
@@ -8,10 +9,11 @@ from sklearn.metrics import roc_auc_score
 
 import automil
 from automil.data.datasets import load_bags
+from automil.evaluation.calibrated import calibrate_model
 from automil.evaluation.heatmaps import write_heatmaps
 from automil.evaluation.prediction import predict_bags
 from automil.evaluation.standardized import Standardized, fold_scores, roc_auc
-from automil.tune.final.ensemble_selection import score
+from automil.tune.final.ensemble_selection import Ensemble, bag_scores, calibrate, calibrated, score
 from automil_datasets.slides import CLASSES, in_witness_region, write_slide_set
 
 
@@ -92,8 +94,35 @@ def test_without_coords_a_heatmap_is_the_table_alone_by_instance_index(fitted, t
     assert rows[0] == ["instance", "score"] and [int(r[0]) for r in rows[1:]] == list(range(bags.sizes[0]))
 
 
-def test_a_learner_without_instance_scores_has_no_heatmap(fitted, tmp_path):
-    bags, _, _ = fitted
-    model = Standardized(automil.plugins.get_learner("bag-stats").build()).fit(bags)
-    with pytest.raises(ValueError, match="gives no instance scores"):
-        write_heatmaps(model, bags, predict_bags(model, bags), tmp_path)
+@pytest.fixture(scope="module")
+def bag_level(fitted):
+    bags = fitted[0]
+    return Standardized(automil.plugins.get_learner("bag-stats").build()).fit(bags)
+
+
+def _logged_ensemble(members, names, weights, bags):
+    """An ensemble as ``automil tune`` logs it (calibrated), on maps fitted to the training bags' scores."""
+    ensemble = Ensemble(members, [calibrate(bag_scores(m, bags), bags.y) for m in members], weights, names)
+    return calibrate_model(ensemble, bag_scores(ensemble, bags), bags.y)
+
+
+def test_a_chosen_ensemble_draws_its_members_calibrated_instance_scores(fitted, bag_level, tmp_path):
+    bags, model, _ = fitted
+    chosen = _logged_ensemble([model, bag_level], ["pdmisvm", "bag-stats"], [0.6, 0.4], bags)
+    plain = automil.Bags(bags.X, bags.offsets, bags.y, names=bags.names)  # tables alone: pictures take a while
+    written = write_heatmaps(chosen, plain, predict_bags(chosen, plain), tmp_path)
+    # bag-stats has no instance scores, so pdmisvm's calibrated ones are the ensemble's, at its whole weight
+    expected = calibrated(chosen.calibrators[0], model.instance_scores(bags)[:, 1])[:, 1]
+    for i in (0, len(written) - 1):
+        with open(written[i].table) as f:
+            table_scores = np.array([float(r["score"]) for r in csv.DictReader(f)])
+        np.testing.assert_allclose(table_scores, expected[bags.offsets[i]:bags.offsets[i + 1]], rtol=1e-5)
+
+
+def test_a_model_without_instance_scores_has_no_heatmap_and_the_error_names_the_learners_with_them(
+        fitted, bag_level, tmp_path):
+    bags = fitted[0]
+    ensemble = _logged_ensemble([bag_level], ["bag-stats"], [1.0], bags)
+    for model, described in ((bag_level, "BagStats"), (ensemble, "the ensemble of bag-stats")):
+        with pytest.raises(ValueError, match=f"^{described} gives no instance scores.*[(].*mi-svm.*pdmisvm.*[)]"):
+            write_heatmaps(model, bags, predict_bags(model, bags), tmp_path)

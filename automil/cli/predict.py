@@ -27,8 +27,8 @@ def add_predict(commands):
                      help="write the predictions as JSON to PATH ('-': to stdout instead of the lines)")
     sub.add_argument("--heatmaps", metavar="DIR",
                      help="write every bag's instance scores to DIR: <bag>.csv (instance, x, y, score) and, when "
-                          "the bags have coords, <bag>.png drawn at their positions (learners with instance "
-                          "scores)")
+                          "the bags have coords, <bag>.png drawn at their positions (a learner with instance "
+                          "scores, or an ensemble with one)")
     sub.add_argument("--coverage", type=float, metavar="LEVEL",
                      help="also give every bag its conformal prediction set at this coverage (e.g. 0.9): the "
                           "classes that hold the true one for at least that share of bags like the calibration "

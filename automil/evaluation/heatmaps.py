@@ -32,14 +32,28 @@ def instance_evidence(model, bags: Bags, predictions: list[BagPrediction]) -> tu
     it is the score of, per bag: the second class for two (the same scale on every bag: "how tumour-like"),
     else the bag's predicted class."""
     if not hasattr(model, "instance_scores"):
-        raise ValueError(f"{type(getattr(model, 'estimator_', model)).__name__} gives no instance scores, so there "
-                         "is nothing to draw: heatmaps need a learner with instance scores (automil learners "
-                         "lists them as witness: yes)")
+        raise ValueError(f"{_described(model)} gives no instance scores, so there is nothing to draw: heatmaps "
+                         f"need a model of a learner with instance scores ({', '.join(_scoring_learners())}) "
+                         "or an ensemble with one among its members")
     scores = np.asarray(model.instance_scores(bags), dtype=np.float64)
     classes = list(np.asarray(model.classes_))
     shown = [classes[-1] if len(classes) == 2 else p.label for p in predictions]
     columns = np.array([classes.index(c) for c in shown])
     return scores[np.arange(bags.n_instances), np.repeat(columns, bags.sizes)], shown
+
+
+def _described(model) -> str:
+    """The model as the user chose it: its learner's class, or the ensemble and its members."""
+    if hasattr(model, "calibrators"):  # an Ensemble, through Calibrated or not
+        return "the ensemble" + (f" of {', '.join(map(str, model.names))}" if model.names else "")
+    return type(getattr(model, "estimator_", model)).__name__
+
+
+def _scoring_learners() -> list[str]:
+    """The registered learners whose models give instance scores."""
+    from automil import plugins
+
+    return sorted((spec.name for spec in plugins.learners().values() if spec.instance_scores), key=str.lower)
 
 
 def write_heatmaps(model, bags: Bags, predictions: list[BagPrediction], out) -> list[HeatmapFiles]:

@@ -138,3 +138,28 @@ def test_stored_scores_round_trip_with_missing_bags_under_their_stored_names():
     assert set(back) == {NESTED_SCORES, repeat}
     assert np.allclose(back[NESTED_SCORES], [0.123457, np.nan], equal_nan=True)
     assert np.array_equal(back[repeat], scores[repeat], equal_nan=True)
+
+
+def test_ensemble_instance_scores_are_its_scoring_members_calibrated_scores_with_renormalized_weights():
+    import automil
+    from automil.checks import witness_bags
+    from automil.evaluation.standardized import Standardized
+
+    train, test = witness_bags(10), witness_bags(5, seed=1)
+    sil, misvm = (Standardized(automil.plugins.get_learner(name).build(kernel="linear")).fit(train)
+                  for name in ("sil", "mi-svm"))
+    bag_level = _Margin(0.0)  # no instance scores: left out
+    bag_level.classes_ = sil.classes_
+    members = [sil, bag_level, misvm]
+    calibrators = [calibrate(bag_scores(m, train), train.y) for m in members]
+    model = Ensemble(members, calibrators, [0.5, 0.3, 0.2])
+    expected = sum(w / 0.7 * calibrated(c, m.instance_scores(test)[:, 1])
+                   for m, c, w in ((sil, calibrators[0], 0.5), (misvm, calibrators[2], 0.2)))
+    scores = model.instance_scores(test)
+    assert scores.shape == (test.n_instances, 2) and np.allclose(scores.sum(axis=1), 1.0)
+    np.testing.assert_allclose(scores, expected)
+    # an instance scored alone is a bag of one: the same calibrated probability as that bag's
+    alone = automil.Bags(test.X[:3], np.arange(4))
+    np.testing.assert_allclose(model.instance_scores(alone), Ensemble(
+        [sil, misvm], [calibrators[0], calibrators[2]], [0.5 / 0.7, 0.2 / 0.7]).predict_proba(alone))
+    assert not hasattr(Ensemble([bag_level], [calibrators[1]], [1.0]), "instance_scores")

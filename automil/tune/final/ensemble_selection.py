@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils.metaestimators import available_if
 
 from automil.evaluation.prediction import bag_scores, one_column_if_binary
 from automil.evaluation.standardized import roc_auc
@@ -153,3 +154,19 @@ class Ensemble(ClassifierMixin, BaseEstimator):
     def predict(self, bags) -> np.ndarray:
         """Bag labels: the class of highest averaged probability."""
         return self.classes_[np.argmax(self.predict_proba(bags), axis=1)]
+
+    @available_if(lambda self: any(hasattr(m, "instance_scores") for m in self.members))
+    def instance_scores(self, bags) -> np.ndarray:
+        """Every instance's calibrated probability of each class, shape ``(n_instances, n_classes)``: what
+        heatmaps draw, so an ensemble chosen as the model draws them too.
+
+        Each member with instance scores maps them through its own calibration map, the one its bag scores
+        go through: an instance's score is taken as the score the member would give a bag of that instance
+        alone. The average weighs them by the ensemble's weights renormalized over these members; members
+        without instance scores are left out (none: the ensemble has no ``instance_scores``).
+        """
+        scoring = [(m, c, w) for m, c, w in zip(self.members, self.calibrators, self.weights, strict=True)
+                   if hasattr(m, "instance_scores")]
+        total = sum(w for _, _, w in scoring)
+        return sum(w / total * calibrated(c, one_column_if_binary(np.asarray(m.instance_scores(bags), np.float64)))
+                   for m, c, w in scoring)
