@@ -1,5 +1,6 @@
 """The portfolio's benchmark matrix: MIL tasks x learner configurations, and the portfolio chosen on it.
 
+    python bench/portfolio.py build [--storage journal:portfolio.journal]    # matrix, then select, then regret
     python bench/portfolio.py matrix [--storage journal:portfolio.journal] [--points 1] [--fit-timeout 30]
                                      [--shard 0/1] [--task NAME ...]
     python bench/portfolio.py select [--storage journal:portfolio.journal] [--out automil/tune/portfolio/portfolio.json]
@@ -330,17 +331,22 @@ def run_regret(args):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
-    for name in ("matrix", "select", "regret"):
+    for name in ("build", "matrix", "select", "regret"):
         command = commands.add_parser(name)
         command.add_argument("--storage", default="journal:portfolio.journal")
         command.add_argument("--size", type=int, default=8, help="most members a regime's portfolio holds")
-    commands.choices["matrix"].add_argument("--points", type=int, default=1)
-    commands.choices["matrix"].add_argument("--fit-timeout", type=float, default=15.0)
-    commands.choices["matrix"].add_argument("--shard", default="0/1")
-    commands.choices["matrix"].add_argument("--task", action="append")
-    commands.choices["select"].add_argument("--out", default=str(SHIPPED))
+    for name in ("build", "matrix"):
+        commands.choices[name].add_argument("--points", type=int, default=1)
+        commands.choices[name].add_argument("--fit-timeout", type=float, default=15.0)
+        commands.choices[name].add_argument("--shard", default="0/1")
+        commands.choices[name].add_argument("--task", action="append")
+    for name in ("build", "select"):
+        commands.choices[name].add_argument("--out", default=str(SHIPPED))
     args = parser.parse_args(argv)
-    {"matrix": run_matrix, "select": run_select, "regret": run_regret}[args.command](args)
+    steps = {"matrix": [run_matrix], "select": [run_select], "regret": [run_regret],
+             "build": [run_matrix, run_select, run_regret]}[args.command]
+    for step in steps:
+        step(args)
 
 
 if __name__ == "__main__":
