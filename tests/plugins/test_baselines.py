@@ -3,13 +3,13 @@ accuracy on musk1 against the papers (docs/algorithms.md 19-20, docs/published.m
 
 import numpy as np
 import pytest
-from automil_neighbors import citation_knn
-from automil_neighbors.citation_knn import CitationKNN, bag_distances
 from scipy.spatial.distance import cdist
 
 import automil
 from automil import Bags
 from automil.checks import check_binary, check_multiclass
+from automil_neighbors import citation_knn
+from automil_neighbors.citation_knn import CitationKNN, bag_distances
 from automil_svm.migraph import MiGraph, _clique_weights
 from automil_svm.nsk import NSK
 
