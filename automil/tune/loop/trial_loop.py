@@ -25,6 +25,7 @@ from automil.tune.listener import Listener, StudyProgress
 from automil.tune.loop.cost_probe import TooSlow, check_estimate
 from automil.tune.options import Allocation, instance_values
 from automil.tune.schedule.budget import (
+    cost_unknown,
     final_reserve,
     learner_state,
     next_step,
@@ -152,8 +153,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     worker.wait_started()
     import_for(worker, (spec.name,))
     hard_stop, fair_share = trial_stop(time.time(), share, deadline)
-    # the ladder measures costs itself
-    probe = not plan.ladder and worth_probing(instance_values(bags), share)
+    probe = cost_unknown(spec.name, trials, fraction, plan.ladder, plan.prior) \
+        and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
     with trial_heartbeat(study_storage(study), trial_id(trial)):
         state, value = TrialState.COMPLETE, None

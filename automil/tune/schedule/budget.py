@@ -41,7 +41,7 @@ from automil.tune.studies.plan import Plan
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
-           "FINAL_SHARE", "worth_probing", "probe_limits", "estimated_trial_seconds", "run_seconds",
+           "FINAL_SHARE", "worth_probing", "cost_unknown", "probe_limits", "estimated_trial_seconds", "run_seconds",
            "PROBE_FRACTIONS", "GROWTH_RANGE", "final_fits", "prior_step"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
@@ -254,6 +254,20 @@ def worth_probing(values: int, share: float | None) -> bool:
     """Whether a learner's defaults are first fitted on samples to estimate their cost: only on data of at
     least ``PROBE_CELLS`` instance ``values``, and only under a fair ``share`` (a budget to spend or save)."""
     return share is not None and values >= PROBE_CELLS
+
+
+def cost_unknown(learner: str, trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...],
+                 prior: tuple[str, ...]) -> bool:
+    """Whether a trial on all the bags (``fraction`` ``None``) goes in blind to the learner's cost, so that
+    :func:`worth_probing` data has its defaults fitted on samples first: always without a ``ladder``; with one,
+    the first trial of a learner with no rung trial (a flat ladder sends it straight to all the bags) and
+    not in the portfolio (``prior``: called promising, it spends its share)."""
+    if fraction is not None:
+        return False
+    if not ladder:
+        return True
+    return learner not in prior and not any(t.attrs.get(TrialAttr.RUNG) is not None or counts_toward_budget(t)
+                                            for t in trials)
 
 
 def probe_limits(share: float) -> list[float]:
