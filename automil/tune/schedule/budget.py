@@ -256,14 +256,18 @@ def worth_probing(values: int, share: float | None) -> bool:
     return share is not None and values >= PROBE_CELLS
 
 
-def cost_unknown(trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...]) -> bool:
+def cost_unknown(learner: str, trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...],
+                 prior: tuple[str, ...]) -> bool:
     """Whether a trial on all the bags (``fraction`` ``None``) goes in blind to the learner's cost, so that
     :func:`worth_probing` data has its defaults fitted on samples first: always without a ``ladder``; with one,
-    the first trial of a learner with no rung trial (the portfolio's members skip the rungs, and a flat
-    ladder sends every learner straight to all the bags)."""
+    the first trial of a learner with no rung trial (a flat ladder sends it straight to all the bags) and
+    not in the portfolio (``prior``: called promising, it spends its share)."""
     if fraction is not None:
         return False
-    return not ladder or not any(t.attrs.get(TrialAttr.RUNG) is not None or counts_toward_budget(t) for t in trials)
+    if not ladder:
+        return True
+    return learner not in prior and not any(t.attrs.get(TrialAttr.RUNG) is not None or counts_toward_budget(t)
+                                            for t in trials)
 
 
 def probe_limits(share: float) -> list[float]:
