@@ -57,7 +57,7 @@ def run_directories(tmp_path, monkeypatch):
 
 def test_mapped_bags_pickle_as_the_file_name_and_map_it_again(run_directories):
     bags = float32_bags(n_instances=10_000)
-    shared = share_instances(bags)
+    shared = share_instances(lambda: bags)
     try:
         assert len(pickle.dumps(shared)) < bags.X.nbytes / 100
         received = pickle.loads(pickle.dumps(shared))
@@ -71,7 +71,7 @@ def test_mapped_bags_pickle_as_the_file_name_and_map_it_again(run_directories):
 
 def test_a_worker_reads_shared_instances_without_a_private_copy(run_directories):
     bags = float32_bags()
-    shared = share_instances(bags)
+    shared = share_instances(lambda: bags)
     try:
         with FitWorker(threads=1) as worker:
             worker.set_data(None)
@@ -87,7 +87,7 @@ def test_a_worker_reads_shared_instances_without_a_private_copy(run_directories)
 
 
 def test_a_killed_worker_leaves_the_run_file_alone_and_release_removes_it(run_directories):
-    shared = share_instances(float32_bags(n_instances=10_000))
+    shared = share_instances(lambda: float32_bags(n_instances=10_000))
     segments = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
     try:
         (directory,) = run_directories()
@@ -106,7 +106,7 @@ def test_a_killed_worker_leaves_the_run_file_alone_and_release_removes_it(run_di
 
 
 def test_float32_bags_stay_float32_through_a_fit_in_a_worker(run_directories):
-    shared = share_instances(float32_bags(n_instances=20_000))
+    shared = share_instances(lambda: float32_bags(n_instances=20_000))
     try:
         with FitWorker(threads=1, preload=load_learners) as worker:
             worker.set_data(shared)
@@ -141,7 +141,7 @@ def test_standardized_keeps_the_instances_dtype():
 def test_a_run_removes_the_files_of_runs_whose_main_process_was_killed(run_directories, tmp_path):
     script = ("import sys, numpy as np; from automil import Bags;"
               "from automil.tune.workers.processes import share_instances;"
-              "bags = share_instances(Bags(np.ones((4, 2), np.float32), [0, 2, 4], [0, 1])); print(flush=True);"
+              "bags = share_instances(lambda: Bags(np.ones((4, 2), np.float32), [0, 2, 4], [0, 1])); print(flush=True);"
               "sys.stdin.read()")
     killed = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "TMPDIR": str(tmp_path)},
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -151,7 +151,7 @@ def test_a_run_removes_the_files_of_runs_whose_main_process_was_killed(run_direc
     assert run_directories() == [orphan]  # its main process still runs
     killed.kill()
     killed.wait()
-    shared = share_instances(float32_bags(n_instances=1_000))
+    shared = share_instances(lambda: float32_bags(n_instances=1_000))
     try:
         assert orphan not in run_directories() and len(run_directories()) == 1  # only this run's own
     finally:
@@ -174,4 +174,4 @@ def test_every_learner_honours_its_contract_on_float32_bags(learner, check, monk
 def test_without_a_writable_temporary_directory_the_bags_stay_in_memory(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
     bags = float32_bags(n_instances=1_000)
-    assert share_instances(bags) is bags and bags.instances_file is None
+    assert share_instances(lambda: bags) is bags and bags.instances_file is None

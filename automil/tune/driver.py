@@ -13,6 +13,7 @@ listed in ``docs/tune.md`` ("What a study stores"). The loop and the final evalu
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable
@@ -64,7 +65,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     bags = None
     try:
         # every process of the run maps this one copy
-        bags = share_instances(load_bags(dataset, labels=options.labels, groups=options.groups))
+        bags = share_instances(functools.partial(load_bags, dataset, labels=options.labels, groups=options.groups))
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
         options = options.for_data(bags)  # --protocol auto decided by the data's size

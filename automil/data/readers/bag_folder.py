@@ -2,7 +2,8 @@
 it: ``<bag>.npy`` (2-D) or ``<bag>.h5`` (a ``features`` dataset, as pathology feature extractors write them).
 
 Each feature file is opened twice: once for its shape and dtype, so the instance matrix is allocated once at
-its final size, then to read its rows straight into their place (no list of per-bag arrays, no concatenation).
+its final size, then to read its rows straight into their place (no list of per-bag arrays, no concatenation;
+in the run's file, bag by bag, within :func:`~automil.data.instance_matrix.writing_instances`).
 Instance labels, when a data set has them, are ``<bag>.instance_y.npy`` or an ``instance_y`` dataset in the
 ``.h5`` file, for every bag or for none.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from automil.bags import Bags
+from automil.data.instance_matrix import InstanceMatrix
 from automil.data.readers.errors import FormatError
 from automil.data.readers.feature_files import FeatureFile
 from automil.data.readers.labels_table import LabelsTable, read_labels_table
@@ -102,8 +104,10 @@ def read_bag_folder(folder, labels=None, groups: str | None = None) -> Bags:
                             f"{width}: every bag needs the same width")
     offsets = np.concatenate(([0], np.cumsum([bag.shape[0] for bag in files])))
     dtype = np.result_type(*{bag.dtype for bag in files})
-    X = np.empty((int(offsets[-1]), width), dtype=dtype if dtype.kind == "f" else np.float64)
-    instance_y = [bag.read_into(X[start:stop]) for bag, start, stop in zip(files, offsets[:-1], offsets[1:])]
+    with InstanceMatrix(offsets[-1], width, dtype if dtype.kind == "f" else np.float64) as matrix:
+        instance_y = [matrix.fill(start, stop, bag.read_into)
+                      for bag, start, stop in zip(files, offsets[:-1], offsets[1:])]
+    X = matrix.array()
     return Bags(X, offsets, y, instance_y=_instance_labels(files, instance_y), names=names, source=str(folder),
                 groups=table.groups)
 

@@ -4,7 +4,8 @@ CLAM writes ``DIR/h5_files/<slide>.h5`` (datasets ``features``, patches x D, and
 ``DIR/pt_files/<slide>.pt`` (the features as a torch tensor); TRIDENT writes ``.../features_<encoder>/
 <slide>.h5`` with the same two datasets. The labels table is a CSV with the columns ``slide_id`` (or ``bag``)
 and ``label``, optionally ``case_id``: the patient, every bag's group unless another column is named.
-Each feature file is opened once for its shape, then read straight into its rows of the instance matrix.
+Each feature file is opened once for its shape, then read straight into its rows of the instance matrix
+(:class:`~automil.data.instance_matrix.InstanceMatrix`: in memory, or slide by slide into the run's file).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from automil.bags import Bags
+from automil.data.instance_matrix import InstanceMatrix
 from automil.data.readers.errors import FormatError
 from automil.data.readers.feature_files import FeatureFile
 from automil.data.readers.labels_table import read_labels_table
@@ -95,8 +97,11 @@ def _read_slides(features: Path, labels: Path, groups: str | None) -> Bags:
             raise slide.error(f"{slide.shape[1]} features per patch, but slide {slides[0].name!r} has {width}: "
                               "every slide needs the same encoder")
     offsets = np.concatenate(([0], np.cumsum([s.shape[0] for s in slides])))
-    X = np.empty((int(offsets[-1]), width), dtype=np.float32 if all(s.float32 for s in slides) else np.float64)
-    coords = [slide.read_into(X[start:stop]) for slide, start, stop in zip(slides, offsets[:-1], offsets[1:])]
+    dtype = np.float32 if all(s.float32 for s in slides) else np.float64
+    with InstanceMatrix(offsets[-1], width, dtype) as matrix:
+        coords = [matrix.fill(start, stop, slide.read_into)
+                  for slide, start, stop in zip(slides, offsets[:-1], offsets[1:])]
+    X = matrix.array()
     has_coords = [c is not None for c in coords]
     if any(has_coords) and not all(has_coords):
         raise slides[has_coords.index(False)].error("no coords, though other slides have them")

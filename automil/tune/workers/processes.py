@@ -15,7 +15,10 @@ import shutil
 import signal
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from automil.bags import Bags
 
@@ -113,25 +116,36 @@ RUN_DIRECTORY_PREFIX = "automil-run-"
 OWNER_FILE = "owner"  # the process identity of the run's main process
 
 
-def share_instances(bags: Bags) -> Bags:
-    """The bags with their dense instances in a new temporary file, mapped; sparse bags (small text data),
-    and dense ones where no file can be written, unchanged (every process then gets its own copy).
+def share_instances(load: Callable[[], Bags]) -> Bags:
+    """The bags ``load()`` reads, with their dense instances in a new temporary file, mapped; sparse bags
+    (small text data), and dense ones where no file can be written, in memory (every process then gets its
+    own copy).
 
-    The caller drops its unmapped bags, so the matrix it read is freed, and calls
-    :func:`release_instances` when the run ends."""
-    if bags.is_sparse:
-        return bags
+    A folder reader writes its bags into the file one at a time
+    (:func:`automil.data.instance_matrix.writing_instances`), so a folder larger than memory is read without
+    ever holding its matrix; the bags of other readers are read into memory, written once and dropped (the
+    caller keeps only the mapped ones). The caller calls :func:`release_instances` when the run ends."""
+    from automil.data.instance_matrix import writing_instances
+
     remove_orphans()
-    directory = shared = None
+    directory = bags = shared = None
     try:
         directory = Path(tempfile.mkdtemp(prefix=RUN_DIRECTORY_PREFIX))
         (directory / OWNER_FILE).write_text(process_identity())
-        shared = bags.mapped(directory / "instances.npy")
-    except OSError:  # no temporary directory, or no room for the file
+        with writing_instances(directory / "instances.npy") as written:
+            bags = load()
+        if written.matrix is not None and np.may_share_memory(bags.X, written.matrix):
+            bags.instances_file = str(written.path)
+            shared = bags
+        elif not bags.is_sparse:
+            shared = bags.mapped(written.path)
+    except OSError:  # no temporary directory, or no room for the file: the bags stay in memory
         pass
     finally:
         if shared is None and directory is not None:
             shutil.rmtree(directory, ignore_errors=True)
+    if bags is None:  # a folder's file could not be written: read the folder into memory
+        bags = load()
     return bags if shared is None else shared
 
 
