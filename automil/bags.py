@@ -165,8 +165,9 @@ class Bags:
         new_offsets = np.concatenate(([0], np.cumsum(sizes)))
         return np.repeat(starts - new_offsets[:-1], sizes) + np.arange(new_offsets[-1])
 
-    def subset(self, bag_indices) -> Bags:
-        """The bags at ``bag_indices`` (e.g. a cross-validation fold), with one row gather."""
+    def subset(self, bag_indices, X=None) -> Bags:
+        """The bags at ``bag_indices`` (e.g. a cross-validation fold), with one row gather; ``X``: their
+        instances when the caller made them (standardized in blocks, without the gathered copy)."""
         bag_indices = np.asarray(bag_indices, dtype=np.int64)
         if bag_indices.ndim != 1:
             raise ValueError("bag indices must be 1-D")
@@ -176,7 +177,7 @@ class Bags:
         rows = self.instance_rows(bag_indices)
         sizes = self.sizes[bag_indices]
         return Bags(
-            self.X[rows], np.concatenate(([0], np.cumsum(sizes))),
+            self.X[rows] if X is None else X, np.concatenate(([0], np.cumsum(sizes))),
             None if self.y is None else self.y[bag_indices],
             instance_y=None if self.instance_y is None else self.instance_y[rows],
             names=None if self.names is None else self.names[bag_indices],

@@ -13,6 +13,7 @@ import pytest
 from automil import Bags
 from automil.data.datasets import load_bags
 from automil.data.instance_matrix import writing_instances
+from automil.evaluation import standardized
 from automil.tune.workers.processes import release_instances, share_instances
 
 SLIDES, PATCHES, WIDTH = 24, 1_000, 1_024  # 98 MB of float32 features, 4 MB a slide
@@ -106,3 +107,36 @@ def test_a_folder_shared_for_a_run_is_one_file_that_release_removes(trident_coho
     finally:
         release_instances(shared)
     assert not list(tmp_path.rglob("*.npy"))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_streamed_statistics_of_a_folds_rows_are_the_in_memory_ones_to_the_last_bit(dtype, monkeypatch):
+    rng = np.random.default_rng(0)
+    X = (rng.standard_normal((5_000, 7)) * rng.uniform(0.1, 100, 7) + rng.uniform(-1e3, 1e3, 7)).astype(dtype)
+    rows = np.sort(rng.choice(5_000, 3_001, replace=False))
+    monkeypatch.setattr(standardized, "BLOCK_BYTES", 8 * 7 * 97)  # 97 rows a block: 31 blocks, the last short
+    mean, scale = standardized.instance_scaling(X, rows)
+    fold = X[rows].astype(np.float64)
+    assert np.array_equal(mean, fold.mean(axis=0)) and np.array_equal(scale, fold.std(axis=0))
+    assert mean.dtype == scale.dtype == np.float64
+    whole = standardized.instance_scaling(X)
+    assert np.array_equal(whole[0], X.astype(np.float64).mean(axis=0))
+
+
+def test_a_fold_standardized_from_the_mapped_file_equals_the_one_standardized_in_memory(trident_cohort, tmp_path,
+                                                                                        monkeypatch):
+    from automil import get_learner
+
+    monkeypatch.setattr(standardized, "BLOCK_BYTES", 2**20)  # blocks of 128 rows of 1,024 features
+    with writing_instances(tmp_path / "instances.npy"):
+        mapped = load_bags(trident_cohort)
+    train = np.array([0, 3, 4, 9, 10, 13, 15, 20, 21, 22])
+    streamed = standardized.Standardized(get_learner("bag-stats").build()).fit_subset(mapped, train)
+    in_memory = standardized.Standardized(get_learner("bag-stats").build()).fit(mapped.subset(train))
+    assert np.array_equal(streamed.mean_, in_memory.mean_) and np.array_equal(streamed.scale_, in_memory.scale_)
+    test = mapped.subset([1, 2, 5])
+    assert np.array_equal(streamed.transform(test).X, in_memory.transform(test).X)
+    np.testing.assert_array_equal(streamed.decision_function(test), in_memory.decision_function(test))
+    rows = mapped.instance_rows(train)
+    np.testing.assert_array_equal(standardized.standardized_rows(mapped.X, rows, streamed.mean_, streamed.scale_),
+                                  in_memory.transform(mapped.subset(train)).X)

@@ -15,37 +15,70 @@ from automil.bags import Bags, as_bags
 from automil.evaluation.folds import bag_folds, fold_splits
 from automil.learner import BagClassifier
 
-__all__ = ["Standardized", "instance_scaling", "cross_validated_predictions", "FoldScores", "fold_scores", "roc_auc",
-           "mean_std", "bootstrap_interval"]
+__all__ = ["Standardized", "instance_scaling", "standardized_rows", "cross_validated_predictions", "FoldScores",
+           "fold_scores", "roc_auc", "mean_std", "bootstrap_interval"]
 
 
-# Rows per block when the statistics of a float32 matrix are accumulated in float64.
-SCALING_BLOCK_ROWS = 1 << 16
+# Bytes of float64 per block when a matrix's rows are read for statistics or standardized: a block of a
+# 1,024-wide matrix is 2,048 rows, so a pass over a fold holds no more than this beside it.
+BLOCK_BYTES = 1 << 24
 
 
-def instance_scaling(X):
-    """Instance-level mean and standard deviation of ``X``, in float64 (docs/algorithms.md 1.5).
+def instance_scaling(X, rows=None):
+    """Instance-level mean and standard deviation of ``X`` (of its ``rows`` only, when given), in float64
+    (docs/algorithms.md 1.5).
 
     A zero standard deviation becomes 1 so constant features pass through unchanged. For sparse ``X``
-    the mean is ``None``: centring would fill in every zero, so sparse data is only scaled. A float32
-    matrix is summed in float64 a block of rows at a time, never upcast whole.
+    the mean is ``None``: centring would fill in every zero, so sparse data is only scaled. Dense ``X`` is
+    read in blocks of rows (gathered from ``rows``), two passes that add each row in turn to float64 sums: the
+    figures of ``X[rows].astype(np.float64).mean(axis=0)`` and ``.std(axis=0)`` to the last bit, without a
+    copy of the rows or of the matrix in float64 (``X`` may be the run's mapped file, larger than memory).
     """
     if sp.issparse(X):
+        X = X if rows is None else X[rows]
         mean = np.asarray(X.mean(axis=0)).ravel()
         var = np.asarray(X.multiply(X).mean(axis=0)).ravel() - mean**2
         scale = np.sqrt(np.maximum(var, 0.0))
         mean = None
-    elif X.dtype == np.float64:
-        mean = X.mean(axis=0)
-        scale = X.std(axis=0)
     else:
-        mean = X.mean(axis=0, dtype=np.float64)
-        squares = np.zeros(X.shape[1])
-        for start in range(0, X.shape[0], SCALING_BLOCK_ROWS):
-            squares += np.square(X[start:start + SCALING_BLOCK_ROWS] - mean).sum(axis=0)
-        scale = np.sqrt(squares / X.shape[0])
+        n = X.shape[0] if rows is None else len(rows)
+        mean = _row_sums(block for block in _blocks(X, rows)) / n
+        scale = np.sqrt(_row_sums(np.square(block - mean) for block in _blocks(X, rows)) / n)
     scale[scale <= np.finfo(np.float64).eps * (1.0 if mean is None else np.maximum(1.0, np.abs(mean)))] = 1.0
     return mean, scale
+
+
+def _blocks(X: np.ndarray, rows=None):
+    """``X`` (its ``rows``, gathered) a block of rows at a time."""
+    n = X.shape[0] if rows is None else len(rows)
+    step = max(1, BLOCK_BYTES // (8 * X.shape[1]))
+    for start in range(0, n, step):
+        yield X[start:start + step] if rows is None else X[rows[start:start + step]]
+
+
+def _row_sums(blocks) -> np.ndarray:
+    """The float64 sum of the rows of every block, added one row after the other as numpy's sum over
+    axis 0 adds them (the running sum is the first row of each block's reduction), so the result does not
+    depend on where the blocks end."""
+    total = None
+    for block in blocks:
+        stacked = block if total is None else np.concatenate((total[None], block), dtype=np.float64)
+        total = stacked.sum(axis=0, dtype=np.float64)
+    return total
+
+
+def standardized_rows(X: np.ndarray, rows, mean, scale) -> np.ndarray:
+    """``(X[rows] - mean) / scale`` of dense ``X``, in its dtype, made a block at a time into one new array: a fold
+    standardized without its unscaled copy."""
+    rows = np.asarray(rows, dtype=np.int64)
+    out = np.empty((len(rows), X.shape[1]), dtype=X.dtype)
+    mean, scale = mean.astype(X.dtype, copy=False), scale.astype(X.dtype, copy=False)
+    start = 0
+    for block in _blocks(X, rows):
+        part = out[start:start + len(block)]
+        np.divide(np.subtract(block, mean, out=part), scale, out=part)  # transform's arithmetic, in place
+        start += len(block)
+    return out
 
 
 def _inner_has(name):
@@ -89,6 +122,23 @@ class Standardized(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = bags.n_features
         scaled, labels = self._learner_input(bags), bags.y
         del bags  # a caller that keeps no reference of its own frees the unscaled instances while the learner fits
+        return self._fit_learner(scaled, labels)
+
+    def fit_subset(self, bags: Bags, bag_indices):
+        """Fit on the bags at ``bag_indices`` of ``bags`` (a training fold of the run's mapped instances) as
+        ``fit(bags.subset(bag_indices))`` does, without the fold's unscaled copy: the statistics in a streaming
+        pass over its rows, then the fold standardized a block at a time into the one array the learner gets.
+        """
+        bags = as_bags(bags)
+        if bags.is_sparse:
+            return self.fit(bags.subset(bag_indices))
+        rows = bags.instance_rows(np.asarray(bag_indices, dtype=np.int64))
+        self.mean_, self.scale_ = instance_scaling(bags.X, rows)
+        self.n_features_in_ = bags.n_features
+        fold = bags.subset(bag_indices, X=standardized_rows(bags.X, rows, self.mean_, self.scale_))
+        return self._fit_learner(fold if isinstance(self.estimator, BagClassifier) else fold.to_list(), fold.y)
+
+    def _fit_learner(self, scaled, labels):
         self.estimator_ = clone(self.estimator).fit(scaled, labels)
         self.classes_ = self.estimator_.classes_
         return self
@@ -159,7 +209,7 @@ def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed:
     predicted = np.empty(bags.n_bags, dtype=bags.y.dtype)
     start = time.perf_counter()
     for train, test in fold_splits(assignment):
-        predicted[test] = Standardized(estimator).fit(bags.subset(train)).predict(bags.subset(test))
+        predicted[test] = Standardized(estimator).fit_subset(bags, train).predict(bags.subset(test))
     return predicted, assignment, time.perf_counter() - start
 
 

@@ -80,7 +80,7 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         estimator.set_params(random_state=seed)
     model = Standardized(estimator)
     start = time.perf_counter()
-    model.fit(bags.subset(train))  # the fold's rows are gathered once and freed once standardized
+    model.fit_subset(bags, train)  # the fold's rows are gathered once, standardized a block at a time
     fit_seconds = time.perf_counter() - start
     y_pred, scores, instance, predict_seconds = None, None, None, 0.0
     if test is not None:
