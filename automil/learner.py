@@ -174,6 +174,12 @@ class LearnerSpec:
         sizes): ``a`` in ``seconds ~ n_instances ** a`` (1 linear, 2 quadratic). On large data the driver
         fits the defaults on two samples of bags before fitting them on all, to stop a learner that
         cannot finish within its share of the budget; ``None``: the exponent is measured from the samples.
+    memory_factor : float
+        The memory of a fit beside its standardized training instances, as a multiple of them: the
+        learner's working set (a float64 copy of float32 instances is 2, embeddings of the bags little, a
+        matrix of instance pairs far more). ``automil tune --memory`` does not start a learner whose fit on
+        every bag is estimated above the budget (``(1 + memory_factor)`` x the instances' bytes, plus a
+        worker process).
     imports : tuple of str
         Modules a fit worker imports before its first fit of this learner, outside the fit's time limit (and
         its replacements at their start): a heavy library the estimator imports lazily (so that listing
@@ -196,6 +202,7 @@ class LearnerSpec:
     defaults: dict = field(default_factory=dict)
     first_trial: dict = field(default_factory=dict)
     fit_growth: float | None = None
+    memory_factor: float = 2.0
     imports: tuple[str, ...] = ()
     published: Published | None = None
     plugin: str = ""

@@ -402,3 +402,15 @@ def test_run_executes_the_studies_a_file_declares_and_names_unknown_keys(tmp_pat
     done = subprocess.run([sys.executable, "-m", "automil.cli", "run", str(study_file), *common],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "unknown option 'n_trails' in [options]" in done.stderr
+
+
+def test_a_learner_whose_fit_is_estimated_above_the_memory_budget_is_skipped_before_any_fit_and_says_why(tmp_path):
+    automil(tmp_path, "--learner", "centroid", "--learner", "hungry", "--memory", "2G", "--n-trials", "1",
+            "--folds", "3", "--protocol", "tuned", "--json", "out.json", *FAST)
+    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
+    assert rows["centroid"]["status"] == "ok"
+    hungry = rows["hungry"]
+    assert hungry["status"] == "skipped" and "above the 2.1 GB a fit may take under --memory" in hungry["error"]
+    assert "a fit on every bag needs about" in hungry["error"]
+    studies = optuna.get_all_study_names(open_storage(f"journal:{tmp_path / 'studies.journal'}"))
+    assert not any("hungry" in name for name in studies)  # no study, so no trial and no fit

@@ -87,6 +87,10 @@ def _add_tune_options(sub, defaults: bool):
                               "portfolio's configurations for data of this kind, in the portfolio's order")
         sub.add_argument("--fit-memory", type=parse_size, default=None, metavar="SIZE",
                          help="kill a fit whose process passes this resident memory (e.g. 4G; Linux)")
+        sub.add_argument("--memory", type=parse_size, default=None, metavar="SIZE",
+                         help="the run's memory budget (e.g. 16G): a learner whose fit on every bag is estimated "
+                              "above its share (SIZE / --jobs) is not started, and its row says why (default: "
+                              "the machine's memory less a tenth, at least 1 GiB)")
     sub.add_argument("--folds-file", metavar="PATH",
                      help="the folds (and repeats) of a folds.json, such as the artifact of an earlier run "
                           "(docs/tune.md, \"Shareable folds\")")

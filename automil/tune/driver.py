@@ -29,6 +29,7 @@ from automil.tune.listener import Listener, Silent
 from automil.tune.loop.trial_loop import tune_studies
 from automil.tune.options import METRICS, TuneOptions
 from automil.tune.recording import TrackingRecorder
+from automil.tune.schedule.memory import default_memory, over_budget
 from automil.tune.studies.plan import Plan, changed_data_note, prepare_studies
 from automil.tune.tracking import Guarded, Tracking, open_tracking
 from automil.tune.workers.fits import fit_worker
@@ -69,7 +70,8 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
         options = options.for_data(bags)  # --protocol auto decided by the data's size
-        specs, skipped = _usable_learners(bags, learners)
+        # --jobs processes fit at the same time: each fit has its share of the memory
+        specs, skipped = _usable_learners(bags, learners, (options.memory or default_memory()) // options.jobs)
         storage = open_storage(options.storage)
         source, dataset = dataset, dataset_name(dataset, bags)  # a file by its content, not its path
         note = changed_data_note(storage, dataset, source)
@@ -134,9 +136,11 @@ def _portfolio(bags, specs, options: TuneOptions) -> tuple:
     return members_for(meta_features(bags).to_dict(), [s.name for s in specs], options.portfolio)
 
 
-def _usable_learners(bags, names):
+def _usable_learners(bags, names, memory: int):
     """The learners to tune (the ``names`` given, else every registered one) and those skipped, with why:
-    binary learners on multi-class bags, dense-only learners on sparse bags."""
+    binary learners on multi-class bags, dense-only learners on sparse bags, learners whose fit on every bag
+    is estimated above ``memory`` bytes (:func:`~automil.tune.schedule.memory.over_budget`; named or not, those
+    are rows, not errors, while one learner fits)."""
     from automil import plugins
 
     if names:
@@ -157,7 +161,12 @@ def _usable_learners(bags, names):
     if names and skipped:
         spec, reason = skipped[0]
         raise ValueError(f"learner {spec.name!r} cannot run on this dataset: {reason}")
-    return usable, skipped
+    too_large = [(spec, over_budget(spec, bags, memory)) for spec in usable]
+    if all(reason is not None for _, reason in too_large):
+        spec, reason = too_large[0]
+        raise ValueError(f"no learner fits in the memory of this run: {spec.name}: {reason}")
+    usable = [spec for spec, reason in too_large if reason is None]
+    return usable, skipped + [(spec, reason) for spec, reason in too_large if reason is not None]
 
 
 

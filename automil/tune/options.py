@@ -74,6 +74,7 @@ class TuneOptions:
     warm_start: bool = True
     portfolio: str | None = SHIPPED_PORTFOLIO  # the portfolio's JSON: automil's own, a path, or None (none)
     fit_memory: int | None = None
+    memory: int | None = None  # None: the machine's memory less a margin (automil.tune.schedule.memory)
     ensemble: bool = True
     track: bool = True
     tracking_uri: str | None = None
@@ -139,7 +140,8 @@ class TuneOptions:
     def check(self):
         """Raise ``ValueError`` naming the first bad option."""
         positive = {"--n-trials": self.n_trials, "--timeout": self.timeout, "--fit-timeout": self.fit_timeout,
-                    "--repeats": self.repeats, "--jobs": self.jobs, "--fit-memory": self.fit_memory}
+                    "--repeats": self.repeats, "--jobs": self.jobs, "--fit-memory": self.fit_memory,
+                    "--memory": self.memory}
         for name, value in positive.items():
             if value is not None and not value > 0:
                 raise ValueError(f"{name} must be positive, got {value}")
@@ -240,8 +242,9 @@ def read_study_file(path, overrides: dict | None = None) -> list[tuple[str, list
         for key in ("n_trials", "timeout"):
             if isinstance(values.get(key), str) and values[key].lower() == "none":
                 values[key] = None
-        if isinstance(values.get("fit_memory"), str):
-            values["fit_memory"] = parse_size(values["fit_memory"])
+        for key in ("fit_memory", "memory"):
+            if isinstance(values.get(key), str):
+                values[key] = parse_size(values[key])
         if values.get("folds_file") is not None:  # a path in the file is relative to the file
             values["folds_file"] = str(Path(path).parent / Path(values["folds_file"]).expanduser())
         options = TuneOptions(**{**values, **(overrides or {})})

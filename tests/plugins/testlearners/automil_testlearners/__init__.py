@@ -46,6 +46,9 @@ def register_learners(register):
     register(automil.LearnerSpec(name="epochs", estimator=learners.Epochs, search_space=learners.epochs_space,
                                  first_trial={"quality": 0.5},
                                  description="trains in epochs, reporting its quality after each"))
+    register(automil.LearnerSpec(name="hungry", estimator=learners.Centroid, search_space=learners.centroid_space,
+                                 memory_factor=1e6, description="a centroid that declares a working set of a "
+                                                                "million times its instances"))
     register(automil.LearnerSpec(name="plain", estimator=plain.MeanMaxLogistic, search_space=plain.search_space,
                                  first_trial={"C": 1.0}, multiclass=True,
                                  description="a plain scikit-learn estimator on a list of 2-D arrays"))
