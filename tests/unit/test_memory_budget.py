@@ -1,0 +1,35 @@
+"""The memory rule of a run: what a fit on every bag is estimated to need, and the default budget."""
+
+import numpy as np
+import scipy.sparse as sp
+
+from automil import Bags, LearnerSpec
+from automil.tune.schedule.memory import PROCESS_BYTES, default_memory, fit_bytes, machine_memory, over_budget
+
+
+def spec(factor: float) -> LearnerSpec:
+    return LearnerSpec(name=f"x{factor:g}", estimator=object, search_space=dict, memory_factor=factor)
+
+
+def test_a_fit_needs_its_standardized_instances_its_working_set_and_a_worker():
+    bags = Bags(np.ones((1_000, 256), np.float32), [0, 400, 1_000], [0, 1])  # 1,024,000 bytes
+    assert fit_bytes(spec(2.0), bags) == 3 * 1_024_000 + PROCESS_BYTES
+    assert over_budget(spec(2.0), bags, 3 * 1_024_000 + PROCESS_BYTES) is None
+    reason = over_budget(spec(2.0), bags, 3 * 1_024_000 + PROCESS_BYTES - 1)
+    assert reason.startswith("a fit on every bag needs about 422.5 MB (3 x the 1.0 MB of instances")
+    assert Bags(bags.X.astype(np.float64), bags.offsets, bags.y).X.nbytes == 2 * bags.X.nbytes
+    assert fit_bytes(spec(2.0), Bags(bags.X.astype(np.float64), bags.offsets, bags.y)) == (
+        3 * 2_048_000 + PROCESS_BYTES)
+
+
+def test_sparse_instances_count_their_stored_values_and_indices():
+    X = sp.random(1_000, 50, density=0.1, random_state=0, format="csr")
+    bags = Bags(X, [0, 500, 1_000], [0, 1])
+    stored = bags.X.data.nbytes + bags.X.indices.nbytes + bags.X.indptr.nbytes
+    assert fit_bytes(spec(1.0), bags) == 2 * stored + PROCESS_BYTES
+
+
+def test_the_default_budget_is_the_machines_memory_less_a_margin_of_at_least_a_gibibyte():
+    total = machine_memory()
+    assert 0 < default_memory() <= total - 2**30
+    assert default_memory() >= min(0.9 * total, total - 2**30) - 1  # no more margin than that
