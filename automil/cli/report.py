@@ -23,6 +23,10 @@ def add_report(commands):
                      help="instead of the grid, one table per dataset: each learner's nested figure, its "
                           "figure on the papers' protocol (repeated CV at the tuned parameters) and the "
                           "accuracy its paper published, with the difference and the trials it had")
+    sub.add_argument("--calibration", action="store_true",
+                     help="instead of the grid, one table per dataset: each learner's calibration on held-out bags "
+                          "(ECE, Brier score and log-loss beside its raw scores'; the conformal sets' measured "
+                          "coverage, set size and abstention), the chosen model marked (docs/probabilities.md)")
     sub.add_argument("--fit-seconds", action="store_true",
                      help="add each study's mean seconds per fit (shown anyway when a study was tuned for "
                           "accuracy against cost)")
@@ -35,13 +39,19 @@ def _run_report(args) -> int:
     from automil.uris import shown_storage
 
     uri = args.tracking_uri or default_tracking_uri()
-    studies = Tracker(uri, create=False).studies(args.dataset)
+    tracker = Tracker(uri, create=False)
+    studies = tracker.studies(args.dataset)
     if not studies:
         raise ValueError(f"no automil study in the tracking store {shown_storage(uri)}"
                          + (f" for dataset {', '.join(args.dataset)}" if args.dataset else "")
                          + "; run automil tune first, or pass --tracking-uri")
     if args.published:
         print(_against_published(studies, args.dataset), end="")
+        return 0
+    if args.calibration:
+        from automil.track.reading.calibration_table import calibration_tables, chosen_runs
+
+        print(calibration_tables(studies, chosen_runs(tracker.store.client, {s.dataset for s in studies})))
         return 0
     print(render(build_table(studies, args.dataset, cost=args.fit_seconds), args.format), end="")
     return 0

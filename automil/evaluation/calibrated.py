@@ -15,7 +15,8 @@ from sklearn.frozen import FrozenEstimator
 from automil.evaluation.conformal import ConformalScores, conformal_scores, prediction_sets
 from automil.evaluation.prediction import bag_scores
 
-__all__ = ["ScoreColumns", "Calibrated", "calibrate_model", "calibration_map", "logits"]
+__all__ = ["ScoreColumns", "Calibrated", "calibrate_model", "calibration", "gives_probabilities", "calibration_map",
+           "logits"]
 
 
 class ScoreColumns(ClassifierMixin, BaseEstimator):
@@ -123,12 +124,24 @@ def calibrate_model(model, scores, y, groups=None) -> Calibrated:
     """The model with a calibration map and conformity scores from ``scores``, out-of-fold scores (as
     :func:`~automil.evaluation.prediction.bag_scores` gives them) of training bags labelled ``y``, of the
     patients ``groups`` when given."""
-    classes = np.asarray(model.classes_)
-    y = np.asarray(y)
+    probabilities = gives_probabilities(model)
+    return Calibrated(model, *calibration(scores, y, np.asarray(model.classes_), probabilities, groups), probabilities)
+
+
+def calibration(scores, y, classes, probabilities: bool, groups=None) -> tuple[CalibratedClassifierCV, ConformalScores]:
+    """The calibration map (:func:`calibration_map`) and conformity scores of out-of-fold ``scores`` of bags
+    labelled ``y`` (of the patients ``groups`` when given), for a model of ``classes``: what
+    :class:`Calibrated` holds. ``ValueError`` when a class has no bag among them."""
+    classes, y = np.asarray(classes), np.asarray(y)
     missing = set(classes.tolist()) - set(y.tolist())
     if missing:
         raise ValueError(f"no calibration bag of class {sorted(missing)}")
-    probabilities = not hasattr(model, "decision_function") and hasattr(model, "predict_proba")
     calibrator = calibration_map(scores, y, classes, probabilities)
     proba = calibrator.predict_proba(logits(scores, probabilities))
-    return Calibrated(model, calibrator, conformal_scores(proba, np.searchsorted(classes, y), groups), probabilities)
+    return calibrator, conformal_scores(proba, np.searchsorted(classes, y), groups)
+
+
+def gives_probabilities(model) -> bool:
+    """Whether the scores :func:`~automil.evaluation.prediction.bag_scores` takes of ``model`` are its
+    probabilities (it has no ``decision_function``)."""
+    return not hasattr(model, "decision_function") and hasattr(model, "predict_proba")

@@ -2,6 +2,7 @@
 (:mod:`automil.records.trials`), a learner's result row and its status (:mod:`automil.records.results`). No
 Optuna and no MLflow here, so every layer above the core can share them."""
 
+from automil.records.calibration import DEFAULT_LEVEL, LEVELS, CalibrationFigures, ReliabilityBin
 from automil.records.results import (
     PROCEDURE,
     Costs,
@@ -24,4 +25,5 @@ from automil.records.trials import TIMED_OUT, StudyRecord, TrialAttr, TrialRecor
 
 __all__ = ["Status", "TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "LearnerResult",
            "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure", "Headline", "Costs", "ModelRecord",
-           "InstanceFigures", "OuterSplit", "Member", "ParetoPoint", "TrackingBacklog", "TIMED_OUT", "PROCEDURE"]
+           "InstanceFigures", "OuterSplit", "Member", "ParetoPoint", "TrackingBacklog", "TIMED_OUT", "PROCEDURE",
+           "CalibrationFigures", "ReliabilityBin", "LEVELS", "DEFAULT_LEVEL"]

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
 from automil.evaluation.protocol import Protocol
+from automil.records.calibration import LEVELS, CalibrationFigures, level_key
 from automil.records.trials import TIMED_OUT
 
 __all__ = ["Status", "LearnerResult", "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure",
@@ -126,7 +127,8 @@ class OuterSplit:
     """One outer split of a nested figure: the score its inner folds gave the parameters refitted there
     (``None``: none, so the procedure cannot choose by it), the refit's scores on the outer fold, each
     inner fold's score behind ``inner`` (its uncertainty, which the procedure's choice weighs against
-    chance) and, for the ensemble, the learners its selection combined in the split."""
+    chance), for the ensemble, the learners its selection combined in the split, and the calibration of
+    the refit's probabilities and prediction sets on the outer fold (``None``: not measured)."""
 
     inner: float | None
     accuracy: float
@@ -134,6 +136,11 @@ class OuterSplit:
     roc_auc: float | None = None
     inner_folds: list[float | None] | None = None
     members: list[str] | None = None
+    calibration: CalibrationFigures | None = None
+
+    def __post_init__(self):
+        if isinstance(self.calibration, dict):
+            object.__setattr__(self, "calibration", CalibrationFigures(**self.calibration))
 
 
 @dataclass(frozen=True)
@@ -209,6 +216,8 @@ class InstanceFigures:
 
 
 _INSTANCE_KEYS = tuple(f.name for f in fields(InstanceFigures))
+_CALIBRATION_KEYS = tuple(f.name for f in fields(CalibrationFigures))
+_DERIVED_KEYS = ("coverage_se", "worst_class_coverage")  # written beside the calibration figures, never read
 
 
 @dataclass
@@ -238,9 +247,12 @@ class LearnerResult:
     model: ModelRecord = _part(ModelRecord)
     status: Status | None = None
     instance: InstanceFigures | None = None  # only on data with instance labels, for learners that find instances
+    calibration: CalibrationFigures | None = None  # only with held-out bags (nested, hold-out) and scores of them
 
     def __post_init__(self):
         self.members = _records(Member, self.members)
+        if isinstance(self.calibration, dict):
+            self.calibration = CalibrationFigures(**self.calibration)
         if self.status is not None:
             self.status = Status(self.status)
         if self.protocol is not None:
@@ -255,14 +267,19 @@ class LearnerResult:
         if self.status == Status.SKIPPED:
             return {key: flat[key] for key in _SKIPPED_KEYS}
         instance = flat.pop("instance") or {}  # its figures are keys of the row, and absent without them
+        calibration = flat.pop("calibration") or {}  # the same
+        if self.calibration is not None:  # what a reader wants beside each coverage, in the row's terms
+            calibration |= {"coverage_se": {level_key(c): self.calibration.standard_error(c) for c in LEVELS},
+                            "worst_class_coverage": {level_key(c): self.calibration.worst_class(c) for c in LEVELS}}
         row = {key: flat.pop(key) for key in _ROW_KEYS} | flat  # a key not in the order goes last
-        return {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS} | instance
+        row = {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS}
+        return row | instance | calibration
 
     @classmethod
     def from_dict(cls, row: dict) -> LearnerResult:
         """A row read back (a study's stored result); unknown keys are an error naming them."""
-        known = set(_flat(cls())) - {"instance"}
-        unknown = sorted(set(row) - known - set(_INSTANCE_KEYS))
+        known = set(_flat(cls())) - {"instance", "calibration"}
+        unknown = sorted(set(row) - known - set(_INSTANCE_KEYS) - set(_CALIBRATION_KEYS) - set(_DERIVED_KEYS))
         if unknown:
             raise ValueError(f"result row has unknown keys {unknown}")
         values = {}
@@ -273,7 +290,9 @@ class LearnerResult:
             elif f.name in row:
                 values[f.name] = row[f.name]
         instance = {key: row[key] for key in _INSTANCE_KEYS if key in row}
-        return cls(**values, instance=InstanceFigures(**instance) if instance else None)
+        calibration = {key: row[key] for key in _CALIBRATION_KEYS if key in row}
+        return cls(**values, instance=InstanceFigures(**instance) if instance else None,
+                   calibration=CalibrationFigures(**calibration) if calibration else None)
 
     def metric_value(self) -> float | None:
         """The headline figure of the metric the study maximized."""

@@ -1,5 +1,5 @@
-"""The pictures logged with a study: confusion matrix, optimization history, parameter importances,
-witness instances and coefficients of image-like bags (pdMISVM paper, figures 6 and 7).
+"""The pictures logged with a study: confusion matrix, reliability diagram, optimization history, parameter
+importances, witness instances and coefficients of image-like bags (pdMISVM paper, figures 6 and 7).
 
 Every function returns a ``matplotlib.figure.Figure`` built without pyplot, so nothing here touches the
 global backend of the caller (it renders with Agg when saved).
@@ -17,8 +17,9 @@ from matplotlib.ticker import MaxNLocator
 
 from automil.evaluation.pareto import non_dominated
 from automil.records import TIMED_OUT, TrialState
+from automil.records.calibration import BIN_WIDTH
 
-__all__ = ["confusion_matrix_figure", "optimization_history_figure", "param_importances_figure",
+__all__ = ["confusion_matrix_figure", "reliability_figure", "optimization_history_figure", "param_importances_figure",
            "witness_figure", "coefficients_figure", "image_shape", "pareto_figure"]
 
 _PIXEL_NAME = re.compile(r"pixel_(\d+)_(\d+)$")
@@ -54,6 +55,27 @@ def confusion_matrix_figure(matrix, classes, title: str) -> Figure:
     for (i, j), count in np.ndenumerate(matrix):
         ax.text(j, i, f"{count:g}", ha="center", va="center",
                 color="white" if count > threshold else "black")
+    return fig
+
+
+def reliability_figure(bins, raw_bins, title: str) -> Figure:
+    """The reliability diagram of held-out bags: in each bin of the predicted class's probability
+    (``bins``: dicts or records with ``low``, ``bags``, ``confidence``, ``accuracy``), the share of bags
+    whose predicted class is right against the mean probability given it, calibrated (blue) and from the
+    raw scores (grey, ``raw_bins``); on the diagonal is calibrated. Below, how many bags each bin holds."""
+    fig = Figure(figsize=(4.6, 5.4), layout="constrained")
+    top, bottom = fig.subplots(2, 1, height_ratios=[3, 1], sharex=True)
+    top.plot([0, 1], [0, 1], ":", color="grey", linewidth=1, label="perfectly calibrated")
+    for part, colour, label in ((raw_bins, "tab:gray", "raw scores"), (bins, "tab:blue", "calibrated probabilities")):
+        rows = [b if isinstance(b, dict) else vars(b) for b in part]
+        if rows:
+            top.plot([r["confidence"] for r in rows], [r["accuracy"] for r in rows], "o-", color=colour,
+                     label=label)
+            bottom.bar([r["low"] + BIN_WIDTH / 2 for r in rows], [r["bags"] for r in rows], width=BIN_WIDTH * 0.9,
+                       color=colour, alpha=0.5)
+    top.set(xlim=(0, 1), ylim=(0, 1), ylabel="share of bags predicted right", title=title)
+    top.legend(loc="upper left", fontsize="small")
+    bottom.set(xlabel="probability of the predicted class", ylabel="bags")
     return fig
 
 

@@ -53,7 +53,8 @@ class ResultLogging:
             and a resumed study can find a new best).
             The headline figures are expected under ``accuracy``, ``balanced_accuracy`` and their
             ``*_std``; ``confusion_matrix`` (rows true, columns predicted, out-of-fold counts) with
-            ``classes``, when present, is drawn instead of predicting ``bags``. ``pareto_front`` (several
+            ``classes``, when present, is drawn instead of predicting ``bags``; ``reliability`` (with
+            ``raw_reliability``), when present, is drawn as ``figures/reliability.png``. ``pareto_front`` (several
             objectives) is logged as its size ``pareto_front_size``, its points in ``result.json``.
             Missing keys are skipped.
         model : estimator, optional
@@ -124,11 +125,16 @@ class ResultLogging:
         return info.model_uri
 
 
+# Row keys only ``result.json`` holds (and the figures draw): neither metrics nor tags.
+_IN_RESULT_JSON = ("best_params", "confusion_matrix", "classes", "reliability", "raw_reliability", "class_coverage",
+                   "class_bags")
+
+
 def _result_entries(result: dict) -> tuple[list, dict, int]:
     """Metrics ``(key, value, step or None)``, tags and the trial count of a leaderboard row."""
     metrics, tags = [], {}
     for key, value in result.items():
-        if key in ("best_params", "confusion_matrix", "classes") or value is None:
+        if key in _IN_RESULT_JSON or value is None:
             continue
         if key == "pareto_front":  # the points are in result.json; the dataset's scatter shows them
             metrics.append(("pareto_front_size", float(len(value)), None))
@@ -178,6 +184,11 @@ def _figures(result, model, bags, study: StudyRecord | None):
         yield "confusion_matrix", lambda: figures.confusion_matrix_figure(
             confusion_matrix(bags.y, model.predict(bags), labels=model.classes_), model.classes_,
             f"Confusion matrix of the final\nmodel on {bags.n_bags} bags")
+    if result.get("reliability"):
+        yield "reliability", lambda: figures.reliability_figure(
+            result["reliability"], result.get("raw_reliability") or [],
+            f"Reliability on {result['held_out_bags']} held-out bags\n(ECE {result['ece']:.3f}; raw scores "
+            f"{result['raw_ece']:.3f})")
     if study is not None:
         yield "optimization_history", lambda: figures.optimization_history_figure(
             [(t.number, t.outcome, t.value) for t in study.trials], study.direction,

@@ -1,19 +1,24 @@
 """The logged models' calibration (:mod:`automil.evaluation.calibrated`): a learner's model is calibrated on
 its best trial's out-of-fold scores, the ensemble's on its members' combined out-of-fold scores, both of
 the bags the main studies scored (every training bag, or all but the held-out fold), grouped by patient
-when the bags have groups. No new fit: the tuning folds have scored every one of those bags already."""
+when the bags have groups. No new fit: the tuning folds have scored every one of those bags already.
+
+The same calibration is measured on the outer folds (:func:`outer_calibration`): outer split ``i``'s map comes
+from the inner out-of-fold scores of the trial refitted there and is scored on the refit's scores of fold
+``i``, which neither saw."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from automil.evaluation.calibrated import calibrate_model
-from automil.evaluation.prediction import one_column_if_binary
-from automil.tune.final.ensemble_row import Candidate, Members, main_oof, out_of_fold_order
-from automil.tune.final.ensemble_selection import calibrated
+from automil.evaluation.calibrated import calibrate_model, gives_probabilities
+from automil.evaluation.calibration_figures import split_figures
+from automil.evaluation.standardized import Standardized
+from automil.records import CalibrationFigures, TrialAttr, TrialRecord
+from automil.tune.final.ensemble_row import NESTED_SCORES, Candidate, Members, log_scores, main_oof, out_of_fold_order
 from automil.tune.studies.plan import Plan
 
-__all__ = ["calibrated_model", "calibrated_ensemble"]
+__all__ = ["calibrated_model", "calibrated_ensemble", "outer_calibration"]
 
 
 def calibrated_model(plan: Plan, bags, candidate: Candidate, model):
@@ -33,10 +38,7 @@ def calibrated_ensemble(plan: Plan, bags, candidates: dict[str, Candidate], memb
     (docs/probabilities.md)."""
     if model is None:
         return None
-    oof = main_oof(plan, candidates)
-    total = sum(w * calibrated(c, oof[n]) for n, c, w in zip(members.names, members.calibrators, members.weights,
-                                                              strict=True))
-    scores = one_column_if_binary(np.log(np.clip(total, 1e-12, None)))
+    scores = log_scores(members.combined(main_oof(plan, candidates)))
     return _calibrated(model, scores, bags, out_of_fold_order(plan.folds.tuning, plan.options.held_out))
 
 
@@ -50,3 +52,25 @@ def _calibrated(model, scores, bags, order):
         return calibrate_model(model, scores[kept], bags.y[order][kept], groups)
     except ValueError:
         return model
+
+
+def outer_calibration(plan: Plan, bags, spec, candidate: Candidate,
+                      outer_best: list[TrialRecord | None]) -> list[CalibrationFigures | None]:
+    """The calibration figures of a learner (``spec``) on each outer fold (the held-out one under the hold-out
+    protocol): the map and conformal quantile fitted on the inner out-of-fold scores of the trial ``outer_best[i]``
+    refitted in split ``i``, scored on that refit's scores of fold ``i``. ``None`` for a split without either
+    score, or whose inner bags miss a class."""
+    nested = candidate.scores.get(NESTED_SCORES)
+    figures = []
+    for i in plan.options.outer_folds:
+        trial = outer_best[i] if i < len(outer_best) else None
+        oof = candidate.inner(plan, i).oof
+        if trial is None or oof is None or nested is None:
+            figures.append(None)
+            continue
+        model = Standardized(spec.build(**trial.attrs[TrialAttr.ESTIMATOR_PARAMS]))  # unfitted: what it scores by
+        test = np.flatnonzero(plan.folds.tuning == i)
+        figures.append(split_figures(bags, out_of_fold_order(plan.folds.tuning, i), test, oof, nested[test],
+                                     gives_probabilities(model)))
+    return figures
+

@@ -11,7 +11,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from automil.evaluation.calibration_figures import split_figures
 from automil.evaluation.folds import fold_splits
+from automil.evaluation.prediction import one_column_if_binary
 from automil.evaluation.standardized import fold_scores, mean_std
 from automil.records import LearnerResult, Member, Status, TrialAttr, TrialCounts, TrialRecord
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial
@@ -20,7 +22,8 @@ from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_ro
 from automil.tune.studies.plan import Plan
 
 __all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Inner", "Candidate", "Members", "choose_members", "main_members",
-           "ensemble_nested", "ensemble_row", "main_oof", "out_of_fold_order", "stored_scores", "loaded_scores"]
+           "ensemble_nested", "ensemble_row", "main_oof", "log_scores", "out_of_fold_order", "stored_scores",
+           "loaded_scores"]
 
 
 ENSEMBLE = RowSpec("ensemble", "ensemble selection over the learners' best trials (Caruana et al., 2004)")
@@ -102,6 +105,12 @@ class Members:
     names: list[str]
     calibrators: list
     weights: list[float]
+
+    def combined(self, scores: dict[str, np.ndarray]) -> np.ndarray:
+        """The weighted average of the members' calibrated probabilities of their ``scores`` (by learner),
+        shape ``(n_bags, K)``: the ensemble's ``predict_proba`` of those bags."""
+        return sum(w * calibrated(c, scores[n]) for n, c, w in zip(self.names, self.calibrators, self.weights,
+                                                                    strict=True))
 
     def predict(self, candidates: dict[str, Candidate], key: ScoreKey, where, classes) -> tuple | None:
         """Labels and combined probabilities of the bags ``where`` from the members' scores under ``key``;
@@ -213,6 +222,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     outer = plan.options.outer_folds
     evaluation.nested, evaluation.inner = [None] * len(outer), [None] * len(outer)
     evaluation.inner_folds, evaluation.members = [None] * len(outer), [None] * len(outer)
+    evaluation.calibration = [None] * len(outer)
     tuned = 0
     for i in outer:
         order = out_of_fold_order(plan.folds.tuning, i)
@@ -232,6 +242,9 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
         y_pred, probas = predicted
         evaluation.nested[i] = fold_scores(bags.y[test], y_pred, probas, classes)
         evaluation.predictions.setdefault(Refit.NESTED, []).append((bags.y[test], y_pred))
+        # calibrated as its model is (tune.final.calibration.calibrated_ensemble): on the log of its probabilities
+        evaluation.calibration[i] = split_figures(bags, order, test, log_scores(members.combined(oof)),
+                                                  log_scores(probas), probabilities=False, raw=probas)
     evaluation.tuned_splits = tuned
 
 
@@ -240,14 +253,19 @@ def _inner_folds(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray],
     """The metric on each fold other than ``i`` (outer split ``i``'s inner folds; ``None``: every fold, the
     main studies' under the nested and tuned protocols) of ``members``' predictions from the out-of-fold
     scores ``oof`` they were selected on: their mean is the ensemble's counterpart of a tuning score."""
-    total = sum(w * calibrated(c, oof[n]) for n, c, w in zip(members.names, members.calibrators, members.weights,
-                                                              strict=True))
+    total = members.combined(oof)
     y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
     for _, test in fold_splits(plan.folds.tuning, exclude=i):
         part = slice(start, start + len(test))
         values.append(getattr(fold_scores(bags.y[test], y_pred[part], total[part], classes), plan.options.metric))
         start += len(test)
     return values
+
+
+def log_scores(proba) -> np.ndarray:
+    """The ensemble's decision scores of bags with probabilities ``proba``: their log (clipped away from 0),
+    the positive class's column of two."""
+    return one_column_if_binary(np.log(np.clip(proba, 1e-12, None)))
 
 
 def out_of_fold_order(assignment, exclude=None) -> np.ndarray:

@@ -13,12 +13,14 @@ from enum import StrEnum
 
 import numpy as np
 
+from automil.evaluation.calibration_figures import pooled
 from automil.evaluation.instance_metrics import InstanceFold
 from automil.evaluation.pareto import non_dominated
 from automil.evaluation.protocol import Protocol
 from automil.evaluation.standardized import FoldScores, bootstrap_interval, mean_std
 from automil.records import (
     PROCEDURE,
+    CalibrationFigures,
     Costs,
     Figure,
     Headline,
@@ -74,7 +76,8 @@ class Evaluation:
     ``instance[i]`` outer fold ``i``'s instance figures (``None`` without instance labels or output);
     ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
     procedure chooses by, :func:`procedure_row`), ``inner_folds[i]`` that score on each inner fold, and
-    ``members[i]`` (the ensemble's) the learners combined in split ``i``;
+    ``members[i]`` (the ensemble's) the learners combined in split ``i``, ``calibration[i]`` the calibration
+    figures of outer fold ``i`` (:func:`~automil.tune.final.calibration.outer_calibration`);
     ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
     out-of-fold predictions (of the first repeat); ``errors`` are the final evaluation's failures,
     ``notes`` what its budget left out that the headline figure does not need (a model);
@@ -99,6 +102,7 @@ class Evaluation:
     instance: list[InstanceFold | None] = field(default_factory=list)
     inner_folds: list[list[float | None] | None] = field(default_factory=list)
     members: list[list[str] | None] = field(default_factory=list)
+    calibration: list[CalibrationFigures | None] = field(default_factory=list)
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
@@ -137,7 +141,8 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
                                     budget_seconds=None if job.budget_seconds is None
                                     else round(job.budget_seconds, 1)),
                         error=_first_error(job, counts, finished),
-                        instance=instance_figures(job.instance) if nested_figure.accuracy is not None else None)
+                        instance=instance_figures(job.instance) if nested_figure.accuracy is not None else None,
+                        calibration=pooled(job.calibration) if nested_figure.accuracy is not None else None)
     too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
     rungs = rung_states(job.trials, options.metric, 0.0)
     top = any(counts_toward_budget(t) for t in job.trials)
@@ -182,7 +187,8 @@ def _outer_splits(job: Evaluation) -> list[OuterSplit | None]:
     """Each outer split's inner score (with its folds, and the ensemble's members there) and the scores of its
     refit on the outer fold (``None``: no refit)."""
     return [None if s is None else OuterSplit(_at(job.inner, i), s.accuracy, s.balanced_accuracy, s.roc_auc,
-                                              inner_folds=_at(job.inner_folds, i), members=_at(job.members, i))
+                                              inner_folds=_at(job.inner_folds, i), members=_at(job.members, i),
+                                              calibration=_at(job.calibration, i))
             for i, s in enumerate(job.nested)]
 
 
@@ -373,6 +379,7 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
         return row
     row.status = Status.OK
     row.nested = _figure(NestedFigure, outer_splits, outer_splits=outer_splits)
+    row.calibration = pooled([split.calibration for split in outer_splits])  # a split at chance ships no set
     notes = [] if not at_chance else [
         f"no row scored above chance on the inner folds of outer split(s) {', '.join(at_chance)} (an ensemble: "
         f"above its best member): nothing is shipped there, scored as chance (the majority class)"]

@@ -17,7 +17,7 @@ from automil.evaluation.protocol import Protocol
 from automil.evaluation.standardized import fold_scores
 from automil.records import LearnerResult, TrialAttr
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial, records
-from automil.tune.final.calibration import calibrated_ensemble, calibrated_model
+from automil.tune.final.calibration import calibrated_ensemble, calibrated_model, outer_calibration
 from automil.tune.final.ensemble_row import (
     ENSEMBLE,
     NESTED_SCORES,
@@ -137,6 +137,9 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     extras = extras_deadline(plan, len(pending) + 1, recorder.enabled)
     try:
         run(_nested_tasks(plan, pending) if nested else _repeat_tasks(pending, 0, repeats[0]))
+        for learner, job in pending.items():
+            job.evaluation.calibration = outer_calibration(plan, bags, job.spec, candidates[learner],
+                                                           job.evaluation.outer_best)
         ensemble = ensemble_nested(plan, bags, candidates) if members is not None else None
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
@@ -207,6 +210,8 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
             key["folds"] = plan.folds.digest
         if instance_labels:  # the bags' digest leaves out instance labels; a row without their figures won't do
             key["instance_figures"] = True
+        if options.outer_folds:  # nor one without calibration figures
+            key["calibration_figures"] = True
         candidates[learner] = Candidate(trials, sub_trials)
         stored = StoredResult.read(main)
         if stored is not None and stored.key == key:
