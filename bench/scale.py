@@ -13,6 +13,7 @@ approach.
                                    [--out DIR]
     python bench/scale.py generate --sizes 1e5 1e6 --bags 1000 4000    # the sets of more and smaller bags
     python bench/scale.py run DATA [--timeout 600] [--workdir DIR] [more automil tune options, e.g. --learner bag-stats]
+    python bench/scale.py read DATA [--labels CSV --groups case_id]
     python bench/scale.py cohort [--slides 100 300 1000] [--witness-shares 0.01 0.03 0.1] [--patches 60 180]
                                  [--features 64] [--layout trident|clam] [--seed 0] [--out DIR]
     python bench/scale.py compare DATA [--timeout 600] [--fit-timeout 300] [--skip LEARNER ...] [--workdir DIR]
@@ -25,6 +26,9 @@ prints the wall time, the peak memory summed over the run's processes (read from
 learner (its status, figure, the rung of the bag ladder it ended on where the row carries one, and the
 seconds of the budget it used), the procedure's own figure (the ``automil`` row) and the best row's
 against the oracle, the chosen model, and the seconds used by learners that ended with no figure.
+
+``read`` reads a set as a run does (into the run's shared instance file) and prints the seconds and the peak
+private and proportional memory of reading it.
 
 ``cohort`` writes one slide cohort per number of slides and witness share (``bench/cohorts.py``: a TRIDENT or
 CLAM folder of cases of 2 or 3 slides, string labels, the cases as groups, ``--patches`` patches a slide, the
@@ -178,13 +182,15 @@ def run_generate(args):
 class TreeMemory:
     """Peak memory summed over a process and all its descendants, sampled from /proc (no psutil).
 
-    Two sums: resident set sizes (shared pages counted in every process that maps them) and proportional
-    set sizes (shared pages split among the processes sharing them: what the run really holds).
+    Three sums: resident set sizes (shared pages counted in every process that maps them), proportional
+    set sizes (shared pages split among the processes sharing them: what the run really holds, the pages of
+    the mapped instance file it has read included) and private anonymous memory (``RssAnon``: what the
+    processes allocated themselves, without any page of a file, which the kernel can drop and read again).
     """
 
     def __init__(self, pid: int, interval: float = 0.25):
         self.pid, self.interval = pid, interval
-        self.peak_rss = self.peak_pss = 0
+        self.peak_rss = self.peak_pss = self.peak_private = 0
         self.peak_processes = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
@@ -202,7 +208,9 @@ class TreeMemory:
             pids = self._tree()
             rss = sum(_kb(pid, "status", "VmRSS:") for pid in pids)
             pss = sum(_kb(pid, "smaps_rollup", "Pss:") for pid in pids)
+            private = sum(_kb(pid, "status", "RssAnon:") for pid in pids)
             self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
+            self.peak_private = max(self.peak_private, private)
             self.peak_processes = max(self.peak_processes, len(pids))
             self._stop.wait(self.interval)
 
@@ -280,7 +288,8 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
     print(f"wall time        {wall:8.1f} s   ({100 * wall / timeout:.1f}% of the {timeout:.0f} s budget; "
           f"target <= 103%)")
     print(f"peak memory      {memory.peak_pss / 1e3:8.0f} MB summed PSS, {memory.peak_rss / 1e3:.0f} MB summed RSS, "
-          f"up to {memory.peak_processes} processes (float32 instance matrix {matrix_mb:.0f} MB)")
+          f"{memory.peak_private / 1e3:.0f} MB summed private (RssAnon), up to {memory.peak_processes} processes "
+          f"(float32 instance matrix {matrix_mb:.0f} MB)")
     print_learners(rows)
     oracle = facts.get("oracle_bacc")
     target = "target gap <= 5 at 1e5, <= 8 at 1e6"
@@ -347,6 +356,32 @@ def _against(value: float, oracle: float | None) -> str:
 
 def _percent(value) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
+
+
+# ---- read: the data path of a run alone ---------------------------------------------------------------------
+READ_SCRIPT = """
+import sys
+from functools import partial
+from automil.data.datasets import load_bags
+from automil.tune.workers.processes import release_instances, share_instances
+bags = share_instances(partial(load_bags, sys.argv[1], labels=sys.argv[2] or None, groups=sys.argv[3] or None))
+print(f"{bags.n_bags} bags, {bags.n_instances} instances x {bags.n_features} {bags.X.dtype}, "
+      f"{'in the mapped file' if bags.instances_file else 'in memory'}")
+release_instances(bags)
+"""
+
+
+def run_read(args):
+    """Read a set for a run as ``automil tune`` does (into its shared file) and print the peak memory."""
+    data = Path(args.data).resolve()
+    start = time.monotonic()
+    process = subprocess.Popen([sys.executable, "-c", READ_SCRIPT, str(data), args.labels or "", args.groups or ""])
+    with TreeMemory(process.pid, interval=0.05) as memory:
+        code = process.wait()
+    if code != 0:
+        raise SystemExit(f"reading {data} failed with exit code {code}")
+    print(f"read in {time.monotonic() - start:.1f} s; peak memory {memory.peak_private / 1e3:.0f} MB private "
+          f"(RssAnon), {memory.peak_pss / 1e3:.0f} MB PSS (with the pages of the mapped file it has read)")
 
 
 # ---- cohort: slide cohorts at several witness shares ------------------------------------------------------
@@ -464,6 +499,12 @@ def main():
     run.add_argument("--workdir", help="run in this directory and keep its studies and MLflow store "
                      "(default: a temporary one, removed after)")
     run.set_defaults(run=run_main_job)
+    read = commands.add_parser("read", help="read a set as a run does, into its shared file, and print the "
+                               "peak memory of reading it")
+    read.add_argument("data", help="a set written by generate or cohort")
+    read.add_argument("--labels", help="a cohort's labels CSV")
+    read.add_argument("--groups", help="its column of every slide's case")
+    read.set_defaults(run=run_read)
     cohort = commands.add_parser("cohort", help="write slide cohorts and print their sizes and oracle")
     cohort.add_argument("--slides", type=int, nargs="+", default=[100, 300, 1000],
                         help="slides per cohort (about: cases of 2 or 3 slides)")
