@@ -12,13 +12,17 @@ carries the case's own offset. The oracle scores a slide by its largest patch pr
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from automil.data.instance_matrix import writing_instances
+
 SLIDES_PER_CASE = 2.5  # write_slide_set draws 2 or 3 slides a case
+ORACLE_BLOCK_ROWS = 1 << 16  # rows projected at once: 512 MB of float64 at 1,024 features
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,11 @@ def write_cohort(spec: Cohort, out: Path) -> tuple[Path, dict]:
     root = out / spec.name
     written = write_slide_set(root, spec.layout, spec.n_cases, spec.n_features, spec.seed, pt=False,
                               patches=tuple(spec.patches), witness_share=spec.witness_share)
-    bags = automil.load_bags(written.features, labels=str(written.labels), groups="case_id")
-    figures = oracle_figures(oracle_scores(bags, written.direction), bags.y == bags.classes[-1])
+    # read into a mapped scratch file, as a run reads it: a cohort may be larger than memory
+    with tempfile.TemporaryDirectory(prefix="automil-cohort-") as scratch, \
+            writing_instances(Path(scratch) / "instances.npy"):
+        bags = automil.load_bags(written.features, labels=str(written.labels), groups="case_id")
+        figures = oracle_figures(oracle_scores(bags, written.direction), bags.y == bags.classes[-1])
     facts = {**asdict(spec), "n_cases": spec.n_cases, "n_bags": bags.n_bags, "n_instances": bags.n_instances,
              "n_tumour": int((bags.y == bags.classes[-1]).sum()), "labels": f"{spec.name}/{written.labels.name}",
              "groups": "case_id", **{f"oracle_{k}": v for k, v in figures.items()},
@@ -61,8 +68,11 @@ def write_cohort(spec: Cohort, out: Path) -> tuple[Path, dict]:
 
 
 def oracle_scores(bags, direction) -> np.ndarray:
-    """Every bag's largest instance projection on ``direction``."""
-    projection = np.asarray(bags.X, dtype=np.float64) @ np.asarray(direction, dtype=np.float64)
+    """Every bag's largest instance projection on ``direction``, in float64 a block of rows at a time."""
+    direction = np.asarray(direction, dtype=np.float64)
+    step = ORACLE_BLOCK_ROWS
+    projection = np.concatenate([np.asarray(bags.X[start:start + step], dtype=np.float64) @ direction
+                                 for start in range(0, bags.n_instances, step)])
     return np.maximum.reduceat(projection, np.asarray(bags.offsets[:-1]))
 
 
