@@ -25,34 +25,15 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from scipy.special import expit, softmax
-from sklearn.metrics import brier_score_loss, log_loss
 
 import automil
-from automil.evaluation.calibrated import calibrate_model
+from automil.evaluation.calibrated import calibration, gives_probabilities, logits
+from automil.evaluation.calibration_figures import held_out_figures
+from automil.evaluation.conformal import prediction_sets
 from automil.evaluation.folds import bag_folds, fold_splits
 from automil.evaluation.prediction import bag_scores
 from automil.evaluation.standardized import Standardized
-
-COVERAGES = (0.8, 0.9, 0.95)
-BINS = 10
-
-
-def expected_calibration_error(proba: np.ndarray, y_index: np.ndarray) -> float:
-    """Top-label ECE: the bag-weighted mean gap between accuracy and confidence over 10 equal-width bins."""
-    confidence, predicted = proba.max(axis=1), proba.argmax(axis=1)
-    correct = predicted == y_index
-    bins = np.minimum((confidence * BINS).astype(int), BINS - 1)
-    return float(sum(abs(correct[bins == b].mean() - confidence[bins == b].mean()) * np.mean(bins == b)
-                     for b in np.unique(bins)))
-
-
-def raw_probabilities(model, bags) -> np.ndarray:
-    """The model's scores mapped to [0, 1] without calibration, shape ``(n_bags, n_classes)``."""
-    scores = bag_scores(model, bags)
-    if not hasattr(model, "decision_function"):
-        return scores if scores.ndim == 2 else np.column_stack([1 - scores, scores])
-    return softmax(scores, axis=1) if scores.ndim == 2 else np.column_stack([expit(-scores), expit(scores)])
+from automil.records.calibration import LEVELS, level_key
 
 
 def out_of_fold_scores(spec, bags, inner: int, seed: int) -> np.ndarray:
@@ -69,30 +50,30 @@ def out_of_fold_scores(spec, bags, inner: int, seed: int) -> np.ndarray:
 
 def outer_fold(spec, bags, train, test, inner: int, seed: int) -> dict:
     """The figures of one outer fold: the model fitted on ``train``, calibrated on its inner out-of-fold
-    scores, scored on ``test``."""
+    scores as ``automil tune`` calibrates (:func:`~automil.evaluation.calibration_figures.held_out_figures`),
+    scored on ``test``; Mondrian coverage beside the marginal."""
     training, testing = bags.subset(train), bags.subset(test)
     model = Standardized(spec.build(**spec.defaults, random_state=seed)).fit(training)
-    calibrated = calibrate_model(model, out_of_fold_scores(spec, training, inner, seed), training.y,
-                                 training.groups)
-    classes = np.asarray(model.classes_)
-    y_index = np.searchsorted(classes, testing.y)
-    labels = np.arange(len(classes))
+    classes, probabilities = np.asarray(model.classes_), gives_probabilities(model)
+    oof, scores = out_of_fold_scores(spec, training, inner, seed), bag_scores(model, testing)
+    held_out = held_out_figures(oof, training.y, scores, testing.y, classes, probabilities, training.groups)
     figures = {"n_calibration": training.n_bags, "n_test": testing.n_bags}
-    for name, proba in (("raw", raw_probabilities(model, testing)), ("calibrated", calibrated.predict_proba(testing))):
-        proba = np.clip(proba, 1e-12, 1.0)
-        proba = proba / proba.sum(axis=1, keepdims=True)
-        figures[f"{name} ECE"] = expected_calibration_error(proba, y_index)
-        figures[f"{name} Brier"] = brier_score_loss(y_index, proba, labels=labels)
-        figures[f"{name} log-loss"] = log_loss(y_index, proba, labels=labels)
-    proba = calibrated.predict_proba(testing)
-    for coverage in COVERAGES:
-        for mondrian in (False, True):
-            sets = calibrated.predict_set(testing, coverage, mondrian, proba=proba)
-            covered = sets[np.arange(len(y_index)), y_index]
-            key = f"{coverage:g}{' mondrian' if mondrian else ''}"
-            figures[f"coverage {key}"] = covered.mean()
-            figures[f"size {key}"] = sets.sum(axis=1).mean()
-            figures[f"class coverage {key}"] = min(covered[y_index == k].mean() for k in np.unique(y_index))
+    for name, prefix in (("raw", "raw_"), ("calibrated", "")):
+        for figure, key in (("ECE", "ece"), ("Brier", "brier"), ("log-loss", "log_loss")):
+            figures[f"{name} {figure}"] = getattr(held_out, prefix + key)
+    calibrator, conformal = calibration(oof, training.y, classes, probabilities, training.groups)
+    proba = calibrator.predict_proba(logits(scores, probabilities))
+    y_index = np.searchsorted(classes, testing.y)
+    for coverage in LEVELS:
+        key = level_key(coverage)
+        figures[f"coverage {coverage:g}"] = held_out.coverage[key]
+        figures[f"size {coverage:g}"] = held_out.set_size[key]
+        figures[f"class coverage {coverage:g}"] = min(c for c in held_out.class_coverage[key] if c is not None)
+        sets = prediction_sets(proba, conformal, coverage, mondrian=True)
+        covered = sets[np.arange(len(y_index)), y_index]
+        figures[f"coverage {coverage:g} mondrian"] = covered.mean()
+        figures[f"size {coverage:g} mondrian"] = sets.sum(axis=1).mean()
+        figures[f"class coverage {coverage:g} mondrian"] = min(covered[y_index == k].mean() for k in np.unique(y_index))
     return figures
 
 
@@ -123,7 +104,7 @@ def main():
             print(f"| {name} | {cells} |")
         print("| coverage | allowed band | binomial SE | marginal | set size | worst class | Mondrian | set size "
               "| worst class |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-        for c in COVERAGES:
+        for c in LEVELS:
             se = np.sqrt(c * (1 - c) / (n_test * args.folds))  # of the mean over every test bag
             print(f"| {c:g} | {c:g} to {c + 1 / (n_cal + 1):.3f} | {se:.3f} | {mean[f'coverage {c:g}']:.3f} | "
                   f"{mean[f'size {c:g}']:.2f} | {mean[f'class coverage {c:g}']:.3f} | "
