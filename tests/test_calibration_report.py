@@ -6,6 +6,7 @@ import pytest
 from mlflow import MlflowClient
 
 from automil.cli.main import main
+from automil.evaluation.calibrated import CalibrationBags
 from automil.evaluation.calibration_figures import held_out_figures
 from automil.evaluation.standardized import FoldScores
 from automil.records import LearnerResult, Status, TrialRecord, TrialState
@@ -18,14 +19,17 @@ SPEC = type("Spec", (), {"name": "a", "plugin": "p", "description": ""})()  # wh
 
 
 def _row():
-    """A learner's nested row over two outer splits, each calibrated on 100 generated out-of-fold scores."""
+    """A learner's nested row over two outer splits, each calibrated on 100 generated out-of-fold scores (its
+    sets on the same scores)."""
     rng = np.random.default_rng(8)
     y_cal = rng.integers(0, 2, 100)
     oof = 1.5 * (2 * y_cal - 1) + rng.normal(scale=1.5, size=100)
     splits = []
     for n in (30, 50):
         y = rng.integers(0, 2, n)
-        splits.append(held_out_figures(oof, y_cal, 1.5 * (2 * y - 1) + rng.normal(scale=1.5, size=n), y, [0, 1], False))
+        test = 1.5 * (2 * y - 1) + rng.normal(scale=1.5, size=n)
+        splits.append(held_out_figures(oof, y_cal, test, y, [0, 1], False, sets=CalibrationBags(oof, y_cal),
+                                       set_scores=test))
     best = TrialRecord(0, TrialState.COMPLETE, 0.5, attrs={"estimator_params": {}})
     truth = np.array([0, 1, 0, 1])
     row = result_row("gen", OPTIONS, Evaluation("a", "p", "gen/a", [best], best, outer_best=[best] * 2,

@@ -221,24 +221,28 @@ def test_nested_tuning_never_fits_on_or_scores_bags_of_its_outer_test_fold(tmp_p
     assignment = main.user_attrs["fold_assignment"]
     fold_of = {f"bag-{i:03d}": fold for i, fold in enumerate(assignment)}
     fits, scores = records(tmp_path / "records", "fit"), records(tmp_path / "records", "score")
+    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
     for outer in range(4):
         prefix = f"test-bags/recorder/outer-{outer}#"
         mine_fit = [r for r in fits if r["tag"].startswith(prefix)]
         mine_score = [r for r in scores if r["tag"].startswith(prefix)]
         assert mine_fit and mine_score
-        # Every fit made for split `outer` (its tuning, and the refit that gives its nested score) trains
-        # without the outer test fold; only that one refit scores it.
+        # Every fit made for split `outer` (its tuning, the refit that gives its nested score, and the fit
+        # that measures its prediction sets) trains without the outer test fold; the refit scores it alone,
+        # the sets' fit with the inner fold it held apart, where the split's sets are measured.
         assert all(outer not in {fold_of[b] for b in r["bags"]} for r in mine_fit)
         refits = [r for r in mine_score if {fold_of[b] for b in r["bags"]} == {outer}]
         assert len(refits) == 1
-        tuning_scores = [r for r in mine_score if r is not refits[0]]
+        apart = min(set(range(4)) - {outer})
+        sets = [r for r in mine_score if {fold_of[b] for b in r["bags"]} == {apart, outer}]
+        assert len(sets) == 1 if rows["automil"]["choices"][outer] == "recorder" else len(sets) <= 1
+        tuning_scores = [r for r in mine_score if r is not refits[0] and r not in sets]
         assert all(outer not in {fold_of[b] for b in r["bags"]} for r in tuning_scores)
-        assert len(tuning_scores) == len(mine_fit) - 1 == 3 * 3  # 3 trials x 3 inner folds
+        assert len(tuning_scores) == len(mine_fit) - 1 - len(sets) == 3 * 3  # 3 trials x 3 inner folds
     # Folds never split a bag: no bag is both fitted on and scored by one fit (each worker fits, then
     # scores, so records of one pid alternate fit, score).
     for fit, score in zip(sorted(fits, key=_order), sorted(scores, key=_order)):
         assert fit["tag"] == score["tag"] and not set(fit["bags"]) & set(score["bags"])
-    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
     row = rows["recorder"]
     assert row["headline"] == "nested" and row["nested_balanced_accuracy"] is not None
     assert row["balanced_accuracy"] == row["nested_balanced_accuracy"]

@@ -244,21 +244,24 @@ def _print_choice(rows: list[LearnerResult]):
 
 
 def calibration_lines(learner: str, figures: CalibrationFigures) -> str:
-    """Two lines on a row's calibration figures (``docs/probabilities.md``): its probabilities against its raw
-    scores, and its prediction sets' measured coverage beside the band the guarantee allows, with the
-    abstention rate at the default coverage."""
+    """A line on a row's calibration figures (``docs/probabilities.md``), its probabilities against its raw
+    scores, and where the row's prediction sets were measured a second: their coverage beside the band the
+    guarantee allows, with the abstention rate at the default coverage."""
     levels = " / ".join(f"{c:g}" for c in LEVELS)
 
     def each(values: dict, digits: int = 2) -> str:
         return " / ".join(f"{values[level_key(c)]:.{digits}f}" for c in LEVELS)
 
+    line = (f"{learner}: on the {figures.held_out_bags} held-out bags (calibrated without them), probabilities "
+            f"(raw scores): "
+            f"ECE {figures.ece:.3f} ({figures.raw_ece:.3f}), Brier {figures.brier:.3f} ({figures.raw_brier:.3f}), "
+            f"log-loss {figures.log_loss:.3f} ({figures.raw_log_loss:.3f})")
+    if not figures.coverage:
+        return line + "."
     bands = " / ".join("{:g}-{:.3f}".format(*figures.band(c)) for c in LEVELS)
     errors = " / ".join(f"{figures.standard_error(c):.3f}" for c in LEVELS)
     worst = figures.worst_class(DEFAULT_LEVEL)
-    return (f"{learner}: on the {figures.held_out_bags} held-out bags (calibrated without them), probabilities "
-            f"(raw scores): "
-            f"ECE {figures.ece:.3f} ({figures.raw_ece:.3f}), Brier {figures.brier:.3f} ({figures.raw_brier:.3f}), "
-            f"log-loss {figures.log_loss:.3f} ({figures.raw_log_loss:.3f});\n  prediction sets at {levels}: coverage "
+    return (f"{line};\n  prediction sets at {levels}: coverage "
             f"{each(figures.coverage)} (guaranteed {bands}; binomial SE {errors}), mean size {each(figures.set_size)}"
             + ("" if worst is None else f", worst class {worst:.2f} at {DEFAULT_LEVEL:g}")
             + f"; abstains on {100 * figures.abstention[level_key(DEFAULT_LEVEL)]:.1f}% of bags at {DEFAULT_LEVEL:g}.")

@@ -1,11 +1,14 @@
 """The chosen model with calibrated bag probabilities and conformal prediction sets (docs/probabilities.md).
 
-The calibration map and the conformity scores come from out-of-fold scores of the model's training bags
-(the tuning folds' held-out scores of the best trial, grouped by patient when the folds are): never from
-the bags the model is applied to, and without a new fit.
+The calibration map comes from out-of-fold scores of the model's training bags (the tuning folds' held-out
+scores of the best trial), without a new fit. The prediction sets come from a second fit of the same
+configuration without one part of those bags (the held-apart model): its scores of the bags it never saw
+give the conformity scores, and it scores the new bags, so that the two are exchangeable (split conformal).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -15,8 +18,11 @@ from sklearn.frozen import FrozenEstimator
 from automil.evaluation.conformal import ConformalScores, conformal_scores, prediction_sets
 from automil.evaluation.prediction import bag_scores
 
-__all__ = ["ScoreColumns", "Calibrated", "calibrate_model", "calibration", "gives_probabilities", "calibration_map",
-           "logits"]
+__all__ = ["ScoreColumns", "CalibrationBags", "HeldApart", "Calibrated", "calibrate_model", "conformity",
+           "gives_probabilities", "calibration_map", "logits", "NO_SETS"]
+
+NO_SETS = ("this model gives no prediction sets: no fit of it without its calibration bags was kept (that fit "
+           "failed or was cut by the run's time-out, or the model was logged before automil made one)")
 
 
 class ScoreColumns(ClassifierMixin, BaseEstimator):
@@ -56,11 +62,41 @@ def calibration_map(scores, y, classes, probabilities: bool) -> CalibratedClassi
 
     Both have few parameters (two, one), so a few hundred calibration bags fit them without the
     steps isotonic regression learns from every bag; a temperature keeps each bag's ranking of the classes
-    (and its arg-max), where a one-vs-rest map per class would not and needs renormalizing.
+    (and its arg-max), where a one-vs-rest map per class would not and needs renormalizing. ``ValueError``
+    when a class has no bag among them.
     """
+    missing = set(np.asarray(classes).tolist()) - set(np.asarray(y).tolist())
+    if missing:
+        raise ValueError(f"no calibration bag of class {sorted(missing)}")
     method = "sigmoid" if len(classes) == 2 else "temperature"
     frozen = FrozenEstimator(ScoreColumns(list(classes)).fit())
     return CalibratedClassifierCV(frozen, method=method).fit(logits(scores, probabilities), np.asarray(y))
+
+
+@dataclass(frozen=True)
+class CalibrationBags:
+    """The calibration bags of the prediction sets: the held-apart model's (fitted without them) ``scores`` of
+    them, their labels ``y`` and their patients ``groups`` (``None``: every bag counts once)."""
+
+    scores: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class HeldApart:
+    """A fit of a configuration without the bags ``calibration`` (their indices): its ``scores`` of every bag
+    (NaN where it scored none; it scores its calibration bags, and the outer fold when one is measured) and the
+    fitted ``model`` when it is kept (for a logged model's sets)."""
+
+    calibration: np.ndarray
+    scores: np.ndarray
+    model: object = None
+
+    def bags(self, bags) -> CalibrationBags:
+        """Its calibration bags among ``bags`` (those it was fitted apart from), grouped as they are."""
+        groups = None if bags.groups is None else bags.groups[self.calibration]
+        return CalibrationBags(self.scores[self.calibration], bags.y[self.calibration], groups)
 
 
 class Calibrated(ClassifierMixin, BaseEstimator):
@@ -74,17 +110,24 @@ class Calibrated(ClassifierMixin, BaseEstimator):
         The chosen model (``Standardized(learner)`` or an ensemble).
     calibrator : CalibratedClassifierCV
         The calibration map (:func:`calibration_map`) from the model's scores to class probabilities.
-    conformal : ConformalScores
-        The calibration bags' conformity scores (:func:`automil.evaluation.conformal.conformal_scores`).
     probabilities : bool
         Whether the model's scores are probabilities (no ``decision_function``).
+    held_apart : fitted estimator, optional
+        The same configuration fitted without the calibration bags; the sets score bags with it. ``None``: no
+        sets.
+    conformal : ConformalScores, optional
+        The calibration bags' conformity scores under ``held_apart`` and ``calibrator`` (:func:`conformity`).
     """
 
-    def __init__(self, model, calibrator, conformal: ConformalScores, probabilities: bool):
+    held_apart = None  # a model logged before the sets came from a held-apart model has none
+
+    def __init__(self, model, calibrator, probabilities: bool, held_apart=None,
+                 conformal: ConformalScores | None = None):
         self.model = model
         self.calibrator = calibrator
-        self.conformal = conformal
         self.probabilities = probabilities
+        self.held_apart = held_apart
+        self.conformal = conformal
 
     def __getattr__(self, name: str):
         if name.startswith("__") or "model" not in self.__dict__:
@@ -112,33 +155,35 @@ class Calibrated(ClassifierMixin, BaseEstimator):
         """Calibrated class probabilities, shape ``(n_bags, n_classes)``."""
         return self.calibrator.predict_proba(logits(bag_scores(self.model, bags), self.probabilities))
 
-    def predict_set(self, bags, coverage: float = 0.9, mondrian: bool = False, proba=None) -> np.ndarray:
+    def predict_set(self, bags, coverage: float = 0.9, mondrian: bool = False) -> np.ndarray:
         """Conformal prediction sets at ``coverage`` (boolean, shape ``(n_bags, n_classes)``; see
-        :func:`automil.evaluation.conformal.prediction_sets`), from ``proba`` when given (the bags'
-        :meth:`predict_proba`, to score them once)."""
-        proba = self.predict_proba(bags) if proba is None else proba
+        :func:`automil.evaluation.conformal.prediction_sets`) of the held-apart model's calibrated
+        probabilities: the model the conformity scores came from, so that new bags are scored as the
+        calibration bags were. ``ValueError`` (:data:`NO_SETS`) without one."""
+        if self.held_apart is None:
+            raise ValueError(NO_SETS)
+        proba = self.calibrator.predict_proba(logits(bag_scores(self.held_apart, bags), self.probabilities))
         return prediction_sets(proba, self.conformal, coverage, mondrian)
 
 
-def calibrate_model(model, scores, y, groups=None) -> Calibrated:
-    """The model with a calibration map and conformity scores from ``scores``, out-of-fold scores (as
-    :func:`~automil.evaluation.prediction.bag_scores` gives them) of training bags labelled ``y``, of the
-    patients ``groups`` when given."""
-    probabilities = gives_probabilities(model)
-    return Calibrated(model, *calibration(scores, y, np.asarray(model.classes_), probabilities, groups), probabilities)
-
-
-def calibration(scores, y, classes, probabilities: bool, groups=None) -> tuple[CalibratedClassifierCV, ConformalScores]:
-    """The calibration map (:func:`calibration_map`) and conformity scores of out-of-fold ``scores`` of bags
-    labelled ``y`` (of the patients ``groups`` when given), for a model of ``classes``: what
-    :class:`Calibrated` holds. ``ValueError`` when a class has no bag among them."""
-    classes, y = np.asarray(classes), np.asarray(y)
-    missing = set(classes.tolist()) - set(y.tolist())
-    if missing:
-        raise ValueError(f"no calibration bag of class {sorted(missing)}")
+def calibrate_model(model, scores, y, held_apart=None, calibration: CalibrationBags | None = None) -> Calibrated:
+    """The model with the calibration map of ``scores``, out-of-fold scores (as
+    :func:`~automil.evaluation.prediction.bag_scores` gives them) of training bags labelled ``y``; with a
+    ``held_apart`` model and its ``calibration`` bags, prediction sets too. ``ValueError`` when a class has no
+    bag among ``y``."""
+    probabilities, classes = gives_probabilities(model), np.asarray(model.classes_)
     calibrator = calibration_map(scores, y, classes, probabilities)
-    proba = calibrator.predict_proba(logits(scores, probabilities))
-    return calibrator, conformal_scores(proba, np.searchsorted(classes, y), groups)
+    if held_apart is None or calibration is None:
+        return Calibrated(model, calibrator, probabilities)
+    return Calibrated(model, calibrator, probabilities, held_apart,
+                      conformity(calibrator, calibration, classes, probabilities))
+
+
+def conformity(calibrator, calibration: CalibrationBags, classes, probabilities: bool) -> ConformalScores:
+    """The conformity scores of the ``calibration`` bags: their held-apart scores through the map ``calibrator``
+    of a model of ``classes``."""
+    proba = calibrator.predict_proba(logits(calibration.scores, probabilities))
+    return conformal_scores(proba, np.searchsorted(np.asarray(classes), np.asarray(calibration.y)), calibration.groups)
 
 
 def gives_probabilities(model) -> bool:

@@ -1,7 +1,7 @@
 """The calibration figures of held-out bags (:class:`~automil.records.calibration.CalibrationFigures`): the
-calibration map and conformal quantile fitted on out-of-fold scores of the training bags only, then the
-calibration error, Brier score, log-loss and the conformal sets' coverage measured on bags none of them saw.
-No fit of a learner: scores in, figures out."""
+calibration map fitted on out-of-fold scores of the training bags only, the conformal quantile on a held-apart
+model's scores of its calibration bags, then the calibration error, Brier score, log-loss and the conformal
+sets' coverage measured on bags none of them saw. No fit of a learner: scores in, figures out."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 from scipy.special import expit, softmax
 from threadpoolctl import ThreadpoolController
 
-from automil.evaluation.calibrated import calibration, logits
+from automil.evaluation.calibrated import CalibrationBags, HeldApart, calibration_map, conformity, logits
 from automil.evaluation.conformal import prediction_sets
 from automil.records.calibration import BIN_WIDTH, LEVELS, CalibrationFigures, ReliabilityBin, level_key
 
@@ -86,23 +86,22 @@ def expected_calibration_error(bins: list[ReliabilityBin]) -> float:
 
 
 def held_out_figures(calibration_scores, calibration_y, test_scores, test_y, classes, probabilities: bool,
-                     groups=None, raw=None) -> CalibrationFigures:
-    """The figures of held-out bags with scores ``test_scores`` and labels ``test_y``, the calibration map and
-    conformity scores fitted on out-of-fold ``calibration_scores`` of training bags labelled ``calibration_y``
-    (of the patients ``groups``) exactly as the logged model's
-    (:func:`~automil.evaluation.calibrated.calibration`). ``raw``: the held-out bags' uncalibrated
+                     raw=None, sets: CalibrationBags | None = None, set_scores=None) -> CalibrationFigures:
+    """The figures of held-out bags with scores ``test_scores`` and labels ``test_y``, the calibration map fitted
+    on out-of-fold ``calibration_scores`` of training bags labelled ``calibration_y`` exactly as the logged
+    model's (:func:`~automil.evaluation.calibrated.calibrate_model`). ``raw``: the held-out bags' uncalibrated
     probabilities, when they are not :func:`raw_probabilities` of their scores (an ensemble's average).
-    ``ValueError`` when a class has no calibration bag."""
+    With the calibration bags ``sets`` of a held-apart model and its ``set_scores`` of the held-out bags, the
+    coverage of its prediction sets too (the figures have none without). ``ValueError`` when a class has no
+    calibration bag."""
     classes = np.asarray(classes)
     with _threads().limit(limits=1):  # a fit of one or two parameters: more BLAS threads only wait on each other
-        calibrator, conformal = calibration(calibration_scores, calibration_y, classes, probabilities, groups)
+        calibrator = calibration_map(calibration_scores, calibration_y, classes, probabilities)
         proba = calibrator.predict_proba(logits(test_scores, probabilities))
     if raw is None:
         raw = raw_probabilities(test_scores, probabilities or _probability_like(calibration_scores, test_scores))
     raw = np.asarray(raw, dtype=np.float64)
     y_index = np.searchsorted(classes, np.asarray(test_y))
-    labels = np.arange(len(classes))
-    class_bags = np.bincount(y_index, minlength=len(classes))
     figures = {}
     for prefix, p in (("", proba), ("raw_", raw)):
         p = np.clip(p, 1e-12, 1.0)
@@ -110,33 +109,46 @@ def held_out_figures(calibration_scores, calibration_y, test_scores, test_y, cla
         bins = reliability_bins(p, y_index)
         figures |= {f"{prefix}reliability": bins, f"{prefix}ece": expected_calibration_error(bins),
                     f"{prefix}brier": brier_score(p, y_index), f"{prefix}log_loss": log_loss(p, y_index)}
-    sets = {level_key(c): prediction_sets(proba, conformal, c) for c in LEVELS}
-    covered = {key: s[np.arange(len(y_index)), y_index] for key, s in sets.items()}
-    return CalibrationFigures(
-        held_out_bags=len(y_index), calibration_bags=float(conformal.weights.sum()), class_bags=class_bags.tolist(),
-        coverage={key: float(c.mean()) for key, c in covered.items()},
-        set_size={key: float(s.sum(axis=1).mean()) for key, s in sets.items()},
-        abstention={key: float((s.sum(axis=1) > 1).mean()) for key, s in sets.items()},
-        class_coverage={key: [float(c[y_index == k].mean()) if class_bags[k] else None for k in labels]
-                        for key, c in covered.items()},
-        **figures)
+    class_bags = np.bincount(y_index, minlength=len(classes))
+    if sets is not None:
+        figures |= _set_figures(calibrator, sets, set_scores, y_index, classes, probabilities)
+    return CalibrationFigures(held_out_bags=len(y_index), class_bags=class_bags.tolist(), **figures)
 
 
-def split_figures(bags, order, test, oof, scores, probabilities: bool, raw=None) -> CalibrationFigures | None:
+def _set_figures(calibrator, sets: CalibrationBags, set_scores, y_index, classes, probabilities: bool) -> dict:
+    """The coverage figures of :class:`CalibrationFigures` of the prediction sets of held-out bags (true class
+    indices ``y_index``) scored ``set_scores`` by the held-apart model whose calibration bags are ``sets``."""
+    conformal = conformity(calibrator, sets, classes, probabilities)
+    proba = calibrator.predict_proba(logits(set_scores, probabilities))
+    class_bags = np.bincount(y_index, minlength=len(classes))
+    made = {level_key(c): prediction_sets(proba, conformal, c) for c in LEVELS}
+    covered = {key: s[np.arange(len(y_index)), y_index] for key, s in made.items()}
+    return dict(calibration_bags=float(conformal.weights.sum()),
+                coverage={key: float(c.mean()) for key, c in covered.items()},
+                set_size={key: float(s.sum(axis=1).mean()) for key, s in made.items()},
+                abstention={key: float((s.sum(axis=1) > 1).mean()) for key, s in made.items()},
+                class_coverage={key: [float(c[y_index == k].mean()) if class_bags[k] else None
+                                      for k in range(len(classes))] for key, c in covered.items()})
+
+
+def split_figures(bags, order, test, oof, scores, probabilities: bool, raw=None,
+                  held_apart: HeldApart | None = None) -> CalibrationFigures | None:
     """:func:`held_out_figures` of the ``test`` bags of ``bags`` (their ``scores``, and ``raw`` probabilities
-    when given), calibrated on the out-of-fold scores ``oof`` of the bags ``order`` (grouped as the bags
-    are). Bags a fit left without a score are left out; ``None`` when no held-out bag has one, or the
-    calibration bags miss a class."""
+    when given), calibrated on the out-of-fold scores ``oof`` of the bags ``order``; with a ``held_apart`` fit
+    that scored them and its calibration bags, the coverage of its sets (grouped as the bags are). Bags a fit
+    left without a score are left out; ``None`` when no held-out bag has one, or the calibration bags miss a
+    class."""
     oof, scores = np.asarray(oof, dtype=np.float64), np.asarray(scores, dtype=np.float64)
     kept = np.isfinite(oof.reshape(len(oof), -1)).all(axis=1)
     scored = np.isfinite(scores.reshape(len(scores), -1)).all(axis=1)
     if not scored.any():
         return None
     order, test = np.asarray(order)[kept], np.asarray(test)[scored]
-    groups = None if bags.groups is None else bags.groups[order]
+    sets = None if held_apart is None else held_apart.bags(bags)
     try:
         return held_out_figures(oof[kept], bags.y[order], scores[scored], bags.y[test], bags.classes, probabilities,
-                                groups, None if raw is None else np.asarray(raw)[scored])
+                                None if raw is None else np.asarray(raw)[scored], sets,
+                                None if held_apart is None else held_apart.scores[test])
     except ValueError:
         return None
 
@@ -145,7 +157,7 @@ def pooled(splits: list[CalibrationFigures | None]) -> CalibrationFigures | None
     """The figures of every held-out bag of the ``splits`` at once (``None`` ones left out; ``None`` without
     any): each bag weighs the same, so Brier score, log-loss, coverage, set size and abstention are the
     splits' bag-weighted means, the bins are merged and the ECE computed from them, and ``calibration_bags``
-    is the splits' mean."""
+    is the splits' mean. Coverage only when every split has it: a part of the bags is no measure of it."""
     splits = [s for s in splits if s is not None]
     if not splits:
         return None
@@ -160,20 +172,20 @@ def pooled(splits: list[CalibrationFigures | None]) -> CalibrationFigures | None
                           for s in splits], axis=0)
         return [float(c / n) if n else None for c, n in zip(covered, class_bags, strict=True)]
 
-    keys = list(splits[0].coverage)
     figures = {}
     for prefix in ("", "raw_"):
         bins = _merged([getattr(s, f"{prefix}reliability") for s in splits])
         figures |= {f"{prefix}reliability": bins, f"{prefix}ece": expected_calibration_error(bins),
                     f"{prefix}brier": mean([getattr(s, f"{prefix}brier") for s in splits]),
                     f"{prefix}log_loss": mean([getattr(s, f"{prefix}log_loss") for s in splits])}
-    return CalibrationFigures(
-        held_out_bags=int(bags.sum()), calibration_bags=float(np.mean([s.calibration_bags for s in splits])),
-        class_bags=class_bags.astype(int).tolist(),
-        coverage={k: mean([s.coverage[k] for s in splits]) for k in keys},
-        set_size={k: mean([s.set_size[k] for s in splits]) for k in keys},
-        abstention={k: mean([s.abstention[k] for s in splits]) for k in keys},
-        class_coverage={k: class_mean(k) for k in keys}, **figures)
+    if all(s.coverage for s in splits):
+        keys = list(splits[0].coverage)
+        figures |= dict(calibration_bags=float(np.mean([s.calibration_bags for s in splits])),
+                        coverage={k: mean([s.coverage[k] for s in splits]) for k in keys},
+                        set_size={k: mean([s.set_size[k] for s in splits]) for k in keys},
+                        abstention={k: mean([s.abstention[k] for s in splits]) for k in keys},
+                        class_coverage={k: class_mean(k) for k in keys})
+    return CalibrationFigures(held_out_bags=int(bags.sum()), class_bags=class_bags.astype(int).tolist(), **figures)
 
 
 def _merged(parts: list[list[ReliabilityBin]]) -> list[ReliabilityBin]:

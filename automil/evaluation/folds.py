@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bag_folds", "split_groups", "repeat_seeds", "fold_splits", "fold_digest", "bag_sample"]
+__all__ = ["bag_folds", "split_groups", "repeat_seeds", "fold_splits", "held_apart_split", "fold_digest", "bag_sample"]
 
 
 def bag_folds(y, n_splits: int, seed: int, groups=None) -> np.ndarray:
@@ -96,3 +96,14 @@ def fold_digest(assignment) -> str:
     import hashlib
 
     return hashlib.sha256(np.asarray(assignment, dtype=np.int64).tobytes()).hexdigest()[:16]
+
+
+def held_apart_split(assignment, outer: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The training, calibration and test bags of a held-apart fit on the tuning folds ``assignment``: the
+    calibration bags are the first fold other than ``outer`` (stratified, and grouped by patient when the
+    bags are, as every tuning fold), the test bags those of fold ``outer`` (none for a model), the training
+    bags all others."""
+    assignment = np.asarray(assignment)
+    apart = assignment == min(set(np.unique(assignment).tolist()) - {outer})
+    tested = np.zeros(len(assignment), dtype=bool) if outer is None else assignment == outer
+    return np.flatnonzero(~apart & ~tested), np.flatnonzero(apart), np.flatnonzero(tested)

@@ -51,7 +51,7 @@ def predict_bags(model, bags: Bags, coverage: float | None = None, mondrian: boo
     scores = scores_of(model, bags)
     witness = np.asarray(model.witness(bags)) if hasattr(model, "witness") else None
     classes = [str(c) for c in getattr(model, "classes_", [])]
-    sets = None if coverage is None else model.predict_set(bags, coverage, mondrian, proba=scores)
+    sets = None if coverage is None else model.predict_set(bags, coverage, mondrian)
     out = []
     for i in range(bags.n_bags):
         row = None if scores is None else dict(zip(classes, map(float, scores[i]), strict=True))

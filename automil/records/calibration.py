@@ -1,6 +1,7 @@
 """How far a row's probabilities and prediction sets can be trusted, measured on bags its calibration never
 saw (the outer folds of nested CV, or the held-out fold): calibration error, Brier score and log-loss beside
-those of the raw scores, and the empirical coverage of the conformal sets (``docs/probabilities.md``)."""
+those of the raw scores, and the empirical coverage of the conformal sets where they were made
+(``docs/probabilities.md``)."""
 
 from __future__ import annotations
 
@@ -42,23 +43,24 @@ class CalibrationFigures:
     """A row's calibration on held-out bags: of one outer split, or pooled over them (every held-out bag
     once).
 
-    ``held_out_bags`` were scored; ``calibration_bags`` is the n of the guarantee (the bags, or patients
-    with groups, whose out-of-fold scores the map and the conformal quantile came from; the mean over the
-    splits when pooled); ``class_bags`` the held-out bags of each class (the row's ``classes`` order).
+    ``held_out_bags`` were scored; ``class_bags`` the held-out bags of each class (the row's ``classes``
+    order).
     ``ece``, ``brier`` and ``log_loss`` are those of the calibrated probabilities, ``raw_*`` those of the
     raw scores mapped to [0, 1] (decision scores through the logistic function, or softmax; probabilities
     as they are). ECE: top-label, over bins of width :data:`BIN_WIDTH` (``reliability``, ``raw_reliability``),
     the bag-weighted mean gap between accuracy and confidence. Brier: scikit-learn's (halved for two
     classes, the classic score; summed over the classes for more).
 
-    Per coverage level (keys ``"0.8"``, ``"0.9"``, ``"0.95"``) the conformal sets' ``coverage`` (share of
-    held-out bags whose set holds the true class), mean ``set_size``, ``abstention`` (share of sets with
-    more than one class) and ``class_coverage`` (the coverage among each class's bags; ``None`` for a
-    class without held-out bags).
+    Where a held-apart model made prediction sets (the rows and splits ``docs/probabilities.md`` names):
+    ``calibration_bags``, the n of the guarantee (the bags, or patients with groups, the held-apart model was
+    fitted without and whose scores the conformal quantile came from; the mean over the splits when pooled),
+    and per coverage level (keys ``"0.8"``, ``"0.9"``, ``"0.95"``) the sets' ``coverage`` (share of held-out
+    bags whose set holds the true class), mean ``set_size``, ``abstention`` (share of sets with more than
+    one class) and ``class_coverage`` (the coverage among each class's bags; ``None`` for a class without
+    held-out bags). Without sets, ``calibration_bags`` is ``None`` and the dicts are empty.
     """
 
     held_out_bags: int
-    calibration_bags: float
     class_bags: list[int]
     ece: float
     brier: float
@@ -66,6 +68,7 @@ class CalibrationFigures:
     raw_ece: float
     raw_brier: float
     raw_log_loss: float
+    calibration_bags: float | None = None
     coverage: dict[str, float] = field(default_factory=dict)
     set_size: dict[str, float] = field(default_factory=dict)
     abstention: dict[str, float] = field(default_factory=dict)
@@ -84,7 +87,7 @@ class CalibrationFigures:
 
     def band(self, level: float) -> tuple[float, float]:
         """Where the guarantee puts the expected coverage at ``level``: from ``level`` to ``level + 1 / (n + 1)``
-        (n the calibration bags, or patients)."""
+        (n the calibration bags, or patients; figures with sets only)."""
         return level, level + 1 / (self.calibration_bags + 1)
 
     def worst_class(self, level: float) -> float | None:

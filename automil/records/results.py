@@ -267,8 +267,9 @@ class LearnerResult:
         if self.status == Status.SKIPPED:
             return {key: flat[key] for key in _SKIPPED_KEYS}
         instance = flat.pop("instance") or {}  # its figures are keys of the row, and absent without them
-        calibration = flat.pop("calibration") or {}  # the same
-        if self.calibration is not None:  # what a reader wants beside each coverage, in the row's terms
+        calibration = flat.pop("calibration") or {}  # the same, the coverage keys only with sets
+        calibration = {key: value for key, value in calibration.items() if value not in (None, {})}
+        if self.calibration is not None and self.calibration.coverage:  # beside each coverage, in the row's terms
             calibration |= {"coverage_se": {level_key(c): self.calibration.standard_error(c) for c in LEVELS},
                             "worst_class_coverage": {level_key(c): self.calibration.worst_class(c) for c in LEVELS}}
         row = {key: flat.pop(key) for key in _ROW_KEYS} | flat  # a key not in the order goes last

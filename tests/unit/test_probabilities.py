@@ -1,6 +1,7 @@
 """Calibrated bag probabilities and conformal prediction sets (docs/probabilities.md), on generated scores
-and bags: where the calibration comes from, the coverage over many random splits, grouped calibration,
-and what ``automil predict --coverage`` prints and writes."""
+and bags: where the calibration comes from, the held-apart model the sets come from and its calibration bags,
+the coverage over many random splits, grouped calibration, and what ``automil predict --coverage`` prints and
+writes."""
 
 import json
 from types import SimpleNamespace
@@ -11,8 +12,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 
 from automil.bags import Bags
 from automil.cli.main import main
-from automil.evaluation.calibrated import Calibrated, calibrate_model, calibration_map
+from automil.evaluation.calibrated import (
+    Calibrated,
+    CalibrationBags,
+    HeldApart,
+    calibrate_model,
+    calibration_map,
+    conformity,
+)
 from automil.evaluation.conformal import conformal_scores, group_weights, prediction_sets, threshold
+from automil.evaluation.folds import bag_folds, fold_splits, held_apart_split
 from automil.evaluation.prediction import predict_bags
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.tune.final.calibration import calibrated_model
@@ -36,6 +45,23 @@ class MeanScore(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, bags):
         return np.array([np.mean(np.asarray(b)[:, 0]) for b in bags])
+
+    def predict(self, bags):
+        return self.classes_[(self.decision_function(bags) > 0).astype(int)]
+
+
+class GrowingScore(ClassifierMixin, BaseEstimator):
+    """A bag classifier on a steep learning curve: its decision score is the mean of a bag's first feature
+    times a scale that grows with the bags it was fitted on, as a learner's confidence grows with its
+    training slides."""
+
+    def fit(self, bags, y=None):
+        self.classes_ = np.array([0, 1])
+        self.scale_ = bags.n_bags / 20
+        return self
+
+    def decision_function(self, bags):
+        return self.scale_ * np.array([np.mean(np.asarray(b)[:, 0]) for b in bags])
 
     def predict(self, bags):
         return self.classes_[(self.decision_function(bags) > 0).astype(int)]
@@ -67,7 +93,7 @@ def test_the_calibration_map_is_the_one_fitted_on_the_out_of_fold_scores_and_no_
     np.testing.assert_allclose(model.predict_proba(_bags(new, y_new)).sum(axis=1), 1.0)
 
 
-def test_the_logged_model_is_calibrated_on_its_best_trials_out_of_fold_scores_of_the_tuning_folds():
+def test_the_logged_model_is_calibrated_on_its_best_trials_out_of_fold_scores_and_its_sets_on_its_held_apart_fit():
     rng = np.random.default_rng(1)
     y, scores = _generated(60, rng)
     tuning = np.arange(60) % 3  # three tuning folds; the best trial's scores are in their order
@@ -78,14 +104,69 @@ def test_the_logged_model_is_calibrated_on_its_best_trials_out_of_fold_scores_of
     plan = SimpleNamespace(folds=SimpleNamespace(tuning=tuning),
                            options=SimpleNamespace(held_out=None, directions=("maximize",)))
     bags = _bags(scores, y)
-    model = calibrated_model(plan, bags, Candidate([worse, best], []), MeanScore())
-    assert isinstance(model, Calibrated)
+    calibration = np.flatnonzero(tuning == 0)
+    apart = np.where(tuning == 0, 0.5 * scores, np.nan)  # the held-apart model scores its calibration bags
+    held = HeldApart(calibration, apart, MeanScore())
+    model = calibrated_model(plan, bags, Candidate([worse, best], [], held_apart={None: held}), MeanScore())
+    assert isinstance(model, Calibrated) and model.held_apart is held.model
     direct = calibrate_model(MeanScore(), oof, y[order])
     np.testing.assert_allclose(model.predict_proba(bags), direct.predict_proba(bags))
-    np.testing.assert_allclose(np.sort(model.conformal.scores), np.sort(direct.conformal.scores))
+    # the conformity scores: the held-apart model's scores of its calibration bags, through the same map
+    expected = conformity(direct.calibrator, CalibrationBags(0.5 * scores[calibration], y[calibration]), [0, 1], False)
+    np.testing.assert_allclose(model.conformal.scores, expected.scores)
+    assert len(model.conformal.scores) == len(calibration) == 20
+    # without a held-apart fit the model is calibrated and gives no sets, in one line that says why
+    plain = calibrated_model(plan, bags, Candidate([worse, best], []), MeanScore())
+    np.testing.assert_allclose(plain.predict_proba(bags), direct.predict_proba(bags))
+    with pytest.raises(ValueError, match="gives no prediction sets: no fit of it without its calibration bags"):
+        plain.predict_set(bags)
     # a best trial without out-of-fold scores leaves the model uncalibrated
     bare = TrialRecord(2, TrialState.COMPLETE, 0.95, {}, {})
     assert isinstance(calibrated_model(plan, bags, Candidate([bare], []), MeanScore()), MeanScore)
+
+
+def test_a_held_apart_fit_trains_on_neither_its_calibration_fold_nor_its_outer_fold_and_keeps_patients_whole():
+    rng = np.random.default_rng(6)
+    groups = np.repeat(np.arange(40), rng.integers(1, 5, 40))  # 40 patients of one to four slides
+    y = (groups % 2).astype(int)
+    assignment = bag_folds(y, 5, seed=3, groups=groups)
+    for outer in (None, 0, 3):
+        train, calibration, test = held_apart_split(assignment, outer)
+        folds = set(assignment[calibration].tolist())
+        assert len(folds) == 1 and folds != {outer}, "one tuning fold, not the outer one"
+        assert np.array_equal(np.sort(np.concatenate([train, calibration, test])), np.arange(len(y)))
+        assert not set(train) & set(calibration) and not set(train) & set(test)
+        assert set(test) == set(np.flatnonzero(assignment == outer))
+        # whole patients: none of the calibration bags' patients has a bag the model trained on
+        assert not set(groups[calibration]) & set(groups[train])
+
+
+def test_sets_from_a_held_apart_model_cover_in_their_band_where_those_from_out_of_fold_scores_fall_short():
+    rng = np.random.default_rng(2024)
+    coverage, splits = 0.9, 200
+    held_apart, out_of_fold = [], []
+    for seed in range(splits):
+        bags = _bags(*reversed(_generated(150, rng, shift=0.7)))
+        new = _bags(*reversed(_generated(100, rng, shift=0.7)))
+        assignment = bag_folds(bags.y, 5, seed)
+        oof = np.empty(bags.n_bags)
+        for train, test in fold_splits(assignment):  # the tuning folds' models, on 4/5 of the bags
+            oof[test] = GrowingScore().fit(bags.subset(train)).decision_function(bags.subset(test))
+        train, calibration, _ = held_apart_split(assignment)
+        apart = GrowingScore().fit(bags.subset(train))
+        sets_of = CalibrationBags(apart.decision_function(bags.subset(calibration)), bags.y[calibration])
+        model = calibrate_model(GrowingScore().fit(bags), oof, bags.y, apart, sets_of)
+        held_apart.append(model.predict_set(new, coverage)[np.arange(new.n_bags), new.y].mean())
+        # the conformity scores of every bag's out-of-fold score, applied to the model fitted on all of them
+        old = conformity(model.calibrator, CalibrationBags(oof, bags.y), [0, 1], False)
+        sets = prediction_sets(model.predict_proba(new), old, coverage)
+        out_of_fold.append(sets[np.arange(new.n_bags), new.y].mean())
+    n_cal = len(calibration)
+    # the spread of one split's coverage: its calibration draw's (a beta of variance about c(1-c)/(n_cal+2))
+    # and its test bags' (binomial); the tolerance is three standard errors of the mean over the splits
+    tolerance = 3 * np.sqrt(coverage * (1 - coverage) * (1 / (n_cal + 2) + 1 / 100) / splits)
+    assert coverage - tolerance <= np.mean(held_apart) <= coverage + 1 / (n_cal + 1) + tolerance
+    assert np.mean(out_of_fold) < coverage - tolerance, "the model fitted on more bags is sharper than its folds'"
 
 
 def test_coverage_over_200_random_calibration_test_splits_stays_in_its_band():
@@ -154,7 +235,7 @@ def predict_cli(tmp_path, monkeypatch):
     path = tmp_path / "bags.npz"
     bags = _bags(scores, y)
     np.savez(path, X=bags.X, offsets=np.arange(0, 121, 3), y=y)
-    holder = {"model": calibrate_model(MeanScore(), oof, y_cal)}
+    holder = {"model": calibrate_model(MeanScore(), oof, y_cal, MeanScore(), CalibrationBags(oof, y_cal))}
     monkeypatch.setattr("automil.track.writing.model.load_estimator", lambda uri, model: holder["model"])
 
     def run(*args):
@@ -179,7 +260,8 @@ def test_predict_prints_abstentions_and_a_summary_and_writes_them_in_the_json_ro
             f"{100 * wrong / len(decided):.1f}% ({wrong} of {len(decided)})") in out
 
 
-def test_predict_refuses_a_bad_coverage_and_an_uncalibrated_model_in_one_line(predict_cli, capsys):
+def test_predict_refuses_a_bad_coverage_and_a_model_without_sets_in_one_line(predict_cli, capsys):
+    rng = np.random.default_rng(4)
     for bad in ("1.5", "0", "-0.1"):
         assert predict_cli("--coverage", bad) == 1
         err = capsys.readouterr().err.strip()
@@ -189,6 +271,12 @@ def test_predict_refuses_a_bad_coverage_and_an_uncalibrated_model_in_one_line(pr
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "has no calibration" in err
     assert predict_cli() == 0  # without --coverage it still predicts
+    calibrated = predict_cli.holder["model"] = calibrate_model(MeanScore(), *reversed(_generated(100, rng)))
+    assert calibrated.held_apart is None  # its held-apart fit failed or was cut
+    assert predict_cli("--coverage", "0.9") == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "gives no prediction sets" in err
+    assert predict_cli() == 0
 
 
 def test_predict_bags_without_coverage_has_no_sets():

@@ -42,11 +42,12 @@ def calibration_tables(studies: list[StoredStudy], chosen: dict[str, str]) -> st
                 "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
         for study in shown:
             m = study.metrics
-            n = m.get("calibration_bags", 0.0)
+            n = m.get("calibration_bags")  # absent where no prediction sets were measured
+            band = "-" if n is None else f"{DEFAULT_LEVEL:g}-{DEFAULT_LEVEL + 1 / (n + 1):.3f}"
             name = f"{study.learner} (chosen)" if chosen.get(dataset) == study.run_id else study.learner
             coverage = " / ".join(_number(m.get(f"coverage_{level_key(c)}")) for c in LEVELS)
             out.append(f"| {name} | {int(m.get('held_out_bags', 0))} | {_pair(m, 'ece')} | {_pair(m, 'brier')} "
-                       f"| {_pair(m, 'log_loss')} | {coverage} | {DEFAULT_LEVEL:g}-{DEFAULT_LEVEL + 1 / (n + 1):.3f} "
+                       f"| {_pair(m, 'log_loss')} | {coverage} | {band} "
                        f"| {_number(m.get(f'coverage_se_{level}'), 3)} | {_number(m.get(f'set_size_{level}'))} "
                        f"| {_percent(m.get(f'abstention_{level}'))} "
                        f"| {_number(m.get(f'worst_class_coverage_{level}'))} |")

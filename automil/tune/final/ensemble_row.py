@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from automil.evaluation.calibrated import HeldApart
 from automil.evaluation.calibration_figures import split_figures
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.prediction import one_column_if_binary
@@ -22,8 +23,8 @@ from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_ro
 from automil.tune.studies.plan import Plan
 
 __all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Inner", "Candidate", "Members", "choose_members", "main_members",
-           "ensemble_nested", "ensemble_row", "main_oof", "log_scores", "out_of_fold_order", "stored_scores",
-           "loaded_scores"]
+           "ensemble_nested", "ensemble_row", "held_apart_ensemble", "main_oof", "log_scores", "out_of_fold_order",
+           "stored_scores", "loaded_scores"]
 
 
 ENSEMBLE = RowSpec("ensemble", "ensemble selection over the learners' best trials (Caruana et al., 2004)")
@@ -64,13 +65,15 @@ class Inner(NamedTuple):
 class Candidate:
     """One learner as the ensemble sees it: its study trials (main study, then the outer splits), the
     out-of-fold scores of its final evaluation by :class:`ScoreKey` (every bag; NaN where a fit is
-    missing), its mean fit seconds and its full-data refit, when made."""
+    missing), its mean fit seconds, its full-data refit and its fits without calibration bags (by outer
+    split; ``None``: its model's), when made."""
 
     trials: list[TrialRecord]
     sub_trials: list[list[TrialRecord]]
     scores: dict[ScoreKey, np.ndarray] = field(default_factory=dict)
     fit_seconds: float | None = None
     model: object = None
+    held_apart: dict[int | None, HeldApart] = field(default_factory=dict)
 
     def inner(self, plan: Plan, i: int) -> Inner:
         """What outer split ``i``'s inner folds saw of the learner (:class:`Inner`).
@@ -244,8 +247,27 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
         evaluation.predictions.setdefault(Refit.NESTED, []).append((bags.y[test], y_pred))
         # calibrated as its model is (tune.final.calibration.calibrated_ensemble): on the log of its probabilities
         evaluation.calibration[i] = split_figures(bags, order, test, log_scores(members.combined(oof)),
-                                                  log_scores(probas), probabilities=False, raw=probas)
+                                                  log_scores(probas), probabilities=False, raw=probas,
+                                                  held_apart=held_apart_ensemble(members, candidates, i))
     evaluation.tuned_splits = tuned
+
+
+def held_apart_ensemble(members: Members, candidates: dict[str, Candidate], split: int | None) -> HeldApart | None:
+    """The ensemble's fit without calibration bags in outer ``split`` (``None``: its model's): its ``members``'
+    own, combined with their calibration maps and weights (its model when theirs were kept); ``None`` when a
+    member has none. The members' fits there hold the same bags apart and score the same bags."""
+    parts = [candidates[name].held_apart.get(split) for name in members.names]
+    if any(part is None for part in parts):
+        return None
+    scores = parts[0].scores
+    where = np.flatnonzero(np.isfinite(scores.reshape(len(scores), -1)).all(axis=1))
+    combined = log_scores(members.combined({n: p.scores[where] for n, p in zip(members.names, parts, strict=True)}))
+    every = np.full((len(scores), *combined.shape[1:]), np.nan)
+    every[where] = combined
+    models = [part.model for part in parts]
+    model = None if any(m is None for m in models) else Ensemble(models, members.calibrators, members.weights,
+                                                                 members.names)
+    return HeldApart(parts[0].calibration, every, model)
 
 
 def _inner_folds(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray], i: int | None,

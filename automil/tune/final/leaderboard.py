@@ -52,6 +52,7 @@ class Refit(StrEnum):
     NESTED = "nested"  # outer split i's best parameters, scored on outer fold i
     REPEAT = "repeat"  # a fold of one repeat of the repeated CV
     MODEL = "model"  # all bags: the model tracking logs
+    CONFORMAL = "conformal"  # without one part of the bags, scored on it: the model prediction sets come from
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from automil.evaluation.folds import fold_splits
+from automil.evaluation.calibrated import HeldApart
 from automil.evaluation.protocol import Protocol
 from automil.evaluation.standardized import fold_scores
-from automil.records import LearnerResult, TrialAttr
+from automil.records import LearnerResult
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial, records
-from automil.tune.final.calibration import calibrated_ensemble, calibrated_model, outer_calibration
+from automil.tune.final.calibration import calibrated_ensemble, calibrated_model, measured_learners, outer_calibration
 from automil.tune.final.ensemble_row import (
     ENSEMBLE,
     NESTED_SCORES,
@@ -30,15 +30,23 @@ from automil.tune.final.ensemble_row import (
     main_members,
     stored_scores,
 )
-from automil.tune.final.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
+from automil.tune.final.leaderboard import Choice, Evaluation, Refit, choose, procedure_row, rank, result_row
+from automil.tune.final.tasks import (
+    FitTask,
+    coverage_tasks,
+    held_apart_tasks,
+    model_tasks,
+    nested_tasks,
+    repeat_tasks,
+)
 from automil.tune.listener import Listener
 from automil.tune.schedule.budget import extras_deadline, final_deadline, run_seconds
 from automil.tune.studies.plan import Plan, study_name
 from automil.tune.tracking import Recorder
-from automil.tune.workers.fits import fit_predict, fit_worker, import_for
+from automil.tune.workers.fits import fit_worker, import_for
 from automil.tune.workers.isolation import OutOfTime, run_tasks
 
-__all__ = ["final_evaluation", "FitTask", "StoredResult"]
+__all__ = ["final_evaluation", "StoredResult"]
 
 # The study user attribute holding the learner's result, valid while its studies match the key in it.
 RESULT_ATTR = "result"
@@ -66,25 +74,6 @@ class StoredResult:
     def write(self, study) -> None:
         study.set_user_attr(RESULT_ATTR, {"key": self.key, "row": self.row.to_dict(),
                                           "scores": stored_scores(self.scores)})
-
-
-@dataclass(frozen=True)
-class FitTask:
-    """One fit of the final evaluation: ``learner``'s ``params`` fitted on the ``train`` bags and scored
-    on the ``test`` bags (none for a model); ``index`` is the outer split (nested) or the repeat."""
-
-    learner: str
-    refit: Refit
-    params: dict
-    train: np.ndarray
-    test: np.ndarray | None = None
-    index: int | None = None
-
-    def call(self, seed: int) -> tuple:
-        """The task as a fit worker runs it: :func:`~automil.tune.workers.fits.fit_predict` and its arguments."""
-        # the instance figures are nested like the bag figures: scored on the outer folds only
-        return (fit_predict, self.learner, self.params, self.train, self.test, seed, self.refit is Refit.MODEL,
-                self.refit is Refit.NESTED)
 
 
 @dataclass
@@ -136,25 +125,35 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     # what the headline does not need leaves the time to log every result before the budget ends
     extras = extras_deadline(plan, len(pending) + 1, recorder.enabled)
     try:
-        run(_nested_tasks(plan, pending) if nested else _repeat_tasks(pending, 0, repeats[0]))
-        for learner, job in pending.items():
-            job.evaluation.calibration = outer_calibration(plan, bags, job.spec, candidates[learner],
-                                                           job.evaluation.outer_best)
+        outer_best = {learner: job.evaluation.outer_best for learner, job in pending.items()}
+        run(nested_tasks(plan, outer_best) if nested else _repeat_tasks(plan, pending, 0))
         ensemble = ensemble_nested(plan, bags, candidates) if members is not None else None
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
         choice = choose(list(now.values()))
+        # the sets of the chosen row and of the procedure's choices, measured on the outer folds as they are made
+        sets = coverage_tasks(plan, outer_best, measured_learners(plan, choice, procedure_row(list(now.values())),
+                                                                  ensemble)) if nested else []
+        later = []
         if recorder.enabled:
             first, rest = _model_order(choice, [*pending, *modelless], members)
-            run(_model_tasks(plan, bags, candidates, first), deadline=None)
-            run(_model_tasks(plan, bags, candidates, rest), deadline=extras)
+            run(model_tasks(plan, bags.n_bags, candidates, first), deadline=None)
+            sets = held_apart_tasks(plan, candidates, first) + sets
+            later = model_tasks(plan, bags.n_bags, candidates, rest) + held_apart_tasks(plan, candidates, rest)
+        run(sets, deadline=extras)
+        run(later, deadline=extras)
         for r in range(0 if nested else 1, len(repeats)):
             if time.time() >= extras:
                 break
-            run(_repeat_tasks(pending, r, repeats[r]), deadline=extras)
+            run(_repeat_tasks(plan, pending, r), deadline=extras)
     finally:
         for w in workers[1:]:
             w.close()
+    for learner, job in pending.items():
+        job.evaluation.calibration = outer_calibration(plan, bags, job.spec, candidates[learner],
+                                                       job.evaluation.outer_best)
+    if members is not None:  # again, now that its members' held-apart fits are in
+        ensemble = ensemble_nested(plan, bags, candidates)
     for learner, job in pending.items():
         row = result_row(plan.dataset, options, job.evaluation)
         candidate = candidates[learner]
@@ -210,8 +209,8 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
             key["folds"] = plan.folds.digest
         if instance_labels:  # the bags' digest leaves out instance labels; a row without their figures won't do
             key["instance_figures"] = True
-        if options.outer_folds:  # nor one without calibration figures
-            key["calibration_figures"] = True
+        if options.outer_folds:  # nor one without calibration figures, or with sets not from a held-apart fit
+            key["calibration_figures"] = "held-apart sets"
         candidates[learner] = Candidate(trials, sub_trials)
         stored = StoredResult.read(main)
         if stored is not None and stored.key == key:
@@ -233,34 +232,9 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
     return rows, pending, candidates
 
 
-def _nested_tasks(plan: Plan, pending: dict[str, _Pending]) -> list[FitTask]:
-    """The refits of every outer split's best parameters, scored on its outer fold."""
-    outer = fold_splits(plan.folds.tuning)
-    return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i)
-            for learner, job in pending.items()
-            for i, trial in enumerate(job.evaluation.outer_best) if trial is not None]
-
-
-def _repeat_tasks(pending: dict[str, _Pending], r: int, assignment) -> list[FitTask]:
-    """Repeat ``r`` of the repeated CV of every learner's best parameters, on its folds ``assignment``."""
-    splits = fold_splits(assignment)
-    tasks = []
-    for learner, job in pending.items():  # a learner's folds together: a repeat counts only when complete
-        if job.evaluation.best is not None:
-            params = job.evaluation.best.attrs[TrialAttr.ESTIMATOR_PARAMS]
-            tasks += [FitTask(learner, Refit.REPEAT, params, train, test, index=r) for train, test in splits]
-    return tasks
-
-
-def _model_tasks(plan: Plan, bags, candidates: dict[str, Candidate], learners: list[str]) -> list[FitTask]:
-    """The full-data refits of the ``learners``' best parameters (those with a best trial): the models
-    tracking logs."""
-    tasks = []
-    for learner in learners:
-        best = best_trial(candidates[learner].trials, plan.options.directions)
-        if best is not None:
-            tasks.append(FitTask(learner, Refit.MODEL, best.attrs[TrialAttr.ESTIMATOR_PARAMS], np.arange(bags.n_bags)))
-    return tasks
+def _repeat_tasks(plan: Plan, pending: dict[str, _Pending], r: int) -> list[FitTask]:
+    """Repeat ``r`` of the repeated CV of every pending learner's best parameters."""
+    return repeat_tasks({learner: job.evaluation.best for learner, job in pending.items()}, r, plan.folds.repeats[r])
 
 
 def _rows_now(plan: Plan, rows: dict, pending: dict[str, _Pending], candidates: dict[str, Candidate],
@@ -315,9 +289,14 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
     whose stored result is reused: only its model is made again).
 
     What the budget left out is no error when the headline does not need it: a repeat is left out
-    (``repeats`` counts the complete ones), a model is noted as missing.
+    (``repeats`` counts the complete ones), a model is noted as missing; a held-apart fit that failed or was
+    cut leaves its model, or its outer split, without prediction sets (noted for a model).
     """
     if isinstance(out, OutOfTime) and task.refit is Refit.REPEAT and (nested or task.index > 0):
+        return
+    if isinstance(out, Exception) and task.refit is Refit.CONFORMAL:
+        if job is not None and task.index is None:
+            job.evaluation.notes.append(f"no prediction sets: its fit without the calibration bags: {out}")
         return
     if isinstance(out, OutOfTime) and task.refit is Refit.MODEL:
         if job is not None:
@@ -331,6 +310,10 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
         job.evaluation.budget_seconds += out.fit_seconds + out.predict_seconds
     if task.refit is Refit.MODEL:
         candidate.model = out.model
+    elif task.refit is Refit.CONFORMAL:
+        scores = np.full((bags.n_bags, *out.scores.shape[1:]), np.nan)
+        scores[task.test] = out.scores
+        candidate.held_apart[task.index] = HeldApart(task.calibration, scores, out.model)
     else:
         evaluation, test = job.evaluation, task.test
         key = NESTED_SCORES if task.refit is Refit.NESTED else ScoreKey(Refit.REPEAT, task.index)
