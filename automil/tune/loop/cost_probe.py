@@ -4,15 +4,23 @@ end of their share (``docs/tune.md``, "Knowing a learner's cost before spending 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from automil.evaluation.folds import bag_sample
-from automil.tune.schedule.budget import PROBE_FRACTIONS, estimated_trial_seconds, probe_limits
+from automil.tune.schedule.budget import (
+    PROBE_FRACTIONS,
+    PROBE_GROWTH,
+    estimated_trial_seconds,
+    over_share,
+    probe_limits,
+)
 from automil.tune.studies.plan import Plan
 from automil.tune.workers.fits import fit_predict
 from automil.tune.workers.isolation import FitError, FitTimeout
 
-__all__ = ["TooSlow", "check_estimate"]
+__all__ = ["TooSlow", "Estimate", "probe_estimate", "check_estimate"]
 
 
 class TooSlow(Exception):
@@ -24,40 +32,52 @@ class TooSlow(Exception):
         self.seconds = seconds
 
 
-def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list):
+class Estimate(NamedTuple):
+    """A trial's estimated ``seconds`` on all folds and what they were extrapolated from (``measured``)."""
+
+    seconds: float
+    measured: str
+
+
+def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list, seed: int) -> Estimate | None:
     """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
     extrapolate to the trial's fits on ``splits``
-    (:func:`~automil.tune.schedule.budget.estimated_trial_seconds`); raises ``TooSlow`` when the estimate
-    passes ``share``. A sample's fit passing its small time limit
-    (:func:`~automil.tune.schedule.budget.probe_limits`) gives a lower bound, a linear extrapolation of that
-    limit. A warm-up fit on two bags of each class comes first and is not timed: the first fit of a learner
-    in a worker carries one-time costs (imports, compilation) that would pass for the cost of the sample.
-    The warm-up passing its limit, or a probe fit that fails, says nothing about the cost: the trial goes
-    on as usual."""
+    (:func:`~automil.tune.schedule.budget.estimated_trial_seconds`). A sample's fit passing its small time limit
+    (:func:`~automil.tune.schedule.budget.probe_limits` of ``share``) gives a lower bound, a linear
+    extrapolation of that limit. A warm-up fit on two bags of each class comes first and is not timed: the
+    first fit of a learner in a worker carries one-time costs (imports, compilation) that would pass for the
+    cost of the sample. A growth measured between the two samples (a factor 2 apart, their fits' iterations
+    varying) is kept at most ``PROBE_GROWTH``; a learner that grows faster declares it. ``None`` when the
+    warm-up passes its limit or a probe fit fails: that says nothing about the cost."""
     train = np.asarray(splits[0][0])
     full = int(bags.sizes[train].sum())
     # nested samples: two bags of each class (the warm-up), then one per PROBE_FRACTIONS entry
-    warm_up, *samples = (bag_sample(bags.y, train, f, plan.options.seed) for f in (0.0, *PROBE_FRACTIONS))
+    warm_up, *samples = (bag_sample(bags.y, train, f, seed) for f in (0.0, *PROBE_FRACTIONS))
     warm_up_limit, *limits = probe_limits(share)
     try:
-        worker.call(fit_predict, spec.name, params, warm_up, None, plan.options.seed, timeout=warm_up_limit)
+        worker.call(fit_predict, spec.name, params, warm_up, None, seed, timeout=warm_up_limit)
     except (FitTimeout, FitError):
-        return
+        return None
     sizes, seconds = [], []
     for sample, limit in zip(samples, limits, strict=True):
         size = int(bags.sizes[sample].sum())
         try:
-            out = worker.call(fit_predict, spec.name, params, sample, None, plan.options.seed, timeout=limit)
+            out = worker.call(fit_predict, spec.name, params, sample, None, seed, timeout=limit)
         except FitTimeout:  # no fit grows slower than linearly: the limit extrapolated so is a lower bound
-            estimate = estimated_trial_seconds([size], [limit], full, len(splits), growth=1.0)
-            measured = f"a fit on {len(sample)} bags ran {limit:.1f} s without finishing"
-            break
+            return Estimate(estimated_trial_seconds([size], [limit], full, len(splits), growth=1.0),
+                            f"a fit on {len(sample)} bags ran {limit:.1f} s without finishing")
         except FitError:
-            return
+            return None
         sizes.append(size)
         seconds.append(out.fit_seconds)
-    else:
-        estimate = estimated_trial_seconds(sizes, seconds, full, len(splits), spec.fit_growth)
-        measured = ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True))
-    if estimate > share:
-        raise TooSlow(estimate, share, measured)
+    return Estimate(estimated_trial_seconds(sizes, seconds, full, len(splits), spec.fit_growth, PROBE_GROWTH),
+                    ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True)))
+
+
+def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list):
+    """The :func:`probe_estimate` of the trial; raises ``TooSlow`` when it passes ``share`` by more than the
+    probe's own error (:func:`~automil.tune.schedule.budget.over_share`). Without an estimate the trial goes
+    on as usual."""
+    estimate = probe_estimate(spec, params, bags, worker, share, splits, plan.options.seed)
+    if estimate is not None and over_share(estimate.seconds, share):
+        raise TooSlow(estimate.seconds, share, estimate.measured)

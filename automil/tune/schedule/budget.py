@@ -41,8 +41,9 @@ from automil.tune.studies.plan import Plan
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
-           "FINAL_SHARE", "worth_probing", "cost_unknown", "probe_limits", "estimated_trial_seconds", "run_seconds",
-           "PROBE_FRACTIONS", "GROWTH_RANGE", "final_fits", "prior_step"]
+           "FINAL_SHARE", "worth_probing", "cost_unknown", "over_share", "PROBE_TOLERANCE", "probe_limits",
+           "estimated_trial_seconds", "run_seconds", "PROBE_FRACTIONS", "PROBE_GROWTH", "GROWTH_RANGE", "final_fits",
+           "prior_step"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -65,6 +66,15 @@ FINAL_SHARE = (0.25, 0.5)
 PROBE_CELLS = 4_000_000
 # The probe's two samples, as fractions of a fold's training bags (whole bags, so bag sizes stay the same).
 PROBE_FRACTIONS = (1 / 16, 1 / 8)
+# The steepest growth of a fit's seconds in its instances that two probe samples a factor 2 apart may claim for a
+# learner that declares none: between them a solver's iteration count varies as much as its size does (MI-SVM,
+# 0.19 s then 2.17 s, a measured growth of 3.3), while from the larger sample to all the bags no undeclared
+# learner grew faster than 1.51 (bench/probe_error.py on a set no reported run uses).
+PROBE_GROWTH = 1.5
+# The probe's largest overestimate of a trial's seconds among the learners whose estimate reached a tenth of
+# their share, on two sets no reported run uses (1.39, MI-SVM on 1,500 bags; bench/probe_error.py): an
+# estimate up to this factor over the share may still finish within it (docs/tune.md, "Knowing a learner's cost").
+PROBE_TOLERANCE = 1.4
 # The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
 PROBE_SHARE = 0.1
 # Seconds MLflow takes to log one learner's result (its trials, model and figures; sqlite store, 2 cores).
@@ -256,18 +266,22 @@ def worth_probing(values: int, share: float | None) -> bool:
     return share is not None and values >= PROBE_CELLS
 
 
-def cost_unknown(learner: str, trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...],
-                 prior: tuple[str, ...]) -> bool:
+def cost_unknown(trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...]) -> bool:
     """Whether a trial on all the bags (``fraction`` ``None``) goes in blind to the learner's cost, so that
     :func:`worth_probing` data has its defaults fitted on samples first: always without a ``ladder``; with one,
-    the first trial of a learner with no rung trial (a flat ladder sends it straight to all the bags) and
-    not in the portfolio (``prior``: called promising, it spends its share)."""
+    the first trial of a learner with no rung trial (a flat ladder or the portfolio sends it straight to all
+    the bags)."""
     if fraction is not None:
         return False
     if not ladder:
         return True
-    return learner not in prior and not any(t.attrs.get(TrialAttr.RUNG) is not None or counts_toward_budget(t)
-                                            for t in trials)
+    return not any(t.attrs.get(TrialAttr.RUNG) is not None or counts_toward_budget(t) for t in trials)
+
+
+def over_share(estimate: float, share: float) -> bool:
+    """Whether a probe's ``estimate`` of a trial passes its ``share`` by more than the probe's own error
+    (``PROBE_TOLERANCE``): a learner is stopped only when it would surely not finish."""
+    return estimate > PROBE_TOLERANCE * share
 
 
 def probe_limits(share: float) -> list[float]:

@@ -151,17 +151,17 @@ def needs_rung(learner, i: int, ladder=LADDER) -> bool:
 
 
 def estimated_trial_seconds(sizes: list[float], seconds: list[float], full: float, fits: int,
-                            growth: float | None = None) -> float:
+                            growth: float | None = None, steepest: float = GROWTH_RANGE[1]) -> float:
     """The seconds of ``fits`` fits on ``full`` training instances, from fits on ``sizes`` instances that
     took ``seconds``: ``t(full) = t(n) * (full / n) ** a`` from the largest sample ``n``, with ``a`` the
     learner's declared ``growth``, else measured between the first and last samples (``log(t2 / t1) /
-    log(n2 / n1)``, within ``GROWTH_RANGE``; linear from a single sample or from a first fit shorter than
-    ``GROWTH_MIN_SECONDS``)."""
+    log(n2 / n1)``, between ``GROWTH_RANGE[0]`` and ``steepest``; linear from a single sample or from a first
+    fit shorter than ``GROWTH_MIN_SECONDS``)."""
     if growth is None:
         growth = GROWTH_RANGE[0]
         if len(sizes) > 1 and sizes[-1] > sizes[0] and seconds[0] >= GROWTH_MIN_SECONDS and seconds[-1] > 0:
             growth = math.log(seconds[-1] / seconds[0]) / math.log(sizes[-1] / sizes[0])
-        growth = min(max(growth, GROWTH_RANGE[0]), GROWTH_RANGE[1])
+        growth = min(max(growth, GROWTH_RANGE[0]), steepest)
     return fits * seconds[-1] * (full / sizes[-1]) ** growth
 
 
