@@ -345,6 +345,7 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     from automil import load_bags, plugins
     from automil.evaluation.folds_file import RunFolds
     from automil.track import Tracker
+    from automil.track.writing.model import load_estimator
     from automil.tune.final.refits import final_evaluation
     from automil.tune.listener import Silent
     from automil.tune.options import TuneOptions
@@ -366,7 +367,8 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     worker = fit_worker(options)
     try:
         plan = Plan("test-bags", learners, options, folds, time.time())
-        recorder = TrackingRecorder(plan, open_tracking(partial(Tracker, mlflow_store(tmp_path)), Silent()))
+        uri = mlflow_store(tmp_path)
+        recorder = TrackingRecorder(plan, open_tracking(partial(Tracker, uri), Silent()))
         rows, choice = final_evaluation(plan, bags, storage, worker, recorder, Silent())
         rows = {row.learner: row for row in rows}
     finally:
@@ -376,7 +378,14 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     assert cut.status == "partial" and "time budget" in cut.error and cut.model.uri is None
     # the chosen learner's headline is whole and its model was fitted after the budget ended; no repeat ran
     assert chosen.status == "ok" and chosen.headline.balanced_accuracy is not None and chosen.repeated.repeats == 0
-    assert chosen.model.uri is not None and chosen.error is None
+    assert chosen.model.uri is not None
+    # its fit without the calibration bags runs under the budget: none, so the model is calibrated without sets
+    assert chosen.error == ("no prediction sets: its fit without the calibration bags was not started: the time "
+                            "budget ran out")
+    model = load_estimator(uri, chosen.model.uri)
+    assert model.predict_proba(bags).shape == (bags.n_bags, 2)
+    with pytest.raises(ValueError, match="gives no prediction sets"):
+        model.predict_set(bags)
 
 
 def test_every_new_study_tries_the_learners_first_trial_first(tmp_path):

@@ -296,7 +296,8 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
         return
     if isinstance(out, Exception) and task.refit is Refit.CONFORMAL:
         if job is not None and task.index is None:
-            job.evaluation.notes.append(f"no prediction sets: its fit without the calibration bags: {out}")
+            how = "was" if isinstance(out, OutOfTime) else "failed:"
+            job.evaluation.notes.append(f"no prediction sets: its fit without the calibration bags {how} {out}")
         return
     if isinstance(out, OutOfTime) and task.refit is Refit.MODEL:
         if job is not None:
