@@ -1,0 +1,293 @@
+"""The docs kept true by a test: every command and option of the ``automil`` parser is documented, every path
+and module the docs cite exists, and the README's layer line states the import contracts CI enforces. A rename
+in the code then fails here instead of leaving a page that sends a reader to nothing."""
+
+import argparse
+import fnmatch
+import importlib
+import importlib.util
+import re
+import tomllib
+from pathlib import Path
+
+from automil.cli.main import build_parser
+from automil.plugins import BUILTIN_PLUGINS
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# Where the repository's own files live: a cited path under one of these is a claim about this repository.
+# Others (/tmp/..., OUT/..., DATASET/LEARNER, another project's src/...) are examples or run outputs.
+REPOSITORY_ROOTS = ("automil", "bench", "docs", "examples", "plugins", "studies", "tests", ".ci")
+# Paths of other projects that the docs cite and that look like ours, with the project they belong to.
+# Each must still be cited and must not exist here, so the list cannot outlive its reason.
+OTHER_PROJECTS = {"examples/wsi_classification.ipynb": "torchmil"}
+
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+SPAN = re.compile(r"`([^`\n]+)`")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+# A whole component in capitals or in angle brackets stands for any name: studies/NAME.toml, OUT/<slide>.csv.
+PLACEHOLDER = re.compile(r"\b[A-Z][A-Z_]+\b|<[^>/]+>")
+DOTTED = re.compile(r"^(\w+(?:\.\w+)+)")
+
+
+def _pages() -> dict[Path, str]:
+    return {page: page.read_text() for page in PAGES}
+
+
+def _docs_text() -> str:
+    return "\n".join(_pages().values())
+
+
+def _where(page: Path, text: str, offset: int) -> str:
+    return f"{page.relative_to(ROOT)}:{text.count(chr(10), 0, offset) + 1}"
+
+
+# --- 1. every command and option -------------------------------------------------------------------------
+
+
+def _commands(parser: argparse.ArgumentParser, path=("automil",)):
+    """``(command words, parser)`` for the parser and every sub-parser below it, nested ones included."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*path, name))
+
+
+def _mentioned(word: str, text: str) -> bool:
+    """Whether ``word`` occurs whole: ``--folds`` is not documented by ``--folds-file``."""
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text) is not None
+
+
+def test_every_command_of_the_parser_is_documented():
+    text = _docs_text()
+    commands = [" ".join(words) for words, _ in _commands(build_parser())][1:]
+    assert len(commands) >= 8, f"the walk over the parser found too few commands: {commands}"
+    missing = [command for command in commands if not _mentioned(command, text)]
+    assert not missing, f"commands no page of README.md or docs/ mentions: {missing}"
+
+
+def test_every_option_of_every_command_is_documented():
+    """An option is documented when any of its spellings is (aliases count once); ``--help`` is every
+    command's and needs no page."""
+    text = _docs_text()
+    missing, seen = [], 0
+    for words, parser in _commands(build_parser()):
+        for action in parser._actions:
+            spellings = [s for s in action.option_strings if s not in ("-h", "--help")]
+            seen += bool(spellings)
+            if spellings and not any(_mentioned(s, text) for s in spellings):
+                missing.append(f"{' '.join(words)} {'/'.join(spellings)}")
+    assert seen >= 30, f"the walk over the parser found only {seen} options"
+    assert not missing, "options no page of README.md or docs/ mentions:\n" + "\n".join(missing)
+
+
+# --- 2. every cited path and module ----------------------------------------------------------------------
+
+
+def _ignored_patterns() -> list[str]:
+    lines = (ROOT / ".gitignore").read_text().splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.startswith(("#", "!"))]
+
+
+def _is_output(path: str, patterns: list[str]) -> bool:
+    """Whether git ignores ``path`` (a run store such as studies/automil.journal): outputs are made by a run,
+    not shipped."""
+    for pattern in patterns:
+        if pattern.endswith("/"):
+            if (path + "/").startswith(pattern) or f"/{pattern}" in f"/{path}/":
+                return True
+        elif fnmatch.fnmatch(path, pattern) or ("/" not in pattern and fnmatch.fnmatch(Path(path).name, pattern)):
+            return True
+    return False
+
+
+def _package_folders() -> set[str]:
+    """Names of the folders inside automil/ and plugins/: ``writing/tracker.py`` cites a module by the path
+    under its package, as docs/architecture.md does."""
+    folders = {p.name for top in ("automil", "plugins") for p in (ROOT / top).rglob("*") if p.is_dir()}
+    return folders - {"__pycache__"}
+
+
+def _package_files() -> list[str]:
+    return [p.relative_to(ROOT).as_posix() + ("/" if p.is_dir() else "")
+            for top in ("automil", "plugins") for p in (ROOT / top).rglob("*") if "__pycache__" not in p.parts]
+
+
+def _inline(text: str) -> str:
+    """The page with its fenced blocks blanked (line numbers kept), so that only inline spans remain."""
+    return FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+
+
+def _path_tokens(span: str):
+    """The words of a span that look like a relative path: ``python bench/scale.py run /tmp/x.npz`` gives
+    ``bench/scale.py``; a pytest node (``tests/x.py::test_y``) or a named part (``harness.py: name``) its
+    file."""
+    for word in span.split():
+        word = word.split("::")[0].rstrip(".,;:)").lstrip("(")
+        if "/" in word and "://" not in word and not word.startswith(("/", "~", "./", "-")) and "=" not in word:
+            yield word
+
+
+def _cited_paths():
+    """``(where, path)`` for each path in an inline span, a fenced block or a relative link of a page."""
+    for page, text in _pages().items():
+        inline = _inline(text)
+        for match in SPAN.finditer(inline):
+            for word in _path_tokens(match.group(1)):
+                yield _where(page, text, match.start()), word
+        for block in FENCE.finditer(text):
+            for line_number, line in enumerate(block.group(0).splitlines()):
+                offset = block.start() + sum(len(x) + 1 for x in block.group(0).splitlines()[:line_number])
+                for word in _path_tokens(line):
+                    yield _where(page, text, offset), word
+        for match in LINK.finditer(inline):
+            target = match.group(1).split("#")[0]
+            if target and ":" not in target:
+                cited = (page.parent / target).resolve()
+                where = _where(page, text, match.start())
+                yield where, cited.relative_to(ROOT).as_posix() if cited.is_relative_to(ROOT) else target
+
+
+def _dead(path: str, folders: set[str], files: list[str], outputs: list[str]) -> bool:
+    """Whether ``path`` names a file of this repository that is not there."""
+    first = path.split("/")[0]
+    if first not in REPOSITORY_ROOTS and first not in folders:
+        return False  # not ours: an example, a run output, another project
+    if path in OTHER_PROJECTS or _is_output(path, outputs):
+        return False
+    pattern = PLACEHOLDER.sub("*", path).rstrip("/")
+    if next(ROOT.glob(pattern), None) is not None:
+        return False
+    # under its package: tune/driver.py is automil/tune/driver.py, loop/ is automil/tune/loop/
+    return not any(fnmatch.fnmatch(f.rstrip("/"), f"*/{pattern}") for f in files)
+
+
+def test_every_path_the_docs_cite_exists():
+    folders, files, outputs = _package_folders(), _package_files(), _ignored_patterns()
+    cited = list(_cited_paths())
+    assert any(path == "automil/tune/schedule/budget.py" for _, path in cited), "the path extraction finds nothing"
+    dead = sorted({f"{where}: {path}" for where, path in cited if _dead(path, folders, files, outputs)})
+    assert not dead, "paths the docs cite that are not in the repository:\n" + "\n".join(dead)
+
+
+def test_the_other_projects_paths_are_still_cited_and_not_ours():
+    text = _docs_text()
+    for path, project in OTHER_PROJECTS.items():
+        assert f"`{path}`" in text, f"{path} ({project}'s) is no longer cited: drop it from OTHER_PROJECTS"
+        assert not (ROOT / path).exists(), f"{path} is now in this repository: drop it from OTHER_PROJECTS"
+
+
+def _resolves(name: str) -> bool:
+    """Whether ``name`` is an importable module, or an attribute reached from the longest one."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(value, attribute):
+                return False
+            value = getattr(value, attribute)
+        return True
+    return False
+
+
+def _cited_modules():
+    """``(where, dotted name, its paragraph, list item or table row up to it)`` for each span that starts with
+    automil's or a built-in plugin's name and a dot: ``automil.evaluation.calibrated``,
+    ``automil.checks.check_learner(spec)``."""
+    packages = ("automil", *BUILTIN_PLUGINS.values())
+    for page, text in _pages().items():
+        inline = _inline(text)
+        for match in SPAN.finditer(inline):
+            dotted = DOTTED.match(match.group(1))
+            if dotted and dotted.group(1).split(".")[0] in packages:
+                item = max(inline.rfind(mark, 0, match.start()) for mark in ("\n\n", "\n- ", "\n|"))
+                yield _where(page, text, match.start()), dotted.group(1), inline[item:match.start()]
+
+
+def test_every_module_the_docs_cite_imports():
+    """A name the docs cite as ``automil.x.y`` is a module or an attribute of one; ``automil.<key>`` after
+    the word tag in its item or row is an MLflow tag (docs/tracking.md), not a module."""
+    cited = list(_cited_modules())
+    assert any(name == "automil.evaluation.standardized" for _, name, _ in cited), "the extraction finds nothing"
+    dead = sorted({f"{where}: {name}" for where, name, before in cited if not _resolves(name)
+                   and not (name.count(".") == 1 and re.search(r"\btags?\b", before))})
+    assert not dead, "modules or names the docs cite that do not import:\n" + "\n".join(dead)
+
+
+# --- 3. the README's layer line against the import contracts ---------------------------------------------
+
+LAYER_LINE = "Arrows run one way:"
+STEP = r"(?:\{[\w, ]+\}|\w+)"
+CHAIN = re.compile(rf"{STEP}(?:\s*->\s*{STEP})+")
+
+
+def _derived_contract(sources: list[str] | None = None) -> dict:
+    """The contract over ``sources`` that tests/unit/test_guard_rails.py derives from the layout and adds to
+    pyproject's when CI checks the imports: over the core (no sources given), or the built-in plugins."""
+    spec = importlib.util.spec_from_file_location("guard_rails", ROOT / "tests" / "unit" / "test_guard_rails.py")
+    guard_rails = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(guard_rails)
+    sources = sources or guard_rails.core_modules()
+    found = [c for c in guard_rails.layout_contracts() if sorted(c["source_modules"]) == sorted(sources)]
+    assert len(found) == 1, f"tests/unit/test_guard_rails.py derives no one contract over {sources}"
+    return found[0]
+
+
+def _readme_layer_line() -> str:
+    paragraphs = [" ".join(p.split()) for p in (ROOT / "README.md").read_text().split("\n\n")]
+    lines = [p for p in paragraphs if p.startswith(LAYER_LINE)]
+    assert len(lines) == 1, f"README.md should state its layers once, in a paragraph that starts {LAYER_LINE!r}"
+    return lines[0]
+
+
+def _steps(chain: str) -> list[list[str]]:
+    """``cli -> {tune, track} -> core`` as ``[["cli"], ["track", "tune"], ["core"]]``."""
+    return [sorted(word.strip() for word in step.strip(" {}").split(",")) for step in chain.split("->")]
+
+
+def _contract_layers() -> tuple[list[list[str]], set[frozenset[str]]]:
+    """pyproject's layers contract in the README's form, and the pairs it keeps apart (``a | b``)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    contracts = [c for c in config["contracts"] if c["type"] == "layers"]
+    assert len(contracts) == 1, f"pyproject.toml should hold one layers contract, not {len(contracts)}"
+    layers, apart = [], set()
+    for layer in contracts[0]["layers"]:
+        names = sorted(name.strip().removeprefix("automil.") for name in re.split(r"[|:]", layer))
+        layers.append(names)
+        if "|" in layer:
+            apart |= {frozenset((a, b)) for a in names for b in names if a < b}
+    return layers, apart
+
+
+def test_the_readme_layer_line_states_the_import_contracts():
+    """The README's ``cli -> {tune, track} -> core`` is pyproject's layers contract with the core below it,
+    where the guard rails' derived contract forbids the core every layer above; ``X and Y never import each
+    other`` is an independent layer (``automil.tune | automil.track``)."""
+    line = _readme_layer_line()
+    chains = [_steps(chain) for chain in CHAIN.findall(line)]
+    assert chains, f"no chain of layers (a -> {{b, c}} -> d) in README's {line!r}"
+    layers, apart = _contract_layers()
+    core = _derived_contract()
+    above = {f"automil.{name}" for layer in layers for name in layer}
+    assert set(core["forbidden_modules"]) >= above, (
+        f"the guard rails forbid the core {core['forbidden_modules']}, not every layer above it {sorted(above)}")
+    assert chains[0] == [*layers, ["core"]], (
+        f"README.md's layer line says {chains[0]}, the import contracts {[*layers, ['core']]}")
+    said_apart = {frozenset(pair) for pair in re.findall(r"(\w+) and (\w+) never import each other", line)}
+    assert said_apart == apart, (f"README.md says {sorted(map(sorted, said_apart))} never import each other, "
+                                 f"the contracts keep {sorted(map(sorted, apart))} apart")
+
+
+def test_the_readme_says_plugins_import_the_core_only_as_the_contracts_do():
+    line = _readme_layer_line()
+    chains = [_steps(chain) for chain in CHAIN.findall(line)]
+    assert [["plugins"], ["core"]] in chains, f"README.md's layer line no longer says plugins -> core: {line!r}"
+    plugins = _derived_contract(list(BUILTIN_PLUGINS.values()))
+    layers, _ = _contract_layers()
+    above = {f"automil.{name}" for layer in layers for name in layer}
+    assert set(plugins["forbidden_modules"]) >= above, (
+        f"README.md says plugins import the core only; the guard rails forbid them only {plugins['forbidden_modules']}")
