@@ -218,6 +218,53 @@ def test_every_module_the_docs_cite_imports():
     assert not dead, "modules or names the docs cite that do not import:\n" + "\n".join(dead)
 
 
+# A page cites a part of another by its title: [docs/tune.md](docs/tune.md), "The portfolio"; `tune.md`, "Memory".
+SECTION = re.compile(r'([\w-]+\.md)`?\)?,?\s+(?:section\s+)?"([^"]+)"')
+
+
+def _openings(text: str) -> list[str]:
+    """The headings of a page and the first words of its lines (a part cited by its opening: "Artifacts of
+    the parent run"), without markdown's marks."""
+    lines = [re.sub(r"^(#+|-|\*\*|\|)\s*", "", line.strip()) for line in _inline(text).splitlines()]
+    return [line.replace("`", "").replace("**", "") for line in lines if line]
+
+
+def test_every_section_the_docs_cite_exists():
+    """A title cited after a page is the start of one of its headings or of a line there, so a heading
+    renamed or a part removed fails here."""
+    pages = {page.name: _openings(text) for page, text in _pages().items()}
+    cited, dead = 0, []
+    for page, text in _pages().items():
+        for match in SECTION.finditer(_inline(text)):
+            name, title = match.group(1), " ".join(match.group(2).replace("`", "").split())
+            if name in pages:
+                cited += 1
+                if not any(opening.startswith(title) for opening in pages[name]):
+                    dead.append(f"{_where(page, text, match.start())}: {name}, {title!r}")
+    assert cited >= 20, f"the extraction found only {cited} cited sections"
+    assert not dead, "sections the docs cite that their page does not have:\n" + "\n".join(dead)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_every_link_to_a_heading_finds_it():
+    anchors = {page: {_anchor(h) for h in re.findall(r"^#+\s+(.*)$", _inline(text), re.M)}
+               for page, text in _pages().items()}
+    linked, dead = 0, []
+    for page, text in _pages().items():
+        for match in LINK.finditer(_inline(text)):
+            target, _, anchor = match.group(1).partition("#")
+            if anchor and ":" not in target:
+                linked += 1
+                if anchor not in anchors.get((page.parent / target).resolve() if target else page, set()):
+                    dead.append(f"{_where(page, text, match.start())}: {match.group(1)}")
+    assert linked, "the extraction found no link to a heading"
+    assert not dead, "links to headings their page does not have:\n" + "\n".join(dead)
+
+
 # --- 3. the README's layer line against the import contracts ---------------------------------------------
 
 LAYER_LINE = "Arrows run one way:"
