@@ -3,6 +3,7 @@ and module the docs cite exists, and the README's layer line states the import c
 in the code then fails here instead of leaving a page that sends a reader to nothing."""
 
 import argparse
+import ast
 import fnmatch
 import importlib
 import importlib.util
@@ -176,6 +177,33 @@ def test_the_other_projects_paths_are_still_cited_and_not_ours():
     for path, project in OTHER_PROJECTS.items():
         assert f"`{path}`" in text, f"{path} ({project}'s) is no longer cited: drop it from OTHER_PROJECTS"
         assert not (ROOT / path).exists(), f"{path} is now in this repository: drop it from OTHER_PROJECTS"
+
+
+NAMED = re.compile(r"^([\w/.-]+\.py)(?:::|: )(\w+)$")
+
+
+def _defined(path: Path) -> set[str]:
+    """The functions and classes a module defines, at any depth (``Class::test_method`` names the method)."""
+    return {node.name for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+
+
+def test_every_function_the_docs_name_in_a_file_is_there():
+    """``tests/x.py::test_y`` or ``harness.py: name`` cites a test or helper by name: a rename leaves the doc
+    pointing at nothing. A bare file name is looked for under tests/."""
+    cited, dead = 0, []
+    for page, text in _pages().items():
+        for match in SPAN.finditer(_inline(text)):
+            named = NAMED.match(match.group(1))
+            if not named:
+                continue
+            cited += 1
+            file, name = named.groups()
+            found = [ROOT / file] if (ROOT / file).is_file() else list((ROOT / "tests").rglob(file))
+            if len(found) != 1 or name not in _defined(found[0]):
+                dead.append(f"{_where(page, text, match.start())}: {file} has no {name} ({len(found)} such files)")
+    assert cited, "the extraction found no function named in a file"
+    assert not dead, "functions the docs name that their file does not define:\n" + "\n".join(dead)
 
 
 def _resolves(name: str) -> bool:
