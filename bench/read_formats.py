@@ -2,7 +2,7 @@
 a large float32 set as .npz, as a folder of .npy files and as a folder of .h5 files (target: 10^6 x 128 under
 5 s).
 
-Text: every file of the data directory's MANIFEST.toml, read a few times with ``automil.data.readers.text.read_bags``
+Text: every file of the data directory's MANIFEST.toml, read a few times with ``automil.data.readers.read_bags``
 (checksum not included); prints the best time, MB/s and the ratio to one second.
 
     AUTOMIL_DATA_DIR=../shared/datasets python bench/read_formats.py [--repeat 5]

@@ -1,4 +1,4 @@
-"""The house's guard rails, run as CI runs them: the import contracts (layers cli -> tune -> track -> core,
+"""The house's guard rails, run as CI runs them: the import contracts (layers cli -> {tune, track} -> core,
 no Optuna in tracking, no MLflow in the driver, plugins on the public API only), the linter, no import
 circle, no private name imported across modules, modules of about 400 lines at most, and no trial state
 spelled as a string outside the one module that reads Optuna's, no protocol or allocation compared as a
