@@ -8,7 +8,7 @@ its trial estimated by the probe a run makes (:func:`automil.tune.loop.cost_prob
 time limits those of a fair ``--share``), then runs the trial's three fits in the same worker, each stopped
 at ``--cap`` seconds (then the real seconds are a lower bound, marked ``>``). Prints one row a learner: the
 estimate, the real seconds, their ratio and the probe's fits. The largest ratio measured on sets no reported run uses is
-``PROBE_TOLERANCE`` (automil/tune/schedule/budget.py): how far over its share an estimate may be and the
+``PROBE_TOLERANCE`` (automil/tune/schedule/probe.py): how far over its share an estimate may be and the
 learner still finish within it.
 """
 

@@ -15,27 +15,29 @@ from automil.tune.schedule.budget import (
     FIRST_TRIES,
     GROWTH_RANGE,
     MIN_MARGIN,
-    PROBE_CELLS,
-    PROBE_SHARE,
-    PROBE_TOLERANCE,
     RESERVE_MARGIN,
     LearnerState,
     StudyState,
     contenders,
-    cost_unknown,
     estimated_trial_seconds,
     final_reserve,
     learner_state,
     next_step,
-    over_share,
-    probe_limits,
     run_seconds,
     standing,
     trial_stop,
     tuning_deadline,
-    worth_probing,
 )
 from automil.tune.schedule.ladder import GROWTH_MIN_SECONDS
+from automil.tune.schedule.probe import (
+    PROBE_CELLS,
+    PROBE_SHARE,
+    PROBE_TOLERANCE,
+    cost_unknown,
+    over_share,
+    probe_limits,
+    worth_probing,
+)
 from automil.tune.studies.plan import Plan
 
 SIX_BAGS = RunFolds("d", tuple("abcdef"), np.zeros(6, dtype=int), ())  # a plan's folds, never read here
@@ -73,6 +75,16 @@ def test_a_learner_whose_defaults_completed_nothing_gets_one_more_try_then_waits
     states[1] = LearnerState("failed", (StudyState(trials=FIRST_TRIES),))
     step = next_step(states, 20, 100.0)
     assert step.learner == "ok" and step.phase == "promise"
+
+
+def test_a_first_trial_running_in_another_process_is_not_run_twice():
+    # two processes start together: the second takes the portfolio's next member, not a copy of the first's
+    running = LearnerState("first", (StudyState(trials=1, running=1),))
+    states = [running, learner("second", best=None)]
+    assert next_step(states, 20, 100.0, jobs=2, prior=("first", "second")).learner == "second"
+    # once that trial has ended without a score, the learner gets its second try
+    states[0] = LearnerState("first", (StudyState(trials=1),))
+    assert next_step(states, 20, 100.0, jobs=2, prior=("first", "second")).learner == "first"
 
 
 def test_only_learners_within_the_margin_of_the_leader_contend():

@@ -9,13 +9,8 @@ from typing import NamedTuple
 import numpy as np
 
 from automil.evaluation.folds import bag_sample
-from automil.tune.schedule.budget import (
-    PROBE_FRACTIONS,
-    PROBE_GROWTH,
-    estimated_trial_seconds,
-    over_share,
-    probe_limits,
-)
+from automil.tune.schedule.ladder import estimated_trial_seconds
+from automil.tune.schedule.probe import PROBE_FRACTIONS, PROBE_GROWTH, over_share, probe_limits
 from automil.tune.studies.plan import Plan
 from automil.tune.workers.fits import fit_predict
 from automil.tune.workers.isolation import FitError, FitTimeout
@@ -42,8 +37,8 @@ class Estimate(NamedTuple):
 def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list, seed: int) -> Estimate | None:
     """Fit the defaults on two samples of the first fold's training bags (whole bags, stratified) and
     extrapolate to the trial's fits on ``splits``
-    (:func:`~automil.tune.schedule.budget.estimated_trial_seconds`). A sample's fit passing its small time limit
-    (:func:`~automil.tune.schedule.budget.probe_limits` of ``share``) gives a lower bound, a linear
+    (:func:`~automil.tune.schedule.ladder.estimated_trial_seconds`). A sample's fit passing its small time limit
+    (:func:`~automil.tune.schedule.probe.probe_limits` of ``share``) gives a lower bound, a linear
     extrapolation of that limit. A warm-up fit on two bags of each class comes first and is not timed: the
     first fit of a learner in a worker carries one-time costs (imports, compilation) that would pass for the
     cost of the sample. A growth measured between the two samples (a factor 2 apart, their fits' iterations
@@ -76,7 +71,7 @@ def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list,
 
 def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list):
     """The :func:`probe_estimate` of the trial; raises ``TooSlow`` when it passes ``share`` by more than the
-    probe's own error (:func:`~automil.tune.schedule.budget.over_share`). Without an estimate the trial goes
+    probe's own error (:func:`~automil.tune.schedule.probe.over_share`). Without an estimate the trial goes
     on as usual."""
     estimate = probe_estimate(spec, params, bags, worker, share, splits, plan.options.seed)
     if estimate is not None and over_share(estimate.seconds, share):

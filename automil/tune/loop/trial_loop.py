@@ -25,16 +25,15 @@ from automil.tune.listener import Listener, StudyProgress
 from automil.tune.loop.cost_probe import TooSlow, check_estimate
 from automil.tune.options import Allocation, instance_values
 from automil.tune.schedule.budget import (
-    cost_unknown,
     final_reserve,
     learner_state,
     next_step,
     standing,
     trial_stop,
     tuning_deadline,
-    worth_probing,
 )
 from automil.tune.schedule.ladder import rung_fraction
+from automil.tune.schedule.probe import cost_unknown, worth_probing
 from automil.tune.studies.plan import (
     EPOCH_STEP,
     WARM_START_ATTR,

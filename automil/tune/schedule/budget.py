@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from automil.evaluation.protocol import Protocol
-from automil.records import TrialAttr, TrialRecord
+from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget
 from automil.tune.listener import LearnerStanding, Standing
 from automil.tune.options import Allocation
@@ -41,9 +41,7 @@ from automil.tune.studies.plan import Plan
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
-           "FINAL_SHARE", "worth_probing", "cost_unknown", "over_share", "PROBE_TOLERANCE", "probe_limits",
-           "estimated_trial_seconds", "run_seconds", "PROBE_FRACTIONS", "PROBE_GROWTH", "GROWTH_RANGE", "final_fits",
-           "prior_step"]
+           "FINAL_SHARE", "estimated_trial_seconds", "run_seconds", "GROWTH_RANGE", "final_fits", "prior_step"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -60,23 +58,6 @@ RESERVE_MARGIN = 1.5
 # Shares of --timeout the final evaluation keeps from tuning: its estimated cost (the headline refits and
 # the models), but at least the first (room for repeats) and at most the second (tuning keeps the rest).
 FINAL_SHARE = (0.25, 0.5)
-# Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
-# it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
-# of 10^5 instances of 64 features is above).
-PROBE_CELLS = 4_000_000
-# The probe's two samples, as fractions of a fold's training bags (whole bags, so bag sizes stay the same).
-PROBE_FRACTIONS = (1 / 16, 1 / 8)
-# The steepest growth of a fit's seconds in its instances that two probe samples a factor 2 apart may claim for a
-# learner that declares none: between them a solver's iteration count varies as much as its size does (MI-SVM,
-# 0.19 s then 2.17 s, a measured growth of 3.3), while from the larger sample to all the bags no undeclared
-# learner grew faster than 1.51 (bench/probe_error.py on a set no reported run uses).
-PROBE_GROWTH = 1.5
-# The probe's largest overestimate of a trial's seconds among the learners whose estimate reached a tenth of
-# their share, on two sets no reported run uses (1.39, MI-SVM on 1,500 bags; bench/probe_error.py): an
-# estimate up to this factor over the share may still finish within it (docs/tune.md, "Knowing a learner's cost").
-PROBE_TOLERANCE = 1.4
-# The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
-PROBE_SHARE = 0.1
 # Seconds MLflow takes to log one learner's result (its trials, model and figures; sqlite store, 2 cores).
 LOG_SECONDS = 1.5
 
@@ -87,12 +68,14 @@ class StudyState:
 
     ``trials`` counts the trials toward ``--n-trials`` (running ones included); ``best`` is the best
     value (``None`` without a completed trial); ``stderr`` the standard error of that value (the standard
-    deviation of the best trial's fold scores over the square root of their number).
+    deviation of the best trial's fold scores over the square root of their number); ``running`` the
+    trials among ``trials`` that another process is running now.
     """
 
     trials: int = 0
     best: float | None = None
     stderr: float = 0.0
+    running: int = 0
 
 
 @dataclass(frozen=True)
@@ -207,9 +190,10 @@ def prior_step(learners: list[LearnerState], n_trials: int | None, time_left: fl
 
 def waits_for_defaults(learner: LearnerState, n_trials: int | None) -> bool:
     """Whether the learner has yet to run its defaults (or a second point after defaults that completed
-    nothing) in its study on all folds."""
+    nothing) in its study on all folds. Not while its first trial runs in another process: a second try
+    follows a first that ended without a score, never doubles one still running."""
     main = learner.main
-    return (not learner.too_slow and main.best is None and main.trials < FIRST_TRIES
+    return (not learner.too_slow and main.best is None and main.trials < FIRST_TRIES and main.running == 0
             and (n_trials is None or main.trials < n_trials))
 
 
@@ -258,38 +242,6 @@ def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1,
     seconds = sum(s.expected_seconds * final_fits(folds, protocol) for s in learners
                   if s.main.best is not None and s.expected_seconds is not None)
     return RESERVE_MARGIN * seconds / jobs
-
-
-def worth_probing(values: int, share: float | None) -> bool:
-    """Whether a learner's defaults are first fitted on samples to estimate their cost: only on data of at
-    least ``PROBE_CELLS`` instance ``values``, and only under a fair ``share`` (a budget to spend or save)."""
-    return share is not None and values >= PROBE_CELLS
-
-
-def cost_unknown(trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...]) -> bool:
-    """Whether a trial on all the bags (``fraction`` ``None``) goes in blind to the learner's cost, so that
-    :func:`worth_probing` data has its defaults fitted on samples first: always without a ``ladder``; with one,
-    the first trial of a learner with no rung trial (a flat ladder or the portfolio sends it straight to all
-    the bags)."""
-    if fraction is not None:
-        return False
-    if not ladder:
-        return True
-    return not any(t.attrs.get(TrialAttr.RUNG) is not None or counts_toward_budget(t) for t in trials)
-
-
-def over_share(estimate: float, share: float) -> bool:
-    """Whether a probe's ``estimate`` of a trial passes its ``share`` by more than the probe's own error
-    (``PROBE_TOLERANCE``): a learner is stopped only when it would surely not finish."""
-    return estimate > PROBE_TOLERANCE * share
-
-
-def probe_limits(share: float) -> list[float]:
-    """The time limit of each probe fit: first the warm-up's (a fit on a few bags that bears the one-time
-    costs and is not timed), ``PROBE_SHARE`` of the ``share``; then the samples', another ``PROBE_SHARE`` of it in
-    proportion to their sizes."""
-    total = sum(PROBE_FRACTIONS)
-    return [PROBE_SHARE * share] + [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
 
 
 def run_seconds(studies: list[list[TrialRecord]], run_start: float, now: float) -> float:
@@ -353,7 +305,8 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
             folds = best.attrs.get(TrialAttr.fold(metric)) or []
             if len(folds) > 1:
                 stderr = float(np.std(folds, ddof=1) / np.sqrt(len(folds)))
-        state.append(StudyState(len(counted), None if best is None else best.value, stderr))
+        running = sum(t.state is TrialState.RUNNING for t in counted)
+        state.append(StudyState(len(counted), None if best is None else best.value, stderr, running))
         seconds += sum(_duration(t, now) for t in trials if t.start is not None)
     main = studies[0]
     durations = [_duration(t, now) for t in main if t.finished and t.start is not None and t.end is not None

@@ -1,0 +1,61 @@
+"""When a trial's cost is probed before it spends its share, and how far its estimate may pass the share:
+the policy of the cost probe (:mod:`automil.tune.loop.cost_probe` runs it; ``docs/tune.md``, "Knowing a
+learner's cost before spending its share")."""
+
+from __future__ import annotations
+
+from automil.records import TrialAttr, TrialRecord
+from automil.tune.backend.optuna_trials import counts_toward_budget
+
+__all__ = ["PROBE_CELLS", "PROBE_FRACTIONS", "PROBE_GROWTH", "PROBE_TOLERANCE", "PROBE_SHARE", "worth_probing",
+           "cost_unknown", "over_share", "probe_limits"]
+
+# Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
+# it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
+# of 10^5 instances of 64 features is above).
+PROBE_CELLS = 4_000_000
+# The probe's two samples, as fractions of a fold's training bags (whole bags, so bag sizes stay the same).
+PROBE_FRACTIONS = (1 / 16, 1 / 8)
+# The steepest growth of a fit's seconds in its instances that two probe samples a factor 2 apart may claim for a
+# learner that declares none: between them a solver's iteration count varies as much as its size does (MI-SVM,
+# 0.11 s then 2.79 s, a measured growth of 4.4), while from the larger sample to all the bags no undeclared
+# learner grew faster than 1.51 (bench/probe_error.py on a set no reported run uses).
+PROBE_GROWTH = 1.5
+# The probe's largest overestimate of a trial's seconds among the learners whose estimate reached a tenth of
+# their share, on two sets no reported run uses (1.39, MI-SVM on 1,500 bags; bench/probe_error.py): an
+# estimate up to this factor over the share may still finish within it (docs/tune.md, "Knowing a learner's cost").
+PROBE_TOLERANCE = 1.4
+# The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
+PROBE_SHARE = 0.1
+
+
+def worth_probing(values: int, share: float | None) -> bool:
+    """Whether a learner's defaults are first fitted on samples to estimate their cost: only on data of at
+    least ``PROBE_CELLS`` instance ``values``, and only under a fair ``share`` (a budget to spend or save)."""
+    return share is not None and values >= PROBE_CELLS
+
+
+def cost_unknown(trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...]) -> bool:
+    """Whether a trial on all the bags (``fraction`` ``None``) goes in blind to the learner's cost, so that
+    :func:`worth_probing` data has its defaults fitted on samples first: always without a ``ladder``; with one,
+    the first trial of a learner with no rung trial (a flat ladder or the portfolio sends it straight to all
+    the bags)."""
+    if fraction is not None:
+        return False
+    if not ladder:
+        return True
+    return not any(t.attrs.get(TrialAttr.RUNG) is not None or counts_toward_budget(t) for t in trials)
+
+
+def over_share(estimate: float, share: float) -> bool:
+    """Whether a probe's ``estimate`` of a trial passes its ``share`` by more than the probe's own error
+    (``PROBE_TOLERANCE``): a learner is stopped only when it would surely not finish."""
+    return estimate > PROBE_TOLERANCE * share
+
+
+def probe_limits(share: float) -> list[float]:
+    """The time limit of each probe fit: first the warm-up's (a fit on a few bags that bears the one-time
+    costs and is not timed), ``PROBE_SHARE`` of the ``share``; then the samples', another ``PROBE_SHARE`` of it in
+    proportion to their sizes."""
+    total = sum(PROBE_FRACTIONS)
+    return [PROBE_SHARE * share] + [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
