@@ -297,6 +297,7 @@ def test_a_trial_stops_at_its_share_when_the_share_ends_first_else_at_the_deadli
 def test_a_learner_sent_to_all_the_bags_without_a_rung_is_probed_first():
     ladder = (1 / 16, 1 / 4)
     rung = TrialRecord(0, TrialState.FAIL, None, attrs={"rung": 1 / 16})
+    stopped = TrialRecord(2, TrialState.FAIL, None, attrs={"rung": 1 / 4, "error": "too slow for the budget: ..."})
     counted = TrialRecord(1, TrialState.COMPLETE, 0.7)
     # a flat ladder or the portfolio sends a learner straight to all the bags: its first trial there knows
     # nothing of its cost
@@ -304,6 +305,8 @@ def test_a_learner_sent_to_all_the_bags_without_a_rung_is_probed_first():
     # a rung's trial measured it, or an earlier trial on all the bags did
     assert not cost_unknown([rung], None, ladder)
     assert not cost_unknown([counted], None, ladder)
+    # a rung's trial stopped at its limit measured no cost to go on
+    assert cost_unknown([stopped], None, ladder)
     # a rung's own trial is never probed
     assert not cost_unknown([], 1 / 16, ladder)
     # without a ladder (nested and tuned protocols) every trial on all the bags is probed

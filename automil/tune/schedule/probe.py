@@ -38,13 +38,18 @@ def worth_probing(values: int, share: float | None) -> bool:
 def cost_unknown(trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...]) -> bool:
     """Whether a trial on all the bags (``fraction`` ``None``) goes in blind to the learner's cost, so that
     :func:`worth_probing` data has its defaults fitted on samples first: always without a ``ladder``; with one,
-    the first trial of a learner with no rung trial (a flat ladder or the portfolio sends it straight to all
-    the bags)."""
+    the first trial of a learner without a rung trial that scored (a flat ladder or the portfolio sends it
+    straight to all the bags; a rung's trial stopped at its limit or failed measured no cost to go on)."""
     if fraction is not None:
         return False
     if not ladder:
         return True
-    return not any(t.attrs.get(TrialAttr.RUNG) is not None or counts_toward_budget(t) for t in trials)
+    return not any(_scored_rung(t) or counts_toward_budget(t) for t in trials)
+
+
+def _scored_rung(trial: TrialRecord) -> bool:
+    """A rung's trial that finished without an error: its seconds are the learner's cost on that share."""
+    return trial.attrs.get(TrialAttr.RUNG) is not None and trial.finished and not trial.attrs.get(TrialAttr.ERROR)
 
 
 def over_share(estimate: float, share: float) -> bool:
