@@ -294,23 +294,23 @@ def test_a_trial_stops_at_its_share_when_the_share_ends_first_else_at_the_deadli
     assert trial_stop(100.0, None, np.inf) == (np.inf, False)  # no --timeout
 
 
-def test_a_learner_sent_to_all_the_bags_without_a_rung_is_probed_first():
-    ladder = (1 / 16, 1 / 4)
+def test_a_learner_sent_to_all_the_bags_without_a_rung_is_probed_first_unless_the_portfolio_calls_it():
+    ladder, prior = (1 / 16, 1 / 4), ("member",)
     rung = TrialRecord(0, TrialState.FAIL, None, attrs={"rung": 1 / 16})
     stopped = TrialRecord(2, TrialState.FAIL, None, attrs={"rung": 1 / 4, "error": "too slow for the budget: ..."})
     counted = TrialRecord(1, TrialState.COMPLETE, 0.7)
-    # a flat ladder or the portfolio sends a learner straight to all the bags: its first trial there knows
-    # nothing of its cost
-    assert cost_unknown([], None, ladder)
+    # a flat ladder sends a learner straight to all the bags: its first trial there knows nothing of its cost
+    assert cost_unknown("other", [], None, ladder, prior)
     # a rung's trial measured it, or an earlier trial on all the bags did
-    assert not cost_unknown([rung], None, ladder)
-    assert not cost_unknown([counted], None, ladder)
+    assert not cost_unknown("other", [rung], None, ladder, prior)
+    assert not cost_unknown("other", [counted], None, ladder, prior)
     # a rung's trial stopped at its limit measured no cost to go on
-    assert cost_unknown([stopped], None, ladder)
-    # a rung's own trial is never probed
-    assert not cost_unknown([], 1 / 16, ladder)
-    # without a ladder (nested and tuned protocols) every trial on all the bags is probed
-    assert cost_unknown([counted], None, ())
+    assert cost_unknown("other", [stopped], None, ladder, prior)
+    # the portfolio's members spend their share; a rung's own trial is never probed
+    assert not cost_unknown("member", [], None, ladder, prior)
+    assert not cost_unknown("other", [], 1 / 16, ladder, prior)
+    # without a ladder (nested and tuned protocols) every trial on all the bags is probed, members too
+    assert cost_unknown("member", [counted], None, (), prior)
 
 
 def test_a_probe_stops_a_learner_only_when_its_estimate_passes_the_share_by_more_than_the_probes_error():

@@ -35,16 +35,18 @@ def worth_probing(values: int, share: float | None) -> bool:
     return share is not None and values >= PROBE_CELLS
 
 
-def cost_unknown(trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...]) -> bool:
+def cost_unknown(learner: str, trials: list[TrialRecord], fraction: float | None, ladder: tuple[float, ...],
+                 prior: tuple[str, ...]) -> bool:
     """Whether a trial on all the bags (``fraction`` ``None``) goes in blind to the learner's cost, so that
     :func:`worth_probing` data has its defaults fitted on samples first: always without a ``ladder``; with one,
-    the first trial of a learner without a rung trial that scored (a flat ladder or the portfolio sends it
-    straight to all the bags; a rung's trial stopped at its limit or failed measured no cost to go on)."""
+    the first trial of a learner not in the portfolio (``prior``: called promising, it spends its share) and
+    without a rung trial that scored (a flat ladder sends it straight to all the bags; a rung's trial stopped
+    at its limit or failed measured no cost to go on)."""
     if fraction is not None:
         return False
     if not ladder:
         return True
-    return not any(_scored_rung(t) or counts_toward_budget(t) for t in trials)
+    return learner not in prior and not any(_scored_rung(t) or counts_toward_budget(t) for t in trials)
 
 
 def _scored_rung(trial: TrialRecord) -> bool:
