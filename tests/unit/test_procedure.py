@@ -126,7 +126,7 @@ def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults(
         defaults = TrialRecord(0, TrialState.COMPLETE, 0.8, queued=True,
                                attrs={"fold_balanced_accuracy": [0.8, 0.8, 0.8], "oof_scores": scores.tolist()})
         candidates[name] = Candidate([defaults], [[], [], []], scores={NESTED_SCORES: scores})
-    evaluation = ensemble_nested(plan, Bags.from_list([np.zeros((1, 1))] * 9, y), candidates)
+    evaluation, _ = ensemble_nested(plan, Bags.from_list([np.zeros((1, 1))] * 9, y), candidates)
     assert evaluation.errors == [] and evaluation.tuned_splits == 3
     assert all(s is not None for s in evaluation.nested) and all(v is not None for v in evaluation.inner)
     # each split's inner score is the mean of its two inner folds', over the learners it combined there

@@ -23,8 +23,8 @@ from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_ro
 from automil.tune.studies.plan import Plan
 
 __all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Inner", "Candidate", "Members", "choose_members", "main_members",
-           "ensemble_nested", "ensemble_row", "held_apart_ensemble", "main_oof", "log_scores", "out_of_fold_order",
-           "stored_scores", "loaded_scores"]
+           "ensemble_nested", "ensemble_calibration", "ensemble_row", "held_apart_ensemble", "main_oof", "log_scores",
+           "out_of_fold_order", "stored_scores", "loaded_scores"]
 
 
 ENSEMBLE = RowSpec("ensemble", "ensemble selection over the learners' best trials (Caruana et al., 2004)")
@@ -157,14 +157,35 @@ def choose_members(oof: dict[str, np.ndarray | None], order, y, metric: str) -> 
     return Members(*(list(part) for part in zip(*kept, strict=True)))
 
 
-def ensemble_nested(plan: Plan, bags, candidates: dict[str, Candidate]) -> Evaluation:
+def ensemble_nested(plan: Plan, bags, candidates: dict[str, Candidate]) -> tuple[Evaluation, list[Members | None]]:
     """The ensemble's evaluation with its nested folds filled in (the held-out one under the hold-out
-    protocol, none under the tuned protocol): what :func:`ensemble_row` completes. It needs the members'
-    nested refits."""
+    protocol, none under the tuned protocol): what :func:`ensemble_row` completes; and the members chosen in
+    each outer split (``None`` where none could be), which :func:`ensemble_calibration` scores once the
+    members' held-apart fits are in. It needs the members' nested refits."""
     evaluation = Evaluation(ENSEMBLE.name, ENSEMBLE.plugin, f"{plan.dataset}/{ENSEMBLE.name}", [], None)
-    if plan.options.outer_folds:
-        _nested(plan, bags, candidates, evaluation, np.unique(bags.y))
-    return evaluation
+    if not plan.options.outer_folds:
+        return evaluation, []
+    return evaluation, _nested(plan, bags, candidates, evaluation, np.unique(bags.y))
+
+
+def ensemble_calibration(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Evaluation,
+                         chosen: list[Members | None]) -> None:
+    """Fill in the ensemble's calibration figures of each outer split (``evaluation.calibration``) from the
+    members ``chosen`` there (:func:`ensemble_nested`): calibrated as its model is
+    (tune.final.calibration.calibrated_ensemble), on the log of its probabilities, with the sets of its
+    members' held-apart fits."""
+    classes = np.unique(bags.y)
+    evaluation.calibration = [None] * len(chosen)
+    for i, members in enumerate(chosen):
+        test = np.flatnonzero(plan.folds.tuning == i)
+        predicted = None if members is None else members.predict(candidates, NESTED_SCORES, test, classes)
+        if predicted is None:
+            continue
+        order = out_of_fold_order(plan.folds.tuning, i)
+        oof = {n: candidates[n].inner(plan, i).oof for n in members.names}
+        evaluation.calibration[i] = split_figures(bags, order, test, log_scores(members.combined(oof)),
+                                                  log_scores(predicted[1]), probabilities=False, raw=predicted[1],
+                                                  held_apart=held_apart_ensemble(members, candidates, i))
 
 
 def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Members,
@@ -225,7 +246,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     outer = plan.options.outer_folds
     evaluation.nested, evaluation.inner = [None] * len(outer), [None] * len(outer)
     evaluation.inner_folds, evaluation.members = [None] * len(outer), [None] * len(outer)
-    evaluation.calibration = [None] * len(outer)
+    chosen: list[Members | None] = [None] * len(outer)
     tuned = 0
     for i in outer:
         order = out_of_fold_order(plan.folds.tuning, i)
@@ -235,6 +256,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
             evaluation.errors.append(f"no learner with out-of-fold scores in outer split {i}: no nested figure")
             continue
         tuned += 1
+        chosen[i] = members
         evaluation.inner_folds[i] = _inner_folds(plan, bags, members, oof, i, classes)
         evaluation.inner[i], evaluation.members[i] = mean_std(evaluation.inner_folds[i])[0], members.names
         test = np.flatnonzero(plan.folds.tuning == i)
@@ -245,11 +267,8 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
         y_pred, probas = predicted
         evaluation.nested[i] = fold_scores(bags.y[test], y_pred, probas, classes)
         evaluation.predictions.setdefault(Refit.NESTED, []).append((bags.y[test], y_pred))
-        # calibrated as its model is (tune.final.calibration.calibrated_ensemble): on the log of its probabilities
-        evaluation.calibration[i] = split_figures(bags, order, test, log_scores(members.combined(oof)),
-                                                  log_scores(probas), probabilities=False, raw=probas,
-                                                  held_apart=held_apart_ensemble(members, candidates, i))
     evaluation.tuned_splits = tuned
+    return chosen
 
 
 def held_apart_ensemble(members: Members, candidates: dict[str, Candidate], split: int | None) -> HeldApart | None:

@@ -24,6 +24,7 @@ from automil.tune.final.ensemble_row import (
     Candidate,
     Members,
     ScoreKey,
+    ensemble_calibration,
     ensemble_nested,
     ensemble_row,
     loaded_scores,
@@ -127,7 +128,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     try:
         outer_best = {learner: job.evaluation.outer_best for learner, job in pending.items()}
         run(nested_tasks(plan, outer_best) if nested else _repeat_tasks(plan, pending, 0))
-        ensemble = ensemble_nested(plan, bags, candidates) if members is not None else None
+        ensemble, chosen = ensemble_nested(plan, bags, candidates) if members is not None else (None, [])
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
         choice = choose(list(now.values()))
@@ -152,8 +153,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     for learner, job in pending.items():
         job.evaluation.calibration = outer_calibration(plan, bags, job.spec, candidates[learner],
                                                        job.evaluation.outer_best)
-    if members is not None:  # again, now that its members' held-apart fits are in
-        ensemble = ensemble_nested(plan, bags, candidates)
+    if ensemble is not None:  # now that its members' held-apart fits are in
+        ensemble_calibration(plan, bags, candidates, ensemble, chosen)
     for learner, job in pending.items():
         row = result_row(plan.dataset, options, job.evaluation)
         candidate = candidates[learner]
