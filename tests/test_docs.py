@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Where the repository's own files live: a cited path under one of these is a claim about this repository.
 # Others (/tmp/..., OUT/..., DATASET/LEARNER, another project's src/...) are examples or run outputs.
-REPOSITORY_ROOTS = ("automil", "bench", "docs", "examples", "plugins", "studies", "tests", ".ci")
+REPOSITORY_ROOTS = ("automil", "benchmarks", "docs", "experiments", "examples", "plugins", "studies", "tests", ".ci")
 # Paths of other projects that the docs cite and that look like ours, with the project they belong to.
 # Each must still be cited and must not exist here, so the list cannot outlive its reason.
 OTHER_PROJECTS = {"examples/wsi_classification.ipynb": "torchmil"}
@@ -123,8 +123,8 @@ def _inline(text: str) -> str:
 
 
 def _path_tokens(span: str):
-    """The words of a span that look like a relative path: ``python bench/scale.py run /tmp/x.npz`` gives
-    ``bench/scale.py``; a pytest node (``tests/x.py::test_y``) or a named part (``harness.py: name``) its
+    """The words of a span that look like a relative path: ``python experiments/scale.py run /tmp/x.npz`` gives
+    ``experiments/scale.py``; a pytest node (``tests/x.py::test_y``) or a named part (``harness.py: name``) its
     file."""
     for word in span.split():
         word = word.split("::")[0].rstrip(".,;:)").lstrip("(")

@@ -6,9 +6,9 @@ import functools
 import sys
 
 from automil.cli.common import add_slide_labels, add_tracking_uri, print_table, subcommand
-from automil.evaluation.protocol import Protocol
 from automil.records import DEFAULT_LEVEL, LEVELS, PROCEDURE, CalibrationFigures, LearnerResult, Status
 from automil.records.calibration import level_key
+from automil.records.protocol import Protocol
 from automil.uris import shown_storage
 
 __all__ = ["add_tune", "add_run"]
@@ -30,7 +30,7 @@ def add_tune(commands):
 
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
-    from automil.evaluation.protocol import Protocol
+    from automil.records.protocol import Protocol
     from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
     from automil.tune.options import (
         DEFAULT_FOLDS,
@@ -82,7 +82,7 @@ def _add_tune_options(sub, defaults: bool):
                               "similar other dataset tuned in the same storage")
         sub.add_argument("--portfolio", metavar="PATH", default=d.portfolio,
                          help="the portfolio whose configurations run first, in its order (default: the one "
-                              "automil ships; bench/portfolio.py builds one from a benchmark matrix)")
+                              "automil ships; experiments/portfolio.py builds one from a benchmark matrix)")
         sub.add_argument("--no-portfolio", dest="portfolio", action="store_const", const=None,
                          help="start every learner from its plugin's defaults, cheapest first, instead of the "
                               "portfolio's configurations for data of this kind, in the portfolio's order")

@@ -58,7 +58,7 @@ def vlad_space(trial) -> dict:
 
 
 # The estimators' defaults as points of the spaces above, by learner: the first trial of every new study. The
-# defaults were chosen on data sets the accuracy page does not report (bench/embedding_defaults.py).
+# defaults were chosen on data sets the accuracy page does not report (experiments/embedding_defaults.py).
 FIRST_TRIALS = {"bag-stats": {"statistics": "mean+max+min+std", "classifier": "extra-trees",
                               "max_features_kind": "sqrt", "n_estimators": 300, "min_samples_leaf": 1},
                 "miles": {"gamma": 1.0, "C": 1.0},

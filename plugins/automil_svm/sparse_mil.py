@@ -113,7 +113,7 @@ class SBMIL(MaxInstanceMixin, OneVsRestBagSVM):
     threshold : "fit" or float, default=0.0
         The cut on the bag score above which a bag is positive, as SIL's and sMIL's, but the published
         cut at 0 by default: fitting it on the training bags (their default) did not help sbMIL on the
-        sets not reported in docs/accuracy-svm.md (bench/default_choices.py)."""),
+        sets not reported in docs/accuracy-svm.md (experiments/default_choices.py)."""),
         references=_REFERENCE)
 
     def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, scale_C=False, solver="auto",

@@ -137,7 +137,7 @@ def test_without_torch_automil_learners_says_in_one_line_how_to_get_the_deep_lea
 
 
 def test_on_a_slide_cohort_the_defaults_train_past_the_minimum_epochs_and_predict_both_classes(tmp_path):
-    # A small cohort as bench/deep_cohorts.py writes it (slides of ~160 patches, a patient's slides on one
+    # A small cohort as experiments/deep_cohorts.py writes it (slides of ~160 patches, a patient's slides on one
     # side of every split): a few dozen held-out slides used to stop training after 1 to 3 epochs, and a
     # network trained that long gave every slide one class.
     from automil_datasets.slides import write_slide_set

@@ -51,7 +51,7 @@ EXCEPTIONS = {
 def _dataset_table(dataset: str) -> dict:
     """Accuracy (%) of every learner and kernel setting on one dataset, and the fit time in seconds."""
     import automil
-    from automil.evaluation.standardized import cross_validated_predictions
+    from automil.evaluation.cross_validation import cross_validated_predictions
 
     bags = automil.load_bags(dataset)
     table = {}
@@ -103,7 +103,7 @@ def test_accuracy_is_within_three_points_of_the_peer_or_above_its_documented_flo
 # at 0 gives one class for (nearly) every test fold: SIL and sMIL on digits-bags (10% witness rate), sMIL
 # with the RBF kernel on the classic sets. The published rule on the same folds is the peer: 50.0, 51.0
 # (digits-bags) and 48.9, 50.0, 50.0, 50.0 (RBF musk1 ... tiger), one class on 9 or 10 of the 10 folds
-# (bench/default_choices.py, docs/accuracy-svm.md). The floor is chance plus 2 standard errors of a 10-fold
+# (experiments/default_choices.py, docs/accuracy-svm.md). The floor is chance plus 2 standard errors of a 10-fold
 # accuracy on 200 bags (2 x 3.5 points), and no fold may be one class; the fitted cut measures 59.0 (fox)
 # to 82.0 on these cells.
 ONE_CLASS_CASES = [("sil", "digits-bags", {}), ("smil", "digits-bags", {}),
@@ -115,7 +115,7 @@ ONE_CLASS_CASES = [("sil", "digits-bags", {}), ("smil", "digits-bags", {}),
                          ids=[f"{n}-{d}-{p.get('kernel', 'linear')}" for n, d, p in ONE_CLASS_CASES])
 def test_sil_and_smil_defaults_never_predict_one_class(data_dir, learner, dataset, params):
     import automil
-    from automil.evaluation.standardized import cross_validated_predictions
+    from automil.evaluation.cross_validation import cross_validated_predictions
 
     bags = automil.load_bags(dataset)
     predicted, folds, _ = cross_validated_predictions(automil.get_learner(learner).build(**params), bags)

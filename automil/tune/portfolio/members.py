@@ -1,4 +1,4 @@
-"""The portfolio automil ships (``portfolio.json``, built by ``bench/portfolio.py``) and the members a data
+"""The portfolio automil ships (``portfolio.json``, built by ``experiments/portfolio.py``) and the members a data
 set gets: those of its regime, in the order they were chosen.
 
 A regime is a range of the mean bag size: small bags (a few instances, the classic benchmarks) and large bags

@@ -19,10 +19,10 @@ PROBE_FRACTIONS = (1 / 16, 1 / 8)
 # The steepest growth of a fit's seconds in its instances that two probe samples a factor 2 apart may claim for a
 # learner that declares none: between them a solver's iteration count varies as much as its size does (MI-SVM,
 # 0.11 s then 2.79 s, a measured growth of 4.4), while from the larger sample to all the bags no undeclared
-# learner grew faster than 1.51 (bench/probe_error.py on a set no reported run uses).
+# learner grew faster than 1.51 (experiments/probe_error.py on a set no reported run uses).
 PROBE_GROWTH = 1.5
 # The probe's largest overestimate of a trial's seconds among the learners whose estimate reached a tenth of
-# their share, on two sets no reported run uses (1.39, MI-SVM on 1,500 bags; bench/probe_error.py): an
+# their share, on two sets no reported run uses (1.39, MI-SVM on 1,500 bags; experiments/probe_error.py): an
 # estimate up to this factor over the share may still finish within it (docs/tune.md, "Knowing a learner's cost").
 PROBE_TOLERANCE = 1.4
 # The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
