@@ -33,19 +33,34 @@ PEER = {
 # The floor of every cell is the peer's accuracy minus 3 points (docs/published.md, section 4: within 3
 # points of the peer run on the same folds). Cells below that carry their own floor and the reason
 # (docs/accuracy-svm.md explains each in full); the floor then guards against regressions.
-CHANCE = 47.0  # a 50/50 task, minus the 3-point tolerance
 EXCEPTIONS = {
     # sMIL divides C by the class counts (docs/algorithms.md 8, 16.5); the peer ran misvm with scale_C=False,
     # which drops that division, so at C = 1 or 10 our sMIL is regularized several hundred times harder
     # and mostly predicts the negative class. sbMIL inherits the difference through its stage 1.
-    ("smil", "linear", "elephant"): CHANCE,
-    ("smil", "rbf", "musk1"): CHANCE,
-    ("smil", "rbf", "tiger"): CHANCE,
     ("sbmil", "linear", "musk1"): 60.0,
     # mi-SVM is a local search over instance labels: solvers that differ within their tolerances (misvm's
     # QP and bias rule vs liblinear) land on different fixed points; 5 points is 1.7 standard errors here.
     ("mi-svm", "linear", "elephant"): 71.0,
 }
+# Where that C convention leaves sMIL at chance, no floor above chance holds, so those cells are strict
+# expected failures: they fail the run the day they reach the peer less 3 points. Seed-0 folds and
+# deterministic solvers: the same figures every run. sMIL's regression guard is its default bag cut,
+# test_sil_and_smil_defaults_never_predict_one_class below (at least 57%, chance plus 2 standard errors).
+AT_CHANCE = {
+    ("smil", "linear", "elephant"): "53.0% (peer 67.5): the negative class for every bag of 3 of the 10 folds",
+    ("smil", "rbf", "musk1"): "48.9% (peer 58.7): every bag negative on every fold",
+    ("smil", "rbf", "tiger"): "50.0% (peer 54.5): every bag negative on every fold",
+}
+
+
+def _cell(learner: str, setting: str, dataset: str):
+    # musk1 (476 instances) by default; the three sets of about 1300 instances on demand (pytest -m slow):
+    # the whole table was a minute and a half of the default run.
+    marks = [] if dataset == "musk1" else [pytest.mark.slow]
+    if (learner, setting, dataset) in AT_CHANCE:
+        marks.append(pytest.mark.xfail(strict=True, reason="sMIL's C is divided by the class counts, the peer's "
+                                       f"is not: {AT_CHANCE[learner, setting, dataset]}"))
+    return pytest.param(learner, setting, dataset, marks=marks, id=f"{learner}-{setting}-{dataset}")
 
 
 def _dataset_table(dataset: str) -> dict:
@@ -86,11 +101,8 @@ def accuracy(data_dir, request):
 
 
 @pytest.mark.accuracy
-# musk1 (476 instances) by default; the three sets of about 1300 instances on demand (pytest -m slow): the
-# whole table was a minute and a half of the default run.
-@pytest.mark.parametrize("dataset", [pytest.param(d, marks=[] if d == "musk1" else [pytest.mark.slow])
-                                     for d in DATASETS])
-@pytest.mark.parametrize(("learner", "setting"), list(PEER))
+@pytest.mark.parametrize(("learner", "setting", "dataset"),
+                         [_cell(learner, setting, dataset) for dataset in DATASETS for learner, setting in PEER])
 def test_accuracy_is_within_three_points_of_the_peer_or_above_its_documented_floor(accuracy, learner,
                                                                                     setting, dataset):
     peer = PEER[learner, setting][DATASETS.index(dataset)]
