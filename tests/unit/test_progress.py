@@ -2,6 +2,7 @@
 lines per learner."""
 
 import io
+import re
 
 from automil.cli.progress import Progress
 from automil.records import Headline, LearnerResult, TrialCounts, TrialRecord, TrialState
@@ -48,12 +49,16 @@ def test_on_a_terminal_every_learner_has_a_live_bar_with_its_trials_best_and_pha
     assert not progress.bars, "tuning ended: the bars are gone"
 
 
-def test_the_learner_lines_stay():
-    stream = io.StringIO()
-    progress = Progress(stream)
+def _finish_sil(progress: Progress):
     progress.tuned(StudyProgress("sil", None, 6, 20, "accuracy", TRIALS))
     progress.learner_done(LearnerResult(learner="sil", status="ok", counts=TrialCounts(trials=4, timed_out=1),
                                         headline=Headline(kind="nested", balanced_accuracy=0.8)))
+
+
+def test_each_finished_learner_gets_one_line_with_its_status_trials_and_headline_figure():
+    stream = io.StringIO()
+    progress = Progress(stream)
+    _finish_sil(progress)
     progress.learner_done(LearnerResult(learner="nsk", status="T/O", counts=TrialCounts(trials=2, timed_out=2),
                                         headline=Headline(kind="nested")))
     lines = stream.getvalue().splitlines()
@@ -61,3 +66,17 @@ def test_the_learner_lines_stay():
                                "tuning accuracy 0.812 [0:0")
     assert lines[1].startswith("  sil: ok, 4 trials (1 T/O), nested BACC 0.800 [")
     assert lines[2].startswith("  nsk: T/O, 2 trials (2 T/O), nested BACC - [")
+
+
+def test_on_a_terminal_a_finished_learner_clears_the_live_bars_and_its_lines_stay_below_them():
+    stream = Terminal()
+    progress = Progress(stream)
+    progress.standing(STANDING)
+    _finish_sil(progress)
+    # The bars are erased (carriage returns and cursor-up over blanked lines); what follows the last of
+    # those moves is what stays on the screen: the learner's two lines and nothing drawn over them.
+    kept = re.split(r"\r|\x1b\[A", stream.getvalue())[-1].splitlines()
+    assert [line.rsplit(" [", 1)[0] for line in kept] == [
+        "automil: sil: tuned, 4 trials on all folds (1 pruned, 1 T/O, 0 failed), best tuning accuracy 0.812",
+        "  sil: ok, 4 trials (1 T/O), nested BACC 0.800"]
+    assert not progress.bars
