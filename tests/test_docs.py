@@ -15,7 +15,7 @@ from automil.cli.main import build_parser
 from automil.plugins import BUILTIN_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 # Where the repository's own files live: a cited path under one of these is a claim about this repository.
 # Others (/tmp/..., OUT/..., DATASET/LEARNER, another project's src/...) are examples or run outputs.
 REPOSITORY_ROOTS = ("automil", "benchmarks", "docs", "experiments", "examples", "plugins", "studies", "tests", ".ci")
@@ -368,3 +368,133 @@ def test_the_readme_says_plugins_import_the_core_only_as_the_contracts_do():
     above = {f"automil.{name}" for layer in layers for name in layer}
     assert set(plugins["forbidden_modules"]) >= above, (
         f"README.md says plugins import the core only; the guard rails forbid them only {plugins['forbidden_modules']}")
+
+
+# --- 4. the plugin page, the index and the code's citations of the docs -----------------------------------
+
+PLUGIN_PAGE = ROOT / "docs" / "plugins.md"
+INDEX = ROOT / "docs" / "index.md"
+
+
+def _hooks() -> list[str]:
+    """The hooks ``automil/hookspecs.py`` declares: its functions marked ``@hookspec``."""
+    tree = ast.parse((ROOT / "automil" / "hookspecs.py").read_text())
+    return [node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+            and any(isinstance(d, ast.Name) and d.id == "hookspec" for d in node.decorator_list)]
+
+
+def _sections(text: str) -> dict[str, str]:
+    """The page cut at its headings: heading text (without ``#``) -> the text up to the next heading."""
+    masked = FENCE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)  # a `#` line in a fence is no heading
+    headings = list(re.finditer(r"^#+\s+(.*)$", masked, re.M))
+    ends = [h.start() for h in headings[1:]] + [len(text)]
+    return {h.group(1).strip(): text[h.end():end] for h, end in zip(headings, ends, strict=True)}
+
+
+def _python_blocks(text: str) -> list[str]:
+    return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
+
+
+def test_every_hook_has_a_heading_with_an_example_on_the_plugin_page():
+    """Each hook of automil/hookspecs.py heads a section of docs/plugins.md whose example implements it:
+    a hook added without its documentation fails here."""
+    hooks = _hooks()
+    assert len(hooks) >= 3, f"the walk over automil/hookspecs.py found only {hooks}"
+    sections = _sections(PLUGIN_PAGE.read_text())
+    missing = []
+    for hook in hooks:
+        section = next((body for title, body in sections.items() if title.startswith(hook)), None)
+        if section is None:
+            missing.append(f"{hook}: no heading")
+            continue
+        examples = [ast.parse(block) for block in _python_blocks(section)]
+        implemented = [node for tree in examples for node in ast.walk(tree)
+                       if isinstance(node, ast.FunctionDef) and node.name == hook
+                       and any(ast.unparse(d) == "automil.hookimpl" for d in node.decorator_list)]
+        if not implemented:
+            missing.append(f"{hook}: no example marked @automil.hookimpl under its heading")
+    assert not missing, "hooks docs/plugins.md does not document:\n" + "\n".join(missing)
+
+
+def test_the_plugin_page_examples_register_a_working_dataset_and_format(tmp_path, monkeypatch):
+    """The examples of register_datasets and register_formats, loaded as a plugin of their own, give a
+    dataset ``automil.load_bags`` builds and a format it reads, detected and by an alias."""
+    import types
+
+    import automil
+    from automil import plugins
+
+    sections = _sections(PLUGIN_PAGE.read_text())
+    plugin = types.ModuleType("docs_plugin_example")
+    for hook in ("register_datasets", "register_formats"):
+        section = next(body for title, body in sections.items() if title.startswith(hook))
+        for block in _python_blocks(section):
+            exec(compile(block, f"docs/plugins.md ({hook})", "exec"), plugin.__dict__)  # noqa: S102 - our own page
+    monkeypatch.setenv("AUTOMIL_LOAD_PLUGINS", "")
+    plugins.reset()
+    try:
+        plugins.plugin_manager().register(plugin, name="docs-example")
+        assert automil.load_bags("my-bags").n_bags == 120
+        path = tmp_path / "two.tsv"
+        path.write_text("#bag-tsv\na\t1\t1.0\t2.0\na\t1\t0.5\t0.1\nb\t0\t3\t4\n")
+        bags = automil.load_bags(path)
+        assert (bags.n_bags, bags.n_features, list(bags.y)) == (2, 2, [1, 0])
+        assert automil.load_bags(path, format="tsv").n_bags == 2
+    finally:
+        plugins.reset()
+
+
+def test_the_index_names_every_page():
+    """docs/index.md links every page of docs/ (reference/ included), so a new page is findable."""
+    linked = {(INDEX.parent / m.group(1).split("#")[0]).resolve() for m in LINK.finditer(INDEX.read_text())}
+    pages = {page.resolve() for page in (ROOT / "docs").rglob("*.md")} - {INDEX.resolve()}
+    assert len(pages) >= 15, f"the walk over docs/ found only {len(pages)} pages"
+    unnamed = sorted(page.relative_to(ROOT).as_posix() for page in pages - linked)
+    assert not unnamed, f"pages docs/index.md does not name: {unnamed}"
+
+
+def test_every_relative_link_of_the_docs_finds_its_file():
+    """A link between pages (``[tune.md](../tune.md)``, ``[docs/data.md](docs/data.md)``) resolves to a file
+    from the page that holds it."""
+    linked, dead = 0, []
+    for page, text in _pages().items():
+        for match in LINK.finditer(_inline(text)):
+            target = match.group(1).split("#")[0]
+            if target and ":" not in target:
+                linked += 1
+                if not (page.parent / target).exists():
+                    dead.append(f"{_where(page, text, match.start())}: {match.group(1)}")
+    assert linked >= 50, f"the extraction found only {linked} relative links"
+    assert not dead, "links to files that are not there:\n" + "\n".join(dead)
+
+
+# ``(docs/tune.md, "Shareable folds")``, ``docs/tune.md`` ("Budget"), ``docs/tune.md "Budget"`` in a comment.
+CODE_CITATION = re.compile(r'docs/([\w/-]+\.md)`{0,2}(?:,\s*|\s+\(?|\s*\()\\?"([^"\\(){}=]{1,80})\\?"')
+CODE_CITING = ("automil", "plugins", "studies", "benchmarks", "experiments", "bench", "examples")
+
+
+def _code_citations():
+    """``(where, page, title or None)`` for each ``docs/X.md`` the code, the study files and the scripts name."""
+    for top in CODE_CITING:
+        for path in sorted((ROOT / top).rglob("*")) if (ROOT / top).is_dir() else []:
+            if path.suffix not in (".py", ".toml") or "__pycache__" in path.parts:
+                continue
+            text = path.read_text()
+            for match in re.finditer(r"docs/([\w/-]+\.md)", text):
+                where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, match.start()) + 1}"
+                cited = CODE_CITATION.match(text, match.start())
+                title = " ".join(re.sub(r"\n\s*#", " ", cited.group(2)).split()) if cited else None
+                yield where, match.group(1), title
+
+
+def test_every_page_and_section_the_code_cites_exists():
+    """A docstring, comment, help text or error message that sends a reader to ``docs/X.md`` (and a section
+    of it by its title) sends them to a page that has it: moving a section fails here until the code is
+    pointed at its new page."""
+    openings = {page.relative_to(ROOT / "docs").as_posix(): _openings(text) for page, text in _pages().items()
+                if page.is_relative_to(ROOT / "docs")}
+    cited = list(_code_citations())
+    assert len(cited) >= 30 and any(title for _, _, title in cited), "the extraction finds no citation"
+    dead = [f"{where}: docs/{page}" + (f", {title!r}" if title else "") for where, page, title in cited
+            if page not in openings or (title and not any(o.startswith(title) for o in openings[page]))]
+    assert not dead, "pages or sections the code cites that docs/ does not have:\n" + "\n".join(dead)
