@@ -26,8 +26,9 @@ from pathlib import Path
 def trial_overhead(dataset: str, learner: str, n_trials: int, storage: str):
     import optuna
 
-    from automil.tune import TuneOptions, study_name, tune
+    from automil.tune import TuneOptions, tune
     from automil.tune.backend.optuna_storage import open_storage
+    from automil.tune.studies.creation import study_name
 
     options = TuneOptions(n_trials=n_trials, timeout=None, protocol="tuned", repeats=1, track=False,
                           storage=storage)

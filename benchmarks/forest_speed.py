@@ -13,18 +13,19 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from pathlib import Path
 
 import numpy as np
-from forest_accuracy import load  # bench/ is on sys.path when this script runs
 from sklearn.ensemble import RandomForestClassifier
 
-from automil import Bags
+from automil import Bags, load_bags
 from automil_datasets.synthetic import make_synthetic_bags
 from automil_forests.blrt import BLRTClassifier
 from automil_forests.forest import resolve_max_features
 from automil_forests.mirf import MIRFClassifier
 
 N_TREES = 100
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
 def best_time(fit, repeats: int, clock=time.process_time) -> float:
@@ -126,7 +127,8 @@ def main():
     parser.add_argument("--max-bags", type=int, default=4000,
                         help="largest size of the scaling table (sizes double from 250)")
     args = parser.parse_args()
-    fox = load("fox")
+    os.environ.setdefault("AUTOMIL_DATA_DIR", str(SHARED_DATA))
+    fox = load_bags("fox")
     MIRFClassifier(2).fit(make_synthetic_bags(20))  # compile (or load the numba cache) outside the timings
     BLRTClassifier(2).fit(make_synthetic_bags(20))
     if args.only in (None, "sklearn"):

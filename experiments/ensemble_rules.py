@@ -30,12 +30,12 @@ import numpy as np
 import optuna
 
 from automil import load_bags
+from automil.evaluation.metrics import log_loss, score
 from automil.records import TrialAttr
 from automil.tune.backend.optuna_storage import open_storage
 from automil.tune.backend.optuna_trials import best_trial, records
-from automil.tune.final.ensemble_row import NESTED_SCORES, _out_of_fold_order
+from automil.tune.final.ensemble_row import NESTED_SCORES, out_of_fold_order
 from automil.tune.final.ensemble_selection import ROUNDS, calibrate, calibrated, select
-from automil.evaluation.metrics import log_loss, score
 from automil.tune.final.evaluation import StoredResult
 
 METRIC = "balanced_accuracy"
@@ -109,7 +109,7 @@ def compare(dataset: str, storage_url: str) -> dict:
     folds = {rule: [] for rule in RULES}
     outer = []  # per outer split: y index of its test bags, each learner's calibrated probabilities of them
     for i in range(int(assignment.max()) + 1):
-        order = _out_of_fold_order(assignment, i)
+        order = out_of_fold_order(assignment, i)
         y_index = np.searchsorted(classes, y[order])
         members = []
         for n in names:

@@ -3,7 +3,8 @@
     python experiments/portfolio.py build [--storage journal:portfolio.journal]    # matrix, then select, then regret
     python experiments/portfolio.py matrix [--storage journal:portfolio.journal] [--points 1] [--fit-timeout 30]
                                      [--shard 0/1] [--task NAME ...]
-    python experiments/portfolio.py select [--storage journal:portfolio.journal] [--out automil/tune/portfolio/portfolio.json]
+    python experiments/portfolio.py select [--storage journal:portfolio.journal]
+                                           [--out automil/tune/portfolio/portfolio.json]
     python experiments/portfolio.py regret [--storage journal:portfolio.journal]
 
 ``matrix`` scores every configuration (each built-in learner's defaults, then ``--points`` points of its search

@@ -12,7 +12,8 @@ approach.
     python experiments/scale.py generate [--sizes 1e4 1e5 1e6] [--bags N ...] [--features 64] [--layout npz|folder]
                                    [--out DIR]
     python experiments/scale.py generate --sizes 1e5 1e6 --bags 1000 4000    # the sets of more and smaller bags
-    python experiments/scale.py run DATA [--timeout 600] [--workdir DIR] [more automil tune options, e.g. --learner bag-stats]
+    python experiments/scale.py run DATA [--timeout 600] [--workdir DIR]
+                                    [more automil tune options, e.g. --learner bag-stats]
     python experiments/scale.py read DATA [--labels CSV --groups case_id]
     python experiments/scale.py cohort [--slides 100 300 1000] [--witness-shares 0.01 0.03 0.1] [--patches 60 180]
                                  [--features 64] [--layout trident|clam] [--seed 0] [--out DIR]
