@@ -19,11 +19,12 @@ from importlib.metadata import entry_points
 import pluggy
 
 from automil import hookspecs
-from automil.data.readers import builtin as builtin_formats
 
 ENTRY_POINT_GROUP = "automil"
 LOAD_PLUGINS_ENV = "AUTOMIL_LOAD_PLUGINS"
 CORE_FORMATS = "automil"  # the plugin name of the built-in readers
+# The core's readers, loaded by module name like the built-in plugins: the manager sits below what it loads.
+CORE_FORMATS_MODULE = "automil.data.readers.builtin"
 BUILTIN_PLUGINS = {
     "datasets": "automil_datasets",
     "svm": "automil_svm",
@@ -83,7 +84,8 @@ def _allowed() -> set[str] | None:
 def _load_plugins() -> pluggy.PluginManager:
     pm = pluggy.PluginManager("automil")
     pm.add_hookspecs(hookspecs)
-    pm.register(builtin_formats, name=CORE_FORMATS)  # the core's own readers: not a plugin one can leave out
+    # the core's own readers: not a plugin one can leave out
+    pm.register(importlib.import_module(CORE_FORMATS_MODULE), name=CORE_FORMATS)
     pm.load_failures = {}
     pm.plugin_versions = {}
     allowed = _allowed()

@@ -8,7 +8,7 @@ from mlflow import MlflowClient
 from automil.cli.main import main
 from automil.evaluation.calibrated import CalibrationBags
 from automil.evaluation.calibration_figures import held_out_figures
-from automil.evaluation.standardized import FoldScores
+from automil.evaluation.metrics import FoldScores
 from automil.records import LearnerResult, Status, TrialRecord, TrialState
 from automil.track import Tracker
 from automil.tune.final.leaderboard import Evaluation, Refit, result_row

@@ -11,7 +11,7 @@ from automil.data.datasets import dataset_name, load_bags
 from automil.tune.backend.optuna_storage import open_storage
 from automil.tune.driver import tune
 from automil.tune.options import TuneOptions
-from automil.tune.studies.plan import changed_data_note
+from automil.tune.studies.creation import changed_data_note
 
 
 def _write_bags(path, seed: int):

@@ -327,10 +327,11 @@ def _steps(chain: str) -> list[list[str]]:
 
 
 def _contract_layers() -> tuple[list[list[str]], set[frozenset[str]]]:
-    """pyproject's layers contract in the README's form, and the pairs it keeps apart (``a | b``)."""
+    """pyproject's layers contract over the packages in the README's form, and the pairs it keeps apart
+    (``a | b``); the contracts inside one package (``containers``) are the layers of its parts."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
-    contracts = [c for c in config["contracts"] if c["type"] == "layers"]
-    assert len(contracts) == 1, f"pyproject.toml should hold one layers contract, not {len(contracts)}"
+    contracts = [c for c in config["contracts"] if c["type"] == "layers" and not c.get("containers")]
+    assert len(contracts) == 1, f"pyproject.toml should hold one layers contract over packages, not {len(contracts)}"
     layers, apart = [], set()
     for layer in contracts[0]["layers"]:
         names = sorted(name.strip().removeprefix("automil.") for name in re.split(r"[|:]", layer))

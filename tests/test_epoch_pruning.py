@@ -12,7 +12,7 @@ from driver_support import plugin_env, plugin_site
 
 import automil
 from automil.tune.backend.optuna_storage import open_storage
-from automil.tune.studies.plan import EPOCH_STARTUP_TRIALS, EPOCH_STEP, EPOCH_WARMUP
+from automil.tune.studies.pruner import EPOCH_STARTUP_TRIALS, EPOCH_STEP, EPOCH_WARMUP
 
 EPOCHS = 12  # the test learner's epochs (automil_testlearners.learners.EPOCHS)
 

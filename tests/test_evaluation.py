@@ -9,7 +9,8 @@ from sklearn.base import clone
 from automil import plugins
 from automil.bags import Bags
 from automil.evaluation.folds import bag_folds, fold_digest, fold_splits, repeat_seeds
-from automil.evaluation.standardized import FoldScores, Standardized, fold_scores, instance_scaling, mean_std
+from automil.evaluation.metrics import FoldScores, fold_scores, mean_std
+from automil.evaluation.standardized import Standardized, instance_scaling
 from automil.tune.workers.fits import fit_predict
 
 

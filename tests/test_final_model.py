@@ -10,7 +10,7 @@ from mlflow import MlflowClient
 
 from automil.track import Tracker
 from automil.tune.driver import tune
-from automil.tune.final.refits import RESULT_ATTR
+from automil.tune.final.evaluation import RESULT_ATTR
 from automil.tune.options import TuneOptions
 
 

@@ -82,7 +82,7 @@ def test_a_study_made_for_two_objectives_refuses_a_run_with_one(pareto_run, fres
     from automil import load_bags, plugins
     from automil.evaluation.folds_file import RunFolds
     from automil.tune.options import TuneOptions
-    from automil.tune.studies.plan import prepare_studies
+    from automil.tune.studies.creation import prepare_studies
 
     tmp_path = pareto_run[0]
     load_in_process(fresh_plugins, tmp_path / "records")  # the built-in plugins come back after the test

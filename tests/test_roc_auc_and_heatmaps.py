@@ -10,10 +10,11 @@ from sklearn.metrics import roc_auc_score
 import automil
 from automil.data.datasets import load_bags
 from automil.evaluation.calibrated import calibrate_model
-from automil.evaluation.heatmaps import write_heatmaps
-from automil.evaluation.prediction import predict_bags
-from automil.evaluation.standardized import Standardized, fold_scores, roc_auc
-from automil.tune.final.ensemble_selection import Ensemble, bag_scores, calibrate, calibrated, score
+from automil.evaluation.heatmap_drawing import write_heatmaps
+from automil.evaluation.metrics import fold_scores, roc_auc, score
+from automil.evaluation.prediction import bag_scores, predict_bags
+from automil.evaluation.standardized import Standardized
+from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated
 from automil_datasets.slides import CLASSES, in_witness_region, write_slide_set
 
 

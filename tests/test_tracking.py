@@ -14,7 +14,8 @@ from sklearn.metrics import accuracy_score, balanced_accuracy_score
 import automil
 from automil import BagClassifier, LearnerSpec, cli
 from automil.evaluation.folds import bag_folds, fold_splits
-from automil.evaluation.standardized import Standardized, fold_scores, mean_std
+from automil.evaluation.metrics import fold_scores, mean_std
+from automil.evaluation.standardized import Standardized
 from automil.records import Headline, LearnerResult, ModelRecord, TrialCounts, Tuning
 from automil.track import Tracker
 from automil.track.store.mlflow_store import Store

@@ -346,11 +346,12 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     from automil.evaluation.folds_file import RunFolds
     from automil.track import Tracker
     from automil.track.writing.model import load_estimator
-    from automil.tune.final.refits import final_evaluation
+    from automil.tune.final.evaluation import final_evaluation
     from automil.tune.listener import Silent
     from automil.tune.options import TuneOptions
     from automil.tune.recording import TrackingRecorder
-    from automil.tune.studies.plan import Plan, prepare_studies
+    from automil.tune.studies.creation import prepare_studies
+    from automil.tune.studies.plan import Plan
     from automil.tune.tracking import open_tracking
     from automil.tune.workers.fits import fit_worker
 

@@ -17,7 +17,7 @@ from automil.tune.driver import tune
 from automil.tune.listener import Silent
 from automil.tune.options import TuneOptions
 from automil.tune.studies.meta_features import MetaFeatures
-from automil.tune.studies.plan import WARM_START_ATTR, warm_start, warm_start_note
+from automil.tune.studies.warm_start import WARM_START_ATTR, warm_start, warm_start_note
 
 SPACE = {"C": FloatDistribution(1e-2, 1e2, log=True), "kernel": CategoricalDistribution(["linear", "rbf"])}
 HERE = MetaFeatures(n_bags=200, n_instances=1300, mean_bag_size=6.5, n_features=230, n_classes=2, sparsity=0.1)

@@ -40,8 +40,8 @@ def add_predict(commands):
 
 def _run_predict(args) -> int:
     from automil.data.datasets import load_bags
+    from automil.evaluation.metrics import fold_scores
     from automil.evaluation.prediction import predict_bags
-    from automil.evaluation.standardized import fold_scores
     from automil.track import default_tracking_uri
     from automil.track.writing.model import load_estimator
 
@@ -56,7 +56,7 @@ def _run_predict(args) -> int:
     except ValueError as error:
         raise ValueError(f"model {args.model!r}: {error}") from None
     if args.heatmaps:
-        from automil.evaluation.heatmaps import write_heatmaps
+        from automil.evaluation.heatmap_drawing import write_heatmaps
 
         written = write_heatmaps(model, bags, predictions, args.heatmaps)
         pictures = sum(files.picture is not None for files in written)

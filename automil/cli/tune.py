@@ -31,13 +31,13 @@ def add_tune(commands):
 def _add_tune_options(sub, defaults: bool):
     """Options shared by ``tune`` and ``run`` (``run`` takes them from the study file unless given)."""
     from automil.records.protocol import Protocol
-    from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
     from automil.tune.options import (
         DEFAULT_FOLDS,
+        DEFAULT_STORAGE,
         METRICS,
         OBJECTIVES,
-        SAMPLERS,
         Allocation,
+        Sampler,
         TuneOptions,
         parse_size,
     )
@@ -67,7 +67,7 @@ def _add_tune_options(sub, defaults: bool):
                          help=f"repeatable: two or more ({', '.join(OBJECTIVES)}) tune for a Pareto front of "
                               "accuracy against cost, the first (a metric) choosing the best model")
         sub.add_argument("--seed", type=int, default=d.seed, help="seeds folds, samplers and learners")
-        sub.add_argument("--sampler", choices=SAMPLERS, default=d.sampler, help="Optuna sampler")
+        sub.add_argument("--sampler", choices=tuple(Sampler), default=d.sampler, help="Optuna sampler")
         sub.add_argument("--allocation", choices=list(Allocation), default=d.allocation,
                          help="after every learner's defaults: promise (default) gives the time to the learners "
                               "close to the best; equal gives every learner the same seconds")

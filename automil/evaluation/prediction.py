@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from automil.bags import Bags
+from automil.learner import BagClassifier
 
-__all__ = ["BagPrediction", "predict_bags", "scores_of", "bag_scores", "one_column_if_binary"]
+__all__ = ["BagPrediction", "predict_bags", "scores_of", "bag_scores", "labels_and_scores", "one_column_if_binary"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,15 @@ def bag_scores(model, bags) -> np.ndarray:
         labels = np.asarray(model.predict(bags))
         scores = (labels[:, None] == np.asarray(model.classes_)[None, :]).astype(np.float64)
     return one_column_if_binary(scores)
+
+
+def labels_and_scores(model, bags) -> tuple[np.ndarray, np.ndarray]:
+    """``model.predict(bags)`` and :func:`bag_scores`; one pass over the bags for a ``Standardized``
+    :class:`~automil.BagClassifier` that keeps its ``predict``, the arg-max of its decision scores."""
+    if getattr(type(getattr(model, "estimator_", None)), "predict", None) is BagClassifier.predict:
+        scores = np.asarray(model.decision_function(bags), dtype=np.float64)
+        return model.classes_[np.argmax(scores, axis=1)], one_column_if_binary(scores)
+    return np.asarray(model.predict(bags)), bag_scores(model, bags)
 
 
 def one_column_if_binary(values: np.ndarray) -> np.ndarray:

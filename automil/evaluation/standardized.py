@@ -1,9 +1,7 @@
-"""How a learner is scored: the standardizer fitted on training bags only, fold metrics, and the
-fixed-parameter cross-validation of the accuracy checks."""
+"""The standardizer every learner is fitted through: instance scaling learnt on the training bags only,
+in blocks and with streaming statistics, so a fold of a mapped matrix is never copied whole to learn it."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,11 +10,9 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
-from automil.evaluation.folds import bag_folds, fold_splits
 from automil.learner import BagClassifier
 
-__all__ = ["Standardized", "instance_scaling", "standardized_rows", "cross_validated_predictions", "FoldScores",
-           "fold_scores", "roc_auc", "mean_std", "bootstrap_interval"]
+__all__ = ["Standardized", "instance_scaling", "standardized_rows"]
 
 
 # Bytes of float64 per block when a matrix's rows are read for statistics or standardized: a block of a
@@ -194,89 +190,3 @@ class Standardized(ClassifierMixin, BaseEstimator):
         tags.input_tags.two_d_array = False
         tags.input_tags.sparse = True
         return tags
-
-
-def cross_validated_predictions(estimator, bags: Bags, n_splits: int = 10, seed: int = 0):
-    """Out-of-fold bag predictions with fixed parameters: the protocol of the accuracy checks.
-
-    Every fold of ``bag_folds(bags.y, n_splits, seed, bags.groups)`` is predicted by ``Standardized(estimator)``
-    fitted on the other folds. Returns the predictions, the fold of every bag and the seconds spent
-    fitting and predicting.
-    """
-    import time
-
-    assignment = bag_folds(bags.y, n_splits, seed, bags.groups)
-    predicted = np.empty(bags.n_bags, dtype=bags.y.dtype)
-    start = time.perf_counter()
-    for train, test in fold_splits(assignment):
-        predicted[test] = Standardized(estimator).fit_subset(bags, train).predict(bags.subset(test))
-    return predicted, assignment, time.perf_counter() - start
-
-
-# ---- metrics ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class FoldScores:
-    """One fold's ACC, BACC and ROC AUC (a metric's name is its field's; ``roc_auc`` is ``None`` without bag
-    scores or when the fold's bags hold one class), and whether every bag was given one class (``one_class``:
-    a degenerate fit)."""
-
-    accuracy: float
-    balanced_accuracy: float
-    one_class: bool = False
-    roc_auc: float | None = None
-
-
-def fold_scores(y_true, y_pred, scores=None, classes=None) -> FoldScores:
-    """The :class:`FoldScores` of predictions ``y_pred`` of the labels ``y_true``, with the ROC AUC of the bag
-    ``scores`` (:func:`roc_auc`) when given."""
-    from sklearn.metrics import accuracy_score, balanced_accuracy_score
-
-    y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    return FoldScores(float(accuracy_score(y_true, y_pred)), float(balanced_accuracy_score(y_true, y_pred)),
-                      bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1),
-                      None if scores is None else roc_auc(y_true, scores, classes))
-
-
-def roc_auc(y_true, scores, classes) -> float | None:
-    """ROC AUC of bag scores: for two classes of the second class's score (``scores`` of shape ``(n_bags,)``,
-    or its column of ``(n_bags, 2)``); for more, the one-vs-rest macro average over the classes ``y_true``
-    holds (scikit-learn's ``roc_auc_score(multi_class="ovr")`` when every class is there). ``classes`` are
-    the sorted classes the columns stand for. ``None`` when ``y_true`` holds one class: no AUC is defined."""
-    from sklearn.metrics import roc_auc_score
-
-    y_true, scores, classes = np.asarray(y_true), np.asarray(scores, dtype=np.float64), np.asarray(classes)
-    if len(np.unique(y_true)) < 2:
-        return None
-    if scores.ndim == 1 or len(classes) == 2:
-        positive = scores if scores.ndim == 1 else scores[:, 1]
-        return float(roc_auc_score(y_true == classes[1], positive))
-    present = [k for k, c in enumerate(classes) if np.any(y_true == c)]
-    return float(np.mean([roc_auc_score(y_true == classes[k], scores[:, k]) for k in present]))
-
-
-def mean_std(values) -> tuple[float | None, float | None]:
-    """Mean and sample standard deviation (``ddof=1``). One value has no standard deviation (``None``, not 0:
-    a spread that was not measured must not read as no spread); no values have neither."""
-    values = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    if values.size == 0:
-        return None, None
-    return float(values.mean()), float(values.std(ddof=1)) if values.size > 1 else None
-
-
-def bootstrap_interval(matrix, metric: str, seed: int, resamples: int = 2000, level: float = 0.95) -> list[float]:
-    """The percentile bootstrap interval of ``metric`` (``accuracy`` or ``balanced_accuracy``) over the bags
-    a confusion ``matrix`` (true class by predicted) counts: resampling bags with replacement is resampling
-    its cells, so the interval needs no fit. A resample without a bag of some class averages the recall over
-    the classes it has (as scikit-learn does)."""
-    counts = np.asarray(matrix, dtype=np.int64)
-    k, n = counts.shape[0], int(counts.sum())
-    draws = np.random.default_rng(seed).multinomial(n, counts.ravel() / n, size=resamples).reshape(-1, k, k)
-    diagonal = np.einsum("bii->bi", draws)
-    if metric == "accuracy":
-        values = diagonal.sum(axis=1) / n
-    else:
-        totals = draws.sum(axis=2)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            values = np.nanmean(np.where(totals > 0, diagonal / totals, np.nan), axis=1)
-    tail = (1.0 - level) / 2.0
-    return [float(v) for v in np.quantile(values, [tail, 1.0 - tail])]

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
-from automil.evaluation.protocol import Protocol
 from automil.records.calibration import LEVELS, CalibrationFigures, level_key
+from automil.records.protocol import Protocol
 from automil.records.trials import TIMED_OUT
 
 __all__ = ["Status", "LearnerResult", "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure",

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum, auto
 
-__all__ = ["TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "TIMED_OUT"]
+import numpy as np
+
+__all__ = ["TrialState", "TrialAttr", "TrialRecord", "StudyRecord", "TIMED_OUT", "rounded"]
 
 TIMED_OUT = "T/O"  # a trial's outcome when the driver killed its fit at --fit-timeout
 
@@ -122,3 +124,10 @@ class StudyRecord:
     direction: str = "maximize"
     importances: dict | None = None
     importances_note: str = ""
+
+
+def rounded(values) -> list:
+    """Scores as JSON for storage: 6 significant digits (their noise needs no more), NaN as ``None``."""
+    values = np.asarray(values, dtype=np.float64)
+    flat = [None if np.isnan(v) else float(f"{v:.6g}") for v in values.ravel()]
+    return np.asarray(flat, dtype=object).reshape(values.shape).tolist()

@@ -23,14 +23,16 @@ from automil.evaluation.chance import chance_level
 from automil.evaluation.folds_file import RunFolds, read_fold_file
 from automil.records import LearnerResult
 from automil.tune.backend.optuna_storage import open_storage
-from automil.tune.final.leaderboard import Choice, procedure_row, rank, skipped_row
-from automil.tune.final.refits import final_evaluation
+from automil.tune.final.choice import Choice
+from automil.tune.final.evaluation import final_evaluation
+from automil.tune.final.leaderboard import procedure_row, rank, skipped_row
 from automil.tune.listener import Listener, Silent
 from automil.tune.loop.trial_loop import tune_studies
 from automil.tune.options import METRICS, TuneOptions
 from automil.tune.recording import TrackingRecorder
 from automil.tune.schedule.memory import default_memory, over_budget
-from automil.tune.studies.plan import Plan, changed_data_note, prepare_studies
+from automil.tune.studies.creation import changed_data_note, prepare_studies
+from automil.tune.studies.plan import Plan
 from automil.tune.tracking import Guarded, Tracking, open_tracking
 from automil.tune.workers.fits import fit_worker
 from automil.tune.workers.processes import die_with_parent, release_instances, share_instances

@@ -9,14 +9,13 @@ from enum import StrEnum
 from pathlib import Path
 
 from automil.evaluation.folds_file import FoldFile
-from automil.evaluation.protocol import Protocol
-from automil.tune.backend.optuna_storage import DEFAULT_STORAGE
+from automil.records.protocol import Protocol
 from automil.tune.portfolio.members import SHIPPED as SHIPPED_PORTFOLIO
 
-__all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_study_file", "SAMPLERS", "METRICS",
+__all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_study_file", "Sampler", "METRICS",
            "OBJECTIVES", "HOLDOUT_CELLS", "HOLDOUT_FOLDS", "instance_values"]
 
-SAMPLERS = ("tpe", "random")
+DEFAULT_STORAGE = "journal:studies/automil.journal"
 METRICS = ("balanced_accuracy", "accuracy", "roc_auc")
 DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol
 DEFAULT_METRIC = "balanced_accuracy"
@@ -25,6 +24,13 @@ DEFAULT_METRIC = "balanced_accuracy"
 OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "roc_auc": "maximize", "fit_seconds": "minimize",
               "predict_seconds": "minimize"}
 
+
+
+class Sampler(StrEnum):
+    """How a study proposes its next trial (``--sampler``)."""
+
+    TPE = "tpe"  # Optuna's tree-structured Parzen estimator, seeded per study
+    RANDOM = "random"  # independent draws from the search space
 
 
 class Allocation(StrEnum):
@@ -68,7 +74,7 @@ class TuneOptions:
     seed: int = 0
     jobs: int = field(default_factory=lambda: default_jobs())
     storage: str = DEFAULT_STORAGE
-    sampler: str = "tpe"
+    sampler: Sampler = Sampler.TPE
     protocol: Protocol = Protocol.AUTO
     allocation: Allocation = Allocation.PROMISE
     warm_start: bool = True
@@ -92,6 +98,8 @@ class TuneOptions:
             self.protocol = Protocol(self.protocol)
         if self.allocation in tuple(Allocation):
             self.allocation = Allocation(self.allocation)
+        if self.sampler in tuple(Sampler):
+            self.sampler = Sampler(self.sampler)
 
     def with_fold_file(self, given: FoldFile) -> TuneOptions:
         """These options on the folds a file gives: its number of folds (a ``--folds`` that differs is an
@@ -157,7 +165,7 @@ class TuneOptions:
         if self.portfolio not in (None, SHIPPED_PORTFOLIO) and not Path(self.portfolio).is_file():
             raise ValueError(f"--portfolio: no such file: {self.portfolio}")
         for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, tuple(Protocol)),
-                                     ("--sampler", self.sampler, SAMPLERS),
+                                     ("--sampler", self.sampler, tuple(Sampler)),
                                      ("--allocation", self.allocation, tuple(Allocation))):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")

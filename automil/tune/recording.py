@@ -9,7 +9,8 @@ from automil.records import LearnerResult, TrialRecord
 from automil.tune.backend.optuna_trials import records, study_record
 from automil.tune.final.ensemble_row import ENSEMBLE
 from automil.tune.final.leaderboard import PROCEDURE_SPEC
-from automil.tune.studies.plan import Plan, study_name
+from automil.tune.studies.creation import study_name
+from automil.tune.studies.plan import Plan
 from automil.tune.tracking import Guarded
 
 __all__ = ["TrackingRecorder"]

@@ -112,7 +112,7 @@ def test_migraph_names_the_bad_parameter(params, message):
 
 # ---- accuracy on musk1 under the papers' protocols ---------------------------------------------------------
 def _ten_fold_accuracy(estimator, bags, standardize: bool) -> float:
-    from automil.evaluation.standardized import cross_validated_predictions
+    from automil.evaluation.cross_validation import cross_validated_predictions
 
     if standardize:
         predicted = cross_validated_predictions(estimator, bags)[0]

@@ -23,7 +23,7 @@ from automil.evaluation.calibration_figures import (
     split_figures,
 )
 from automil.evaluation.calibration_figures import log_loss as own_log_loss
-from automil.evaluation.standardized import FoldScores
+from automil.evaluation.metrics import FoldScores
 from automil.records import LearnerResult, ModelRecord, Status, TrialRecord, TrialState
 from automil.tune.final.leaderboard import Evaluation, Refit, procedure_row, result_row
 from automil.tune.options import TuneOptions

@@ -5,8 +5,10 @@ import pickle
 import numpy as np
 import pytest
 
+from automil.evaluation.metrics import score
+from automil.evaluation.prediction import bag_scores
 from automil.tune.final.ensemble_row import NESTED_SCORES, ScoreKey, loaded_scores, stored_scores
-from automil.tune.final.ensemble_selection import Ensemble, bag_scores, calibrate, calibrated, score, select
+from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, select
 from automil.tune.final.leaderboard import Refit
 
 pytestmark = pytest.mark.unit

@@ -83,6 +83,45 @@ def test_the_derived_contracts_cover_every_core_module_and_built_in_plugin():
     assert set(plugin_contract["source_modules"]) == set(BUILTIN_PLUGINS.values())
 
 
+def _children(package: str) -> set[str]:
+    """The modules and sub-packages directly inside ``package`` (``automil.tune`` -> ``driver``, ``final``, ...)."""
+    folder = ROOT.joinpath(*package.split("."))
+    names = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+    return names | {path.parent.name for path in folder.glob("*/__init__.py")}
+
+
+def test_every_part_of_the_driver_and_tracking_is_a_layer():
+    """A module or sub-package added to ``automil/tune/`` or ``automil/track/`` must take its place in a layers
+    contract of pyproject.toml: a part left out would be free to import anything."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layered = {c["containers"][0]: c["layers"] for c in contracts if c["type"] == "layers" and c.get("containers")}
+    assert set(layered) == {"automil.tune", "automil.track"}
+    for package, layers in layered.items():
+        named = [name.strip() for layer in layers for name in layer.split("|")]
+        assert len(named) == len(set(named)), f"{package}: a part named in two layers"
+        assert set(named) == _children(package), f"{package}: parts and layers differ"
+
+
+def test_no_import_circle_between_packages():
+    """No circle between the sub-packages of one package either (``automil.data`` <-> ``automil.plugins`` was
+    one, through function-level imports): a package's modules may import each other, packages one way."""
+    pytest.importorskip("grimp")
+    imports = _automil_imports()
+
+    def owner(module: str, parent: str) -> str | None:
+        if not module.startswith(parent + "."):
+            return None
+        return parent + "." + module[len(parent) + 1:].split(".")[0]
+
+    parents = {m.rsplit(".", 1)[0] for m in imports if "." in m}
+    circles = []
+    for parent in sorted(parents):
+        edges = {(owner(m, parent), owner(i, parent)) for m, targets in imports.items() for i in targets}
+        edges = {(a, b) for a, b in edges if a and b and a != b}
+        circles += [f"{a} <-> {b}" for a, b in sorted(edges) if (b, a) in edges and a < b]
+    assert not circles, "packages importing each other:\n" + "\n".join(circles)
+
+
 def test_ruff_finds_nothing():
     pytest.importorskip("ruff")
     _run([sys.executable, "-m", "ruff", "check", "."])
@@ -162,7 +201,7 @@ def _compared_strings(node: ast.Compare) -> list[str]:
 def test_no_protocol_or_allocation_is_compared_as_a_bare_string():
     """A run's protocol and allocation are :class:`automil.records.Protocol` and
     :class:`automil.tune.options.Allocation`; ``protocol == "nested"`` is a name spelled by hand."""
-    from automil.evaluation.protocol import Protocol
+    from automil.records.protocol import Protocol
     from automil.tune.options import Allocation
 
     # "auto" is also a kernel's gamma (automil.kernels), not only a protocol

@@ -8,7 +8,7 @@ import pytest
 
 from automil.bags import Bags
 from automil.evaluation.folds import bag_sample
-from automil.evaluation.standardized import bootstrap_interval
+from automil.evaluation.metrics import bootstrap_interval
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.tune.backend.optuna_trials import counts_toward_budget
 from automil.tune.options import HOLDOUT_CELLS, HOLDOUT_FOLDS, TuneOptions

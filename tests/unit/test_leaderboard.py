@@ -5,10 +5,11 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from automil.evaluation.standardized import FoldScores
+from automil.evaluation.metrics import FoldScores
 from automil.records import Headline, LearnerResult, Member, Status, TrialRecord, TrialState
 from automil.tune.final.chance_rule import lower_bound, row_chance
-from automil.tune.final.leaderboard import Choice, Evaluation, Refit, choose, rank, result_row
+from automil.tune.final.choice import Choice, choose
+from automil.tune.final.leaderboard import Evaluation, Refit, rank, result_row
 from automil.tune.options import TuneOptions
 
 OPTIONS = TuneOptions(folds=3, repeats=2, protocol="nested", metric="balanced_accuracy", jobs=1)

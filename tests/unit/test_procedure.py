@@ -6,10 +6,11 @@ import pytest
 
 from automil.bags import Bags
 from automil.evaluation.folds_file import RunFolds
-from automil.evaluation.standardized import FoldScores
+from automil.evaluation.metrics import FoldScores
 from automil.records import PROCEDURE, LearnerResult, Status, TrialRecord, TrialState
+from automil.tune.final.choice import choose
 from automil.tune.final.ensemble_row import NESTED_SCORES, Candidate, ensemble_nested
-from automil.tune.final.leaderboard import Evaluation, Refit, choose, procedure_row, result_row
+from automil.tune.final.leaderboard import Evaluation, Refit, procedure_row, result_row
 from automil.tune.options import TuneOptions
 from automil.tune.studies.plan import Plan
 

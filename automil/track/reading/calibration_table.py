@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from automil.records import DEFAULT_LEVEL, LEVELS, PROCEDURE
 from automil.records.calibration import level_key
-from automil.track.reading.comparison import ranked_studies
-from automil.track.reading.stored_studies import StoredStudy
-from automil.track.writing.registry import registered_name
+from automil.track.reading.stored_studies import StoredStudy, ranked_studies
+from automil.track.store.names import registered_name
 
 __all__ = ["chosen_runs", "calibration_tables", "RELIABILITY"]
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from automil.evaluation.protocol import Protocol
+from automil.records import PROCEDURE
+from automil.records.protocol import Protocol
 from automil.track.store.names import (
     KIND_TAG,
     LEARNER_TAG,
@@ -18,7 +19,7 @@ from automil.track.store.names import (
     TRIAL_KIND,
 )
 
-__all__ = ["StoredStudy", "StoredTrial", "read_studies", "read_trials", "latest_per_learner"]
+__all__ = ["StoredStudy", "StoredTrial", "read_studies", "read_trials", "latest_per_learner", "ranked_studies"]
 
 
 @dataclass(frozen=True)
@@ -89,3 +90,14 @@ def latest_per_learner(studies: list[StoredStudy]) -> list[StoredStudy]:
         if key not in latest or study.end_time > latest[key].end_time:
             latest[key] = study
     return list(latest.values())
+
+
+def ranked_studies(studies: list[StoredStudy]) -> list[StoredStudy]:
+    """The latest study of each learner, ranked by headline balanced accuracy, best first; studies
+    without a figure last, by name. The procedure's study (``automil``) comes first and has no rank."""
+
+    def key(study):
+        value = study.metrics.get("balanced_accuracy")
+        return study.learner != PROCEDURE, value is None, -(value or 0.0), study.learner.lower()
+
+    return sorted(latest_per_learner(studies), key=key)

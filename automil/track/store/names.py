@@ -4,9 +4,12 @@ change only together with a way to read the old ones."""
 
 from __future__ import annotations
 
+import re
+from pathlib import PurePath
+
 from automil.records import TIMED_OUT, TrialAttr, TrialState
 
-__all__ = ["metric_name"]
+__all__ = ["metric_name", "registered_name"]
 
 # Tags of automil's experiments and runs. MLflow's own ``mlflow.*`` tags drive the UI (nesting, descriptions).
 KIND_TAG = "automil.kind"  # STUDY_KIND (parent run) or TRIAL_KIND (nested run)
@@ -65,3 +68,18 @@ def metric_name(key: str, tuned_metric: str | None = None) -> str:
             std = measure.endswith("_std")
             return measure.removesuffix("_std") + suffix + ("_std" if std else "")
     return key
+
+
+_DATA_SUFFIXES = {".gz", ".bz2", ".xz", ".csv", ".data", ".txt", ".arff", ".mat", ".svm", ".libsvm", ".mill"}
+
+
+def registered_name(dataset: str) -> str:
+    """``automil-<dataset>``; for a path, its file name without data suffixes (``automil-my-bags``), with
+    characters the registry would refuse replaced by ``-``."""
+    name = dataset
+    if "/" in dataset or "\\" in dataset or PurePath(dataset).suffix in _DATA_SUFFIXES:
+        path = PurePath(dataset)
+        name = path.name
+        while PurePath(name).suffix.lower() in _DATA_SUFFIXES:
+            name = PurePath(name).stem
+    return "automil-" + (re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "data")

@@ -25,25 +25,19 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from automil.evaluation.protocol import Protocol
 from automil.records import PROCEDURE, LearnerResult, TrialState
-from automil.track.reading.stored_studies import StoredStudy, latest_per_learner, read_studies, read_trials
+from automil.records.protocol import Protocol
+from automil.track.reading.stored_studies import (
+    StoredStudy,
+    ranked_studies,
+    read_studies,
+    read_trials,
+)
 from automil.track.store.mlflow_store import retry
 from automil.track.store.names import CHART, NOTE_TAG, SCATTER
 from automil.track.writing.figures import pareto_figure
 
-__all__ = ["refresh", "ranked_studies", "leaderboard_markdown", "comparison_figure", "trial_points"]
-
-
-def ranked_studies(studies: list[StoredStudy]) -> list[StoredStudy]:
-    """The latest study of each learner, ranked by headline balanced accuracy, best first; studies
-    without a figure last, by name. The procedure's study (``automil``) comes first and has no rank."""
-
-    def key(study):
-        value = study.metrics.get("balanced_accuracy")
-        return study.learner != PROCEDURE, value is None, -(value or 0.0), study.learner.lower()
-
-    return sorted(latest_per_learner(studies), key=key)
+__all__ = ["refresh", "leaderboard_markdown", "comparison_figure", "trial_points"]
 
 
 def _pm(metrics: dict, name: str) -> str:

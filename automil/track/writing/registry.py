@@ -3,27 +3,9 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import PurePath
+from automil.track.store.names import DATASET_TAG, LEARNER_TAG, registered_name
 
-from automil.track.store.names import DATASET_TAG, LEARNER_TAG
-
-__all__ = ["registered_name", "register_model"]
-
-_DATA_SUFFIXES = {".gz", ".bz2", ".xz", ".csv", ".data", ".txt", ".arff", ".mat", ".svm", ".libsvm", ".mill"}
-
-
-def registered_name(dataset: str) -> str:
-    """``automil-<dataset>``; for a path, its file name without data suffixes (``automil-my-bags``), with
-    characters the registry would refuse replaced by ``-``."""
-    name = dataset
-    if "/" in dataset or "\\" in dataset or PurePath(dataset).suffix in _DATA_SUFFIXES:
-        path = PurePath(dataset)
-        name = path.name
-        while PurePath(name).suffix.lower() in _DATA_SUFFIXES:
-            name = PurePath(name).stem
-    return "automil-" + (re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "data")
-
+__all__ = ["register_model"]
 
 def register_model(client, dataset: str, model_uri: str) -> str:
     """Register ``model_uri`` (a logged model, ``models:/<model id>``) as a new version of the dataset's

@@ -11,7 +11,6 @@ from __future__ import annotations
 import automil
 from automil.evaluation.folds_file import RunFolds
 from automil.records import LearnerResult, StudyRecord, TrialRecord
-from automil.track.reading import comparison
 from automil.track.reading.stored_studies import StoredStudy, read_studies
 from automil.track.store.mlflow_store import Store, retry
 from automil.track.store.names import (
@@ -27,8 +26,9 @@ from automil.track.store.names import (
     VERSION_TAG,
 )
 from automil.track.store.values import MAX_TAG_CHARS, clip_text
+from automil.track.writing import comparison
 from automil.track.writing.registry import register_model
-from automil.track.writing.results import ResultLogging
+from automil.track.writing.result_runs import ResultLogging
 from automil.track.writing.runs import StudyRuns
 from automil.track.writing.trial_runs import TrialLogging
 
@@ -108,7 +108,7 @@ class Tracker:
                    study: StudyRecord | None = None) -> str | None:
         """The study's final result (and its fitted best model) on its parent run, which is then marked
         finished; the logged model's URI when ``model`` is given (see
-        :meth:`automil.track.writing.results.ResultLogging.log`)."""
+        :meth:`automil.track.writing.result_runs.ResultLogging.log`)."""
         return self.result_logging.log(parent_run_id, result, model, bags, study)
 
     def register_model(self, dataset: str, model_uri: str) -> str:
@@ -118,7 +118,7 @@ class Tracker:
 
     def refresh_comparison(self, dataset: str, chosen: LearnerResult | None = None) -> None:
         """The rank of every learner of ``dataset``, the leaderboard in its experiment's description and
-        the comparison chart, from the studies in the store (see :mod:`automil.track.reading.comparison`);
+        the comparison chart, from the studies in the store (see :mod:`automil.track.writing.comparison`);
         ``chosen`` is the row of the learner whose model the last tune registered."""
         comparison.refresh(self.store, dataset, chosen)
 

@@ -23,9 +23,7 @@ import warnings
 
 from automil.tune.backend.optuna_internals import heartbeat_enabled, replace_trial_creation, trial_template
 
-__all__ = ["DEFAULT_STORAGE", "open_storage", "trial_heartbeat", "StorageUnavailable"]
-
-DEFAULT_STORAGE = "journal:studies/automil.journal"
+__all__ = ["open_storage", "trial_heartbeat", "StorageUnavailable"]
 
 # A running trial records its heartbeat every HEARTBEAT_SECONDS; one silent for GRACE_SECONDS is failed and
 # retried (once: a trial whose parameters kill their process twice is not tried a third time).

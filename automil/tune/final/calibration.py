@@ -17,6 +17,7 @@ from automil.evaluation.calibrated import HeldApart, calibrate_model, gives_prob
 from automil.evaluation.calibration_figures import split_figures
 from automil.evaluation.standardized import Standardized
 from automil.records import CalibrationFigures, LearnerResult, TrialAttr, TrialRecord
+from automil.tune.final.choice import Choice
 from automil.tune.final.ensemble_row import (
     ENSEMBLE,
     NESTED_SCORES,
@@ -27,7 +28,7 @@ from automil.tune.final.ensemble_row import (
     main_oof,
     out_of_fold_order,
 )
-from automil.tune.final.leaderboard import Choice, Evaluation
+from automil.tune.final.leaderboard import Evaluation
 from automil.tune.studies.plan import Plan
 
 __all__ = ["calibrated_model", "calibrated_ensemble", "outer_calibration", "measured_learners"]

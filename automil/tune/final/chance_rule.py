@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from automil.evaluation.chance import CHANCE_SIGMAS, chance_level
-from automil.evaluation.protocol import Protocol
-from automil.evaluation.standardized import bootstrap_interval
+from automil.evaluation.metrics import bootstrap_interval
 from automil.records import LearnerResult, OuterSplit
+from automil.records.protocol import Protocol
 
 __all__ = ["row_chance", "lower_bound", "above", "headline_bound", "beats_members", "chance_split"]
 

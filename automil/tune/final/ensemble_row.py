@@ -14,11 +14,12 @@ import numpy as np
 from automil.evaluation.calibrated import HeldApart
 from automil.evaluation.calibration_figures import split_figures
 from automil.evaluation.folds import fold_splits
+from automil.evaluation.metrics import fold_scores, mean_std, score
 from automil.evaluation.prediction import one_column_if_binary
-from automil.evaluation.standardized import fold_scores, mean_std
 from automil.records import LearnerResult, Member, Status, TrialAttr, TrialCounts, TrialRecord
+from automil.records.trials import rounded
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial
-from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, rounded, score, select
+from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, select
 from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_row
 from automil.tune.studies.plan import Plan
 

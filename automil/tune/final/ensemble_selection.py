@@ -12,34 +12,16 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.metaestimators import available_if
 
+from automil.evaluation.metrics import log_loss, score
 from automil.evaluation.prediction import bag_scores, one_column_if_binary
-from automil.evaluation.standardized import roc_auc
-from automil.learner import BagClassifier
 
-__all__ = ["ROUNDS", "bag_scores", "labels_and_scores", "rounded", "calibrate", "calibrated", "log_loss", "select",
-           "score", "Ensemble"]
+__all__ = ["ROUNDS", "calibrate", "calibrated", "select", "Ensemble"]
 
 # Rounds of the greedy selection. With replacement the weights are multiples of 1/ROUNDS: 25 gives a
 # resolution of 4 points of weight, finer than the out-of-fold metric of a few hundred bags can tell
 # apart, while few enough rounds keep the hill climb from chasing single bags (Caruana et al. saw the
 # validation score flatten after a few dozen additions).
 ROUNDS = 25
-
-
-def labels_and_scores(model, bags) -> tuple[np.ndarray, np.ndarray]:
-    """``model.predict(bags)`` and :func:`bag_scores`; one pass over the bags for a ``Standardized``
-    :class:`~automil.BagClassifier` that keeps its ``predict``, the arg-max of its decision scores."""
-    if getattr(type(getattr(model, "estimator_", None)), "predict", None) is BagClassifier.predict:
-        scores = np.asarray(model.decision_function(bags), dtype=np.float64)
-        return model.classes_[np.argmax(scores, axis=1)], one_column_if_binary(scores)
-    return np.asarray(model.predict(bags)), bag_scores(model, bags)
-
-
-def rounded(values) -> list:
-    """Scores as JSON for storage: 6 significant digits (their noise needs no more), NaN as ``None``."""
-    values = np.asarray(values, dtype=np.float64)
-    flat = [None if np.isnan(v) else float(f"{v:.6g}") for v in values.ravel()]
-    return np.asarray(flat, dtype=object).reshape(values.shape).tolist()
 
 
 def _features(scores) -> np.ndarray:
@@ -57,24 +39,6 @@ def calibrate(scores, y):
 def calibrated(calibrator, scores) -> np.ndarray:
     """Class probabilities, shape ``(n_bags, K)``, of ``scores`` through ``calibrator``."""
     return calibrator.predict_proba(_features(scores))
-
-
-def score(y_index, proba, metric: str) -> float:
-    """``accuracy`` or ``balanced_accuracy`` of the argmax of ``proba`` against class indices ``y_index``, or
-    its ``roc_auc`` (0 where none is defined)."""
-    if metric == "roc_auc":
-        return roc_auc(y_index, proba, np.arange(proba.shape[1])) or 0.0
-    hit = np.argmax(proba, axis=1) == y_index
-    if metric == "accuracy":
-        return float(hit.mean())
-    counts = np.bincount(y_index, minlength=proba.shape[1])
-    present = counts > 0
-    return float((np.bincount(y_index, weights=hit, minlength=proba.shape[1])[present] / counts[present]).mean())
-
-
-def log_loss(y_index, proba) -> float:
-    """The mean negative log-probability of the true classes ``y_index`` (probabilities clipped at 1e-12)."""
-    return float(-np.log(np.clip(proba[np.arange(len(y_index)), y_index], 1e-12, None)).mean())
 
 
 def select(probas, y_index, metric: str = "balanced_accuracy", rounds: int = ROUNDS, start=None) -> np.ndarray:

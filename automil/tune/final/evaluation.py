@@ -13,11 +13,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from automil.evaluation.calibrated import HeldApart
-from automil.evaluation.protocol import Protocol
-from automil.evaluation.standardized import fold_scores
+from automil.evaluation.metrics import fold_scores
 from automil.records import LearnerResult
+from automil.records.protocol import Protocol
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial, records
 from automil.tune.final.calibration import calibrated_ensemble, calibrated_model, measured_learners, outer_calibration
+from automil.tune.final.choice import Choice, choose
 from automil.tune.final.ensemble_row import (
     ENSEMBLE,
     NESTED_SCORES,
@@ -31,7 +32,7 @@ from automil.tune.final.ensemble_row import (
     main_members,
     stored_scores,
 )
-from automil.tune.final.leaderboard import Choice, Evaluation, Refit, choose, procedure_row, rank, result_row
+from automil.tune.final.leaderboard import Evaluation, Refit, procedure_row, rank, result_row
 from automil.tune.final.tasks import (
     FitTask,
     coverage_tasks,
@@ -42,7 +43,8 @@ from automil.tune.final.tasks import (
 )
 from automil.tune.listener import Listener
 from automil.tune.schedule.budget import extras_deadline, final_deadline, run_seconds
-from automil.tune.studies.plan import Plan, study_name
+from automil.tune.studies.creation import study_name
+from automil.tune.studies.plan import Plan
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_worker, import_for
 from automil.tune.workers.isolation import OutOfTime, run_tasks

@@ -1,6 +1,6 @@
-"""The leaderboard: one row per learner from its studies and final evaluation, their ranking, the one
-model a run hands the user (:func:`choose`), and the nested figure of that choice itself
-(:func:`procedure_row`).
+"""The leaderboard: one row per learner from its studies and final evaluation, their ranking, and the
+nested figure of the run's choice itself (:func:`procedure_row`, the rule of :mod:`automil.tune.final.choice`
+applied in every outer split).
 
 The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints the rows and
 :mod:`automil.track` logs them.
@@ -15,9 +15,8 @@ import numpy as np
 
 from automil.evaluation.calibration_figures import pooled
 from automil.evaluation.instance_metrics import InstanceFold
+from automil.evaluation.metrics import FoldScores, bootstrap_interval, mean_std
 from automil.evaluation.pareto import non_dominated
-from automil.evaluation.protocol import Protocol
-from automil.evaluation.standardized import FoldScores, bootstrap_interval, mean_std
 from automil.records import (
     PROCEDURE,
     CalibrationFigures,
@@ -37,13 +36,15 @@ from automil.records import (
     TrialState,
     Tuning,
 )
+from automil.records.protocol import Protocol
 from automil.tune.backend.optuna_trials import counts_toward_budget, trial_counts
-from automil.tune.final.chance_rule import above, beats_members, chance_split, headline_bound, lower_bound, row_chance
+from automil.tune.final.chance_rule import above, beats_members, chance_split, lower_bound, row_chance
+from automil.tune.final.choice import admissible, choose, preference
 from automil.tune.options import METRICS, TuneOptions
 from automil.tune.schedule.ladder import rung_states, screened_note
 
-__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "Choice", "result_row", "instance_figures",
-           "row_status", "skipped_row", "rank", "choose", "procedure_row", "pareto_front"]
+__all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "result_row", "instance_figures",
+           "row_status", "skipped_row", "rank", "procedure_row", "pareto_front"]
 
 
 class Refit(StrEnum):
@@ -281,62 +282,6 @@ def rank(result: LearnerResult):
     return (value is None, -(value or 0.0), result.learner)
 
 
-@dataclass(frozen=True)
-class Choice:
-    """The model a run hands the user, decided once (:func:`choose`, in the final evaluation, on the
-    headline rows) so that the model fitted first is the one the run registers: ``learner`` names the
-    chosen row, ``None`` when there is none, and ``reason`` then says why."""
-
-    learner: str | None
-    reason: str | None = None
-
-    def row(self, rows: list[LearnerResult]) -> LearnerResult | None:
-        """The chosen learner's row among ``rows`` (the final ones)."""
-        return next((r for r in rows if r.learner == self.learner), None) if self.learner is not None else None
-
-
-def choose(rows: list[LearnerResult]) -> Choice:
-    """The chosen learner, ``Choice(None, reason)`` when no row has a usable figure above chance.
-
-    Candidates have status ``ok``, a headline figure (nested CV under the nested protocol) and never
-    predicted one class for every bag of a headline fold; of them, a row is chosen only when its figure
-    is above chance by its own uncertainty (:func:`~automil.tune.final.chance_rule.headline_bound`), and
-    the ensemble only when its tuning score beats its best member's (its cost buys nothing otherwise). The
-    best headline value of the run's metric wins; ties go to the cheaper learner (lower mean fit seconds),
-    then to the name.
-    """
-    candidates = [r for r in rows if _admissible(r)]
-    if not candidates:
-        return Choice(None, "no learner has a figure to choose a model by")
-    clear = [r for r in candidates if above(headline_bound(r), row_chance(r))]
-    tuning = {r.learner: r.tuning.score for r in rows}
-    chosen = [r for r in clear if beats_members(r, r.tuning.score, tuning)]
-    if chosen:
-        return Choice(min(chosen, key=lambda r: _preference(r, r.metric_value())).learner)
-    if clear:
-        return Choice(None, "no learner scored above chance, and the ensemble did not beat its best member: "
-                            "no model is registered")
-    best = min(candidates, key=lambda r: _preference(r, r.metric_value()))
-    name = _METRIC_NAMES.get(best.metric, best.metric)
-    return Choice(None, f"no learner scored above chance ({name} {row_chance(best):.2f}; the best, {best.learner}, "
-                        f"{best.metric_value():.2f} with its lower bound at {headline_bound(best):.2f}): "
-                        "no model is registered")
-
-
-_METRIC_NAMES = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}
-
-
-def _admissible(row: LearnerResult) -> bool:
-    """A row :func:`choose` may consider: status ``ok``, a headline figure, no fold predicted as one class."""
-    return row.status == Status.OK and not row.headline.one_class and row.metric_value() is not None \
-        and row.learner != PROCEDURE
-
-
-def _preference(row: LearnerResult, value: float) -> tuple:
-    """The order of :func:`choose` for a row scored ``value``: highest first, then cheaper, then by name."""
-    return -value, row.costs.fit_seconds is None, row.costs.fit_seconds or 0.0, row.learner
-
-
 def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
     """automil's own nested figure: the row ``automil``, or ``None`` without nested rows.
 
@@ -358,14 +303,14 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
                         study=f"{first.dataset}/{PROCEDURE}",
                         protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
                         headline=Headline(kind=Protocol(first.protocol).headline, one_class=False))
-    candidates = [r for r in nested if _admissible(r) and r.nested.outer_splits]
+    candidates = [r for r in nested if admissible(r) and r.nested.outer_splits]
     choices, outer_splits, at_chance = [], [], []
     for i in range((first.folds or 0) if first.protocol == Protocol.NESTED else 1):
         scored = [(r, s) for r in candidates if (s := _split(r, i)) is not None and s.inner is not None]
         inner = {r.learner: s.inner for r in nested if (s := _split(r, i)) is not None}
         passed = [(r, s) for r, s in scored if above(lower_bound(s.inner, s.inner_folds), row_chance(r))
                   and beats_members(r, s.inner, inner, s.members)]
-        chosen = min(passed, key=lambda pair: _preference(pair[0], pair[1].inner), default=(None, None))
+        chosen = min(passed, key=lambda pair: preference(pair[0], pair[1].inner), default=(None, None))
         split = chosen[1] if chosen[0] is not None or not scored else chance_split(scored)
         if chosen[0] is None and split is not None:
             at_chance.append(str(i))

@@ -15,12 +15,12 @@ import numpy as np
 
 from automil.epochs import FitPruned
 from automil.evaluation.folds import bag_sample, fold_splits
-from automil.evaluation.standardized import fold_scores, mean_std
+from automil.evaluation.metrics import fold_scores, mean_std
 from automil.records import TrialAttr, TrialRecord, TrialState
+from automil.records.trials import rounded
 from automil.tune.backend.optuna_internals import owned_trials, study_storage, trial_id
 from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
-from automil.tune.final.ensemble_selection import rounded
 from automil.tune.listener import Listener, StudyProgress
 from automil.tune.loop.cost_probe import TooSlow, check_estimate
 from automil.tune.options import Allocation, instance_values
@@ -32,18 +32,13 @@ from automil.tune.schedule.budget import (
     trial_stop,
     tuning_deadline,
 )
-from automil.tune.schedule.ladder import rung_fraction
+from automil.tune.schedule.ladder import run_ladder, rung_fraction
 from automil.tune.schedule.probe import cost_unknown, worth_probing
-from automil.tune.studies.plan import (
-    EPOCH_STEP,
-    WARM_START_ATTR,
-    Plan,
-    configure_study,
-    study_name,
-    warm_start,
-    warm_start_note,
-)
+from automil.tune.studies.creation import configure_study, study_name
+from automil.tune.studies.plan import Plan
 from automil.tune.studies.priors import first_point, queue_later_points
+from automil.tune.studies.pruner import EPOCH_STEP
+from automil.tune.studies.warm_start import WARM_START_ATTR, warm_start, warm_start_note
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, import_for
 from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
@@ -82,7 +77,8 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
             break
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
-                         equal=plan.options.allocation == Allocation.EQUAL, ladder=plan.ladder, prior=plan.prior)
+                         equal=plan.options.allocation == Allocation.EQUAL, ladder=run_ladder(plan.options.protocol),
+                         prior=plan.prior)
         listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
         if step is None:
             break

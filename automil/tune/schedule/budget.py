@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from automil.evaluation.protocol import Protocol
 from automil.records import TrialAttr, TrialRecord, TrialState
+from automil.records.protocol import Protocol
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget
 from automil.tune.listener import LearnerStanding, Standing
 from automil.tune.options import Allocation
@@ -33,6 +33,7 @@ from automil.tune.schedule.ladder import (
     ladder_step,
     needs_rung,
     reached_top,
+    run_ladder,
     rung_states,
     rungs_in_use,
     top_rung,
@@ -322,7 +323,7 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
     """What the listener shows: every learner's trials, best score and phase in the policy, and the time
     left until tuning stops at ``deadline``."""
     n_trials = plan.options.n_trials
-    ladder = rungs_in_use(states, plan.ladder)
+    ladder = rungs_in_use(states, run_ladder(plan.options.protocol))
     top = top_rung(states, ladder, deadline and deadline - now, plan.options.jobs) if ladder else None
     weights = shares([s for s in states if top is None or s.name in top], n_trials,
                      plan.options.allocation == Allocation.EQUAL)

@@ -17,8 +17,10 @@ import numpy as np
 
 from automil.evaluation.chance import above_chance
 from automil.records import TrialAttr
+from automil.records.protocol import Protocol
 
-__all__ = ["LADDER", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap", "cheapest",
+__all__ = ["LADDER", "run_ladder", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap",
+           "cheapest",
            "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState", "LadderStep", "rung_of",
            "reached_top", "needs_rung", "estimated_seconds", "predicted_score", "promoted", "ladder_step",
            "top_rung", "estimated_trial_seconds", "screened_note", "rung_states", "GROWTH_MIN_SECONDS",
@@ -57,6 +59,11 @@ GROWTH_MIN_SECONDS = 0.1
 # flat at chance on this data (few witnesses among many instances: a curve over bag shares stays at chance and
 # then jumps): it ranks nothing, so no learner climbs it any more and none is judged on it.
 FLAT_EVIDENCE = 3
+
+
+def run_ladder(protocol: Protocol) -> tuple[float, ...]:
+    """The rungs every learner's defaults climb before trials on all bags: the hold-out protocol's."""
+    return LADDER if protocol == Protocol.HOLDOUT else ()
 
 
 @dataclass(frozen=True)

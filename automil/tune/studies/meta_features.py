@@ -10,7 +10,9 @@ import scipy.sparse as sp
 
 from automil.bags import Bags
 
-__all__ = ["MetaFeatures", "meta_features", "distance", "nearest"]
+__all__ = ["MetaFeatures", "meta_features", "distance", "nearest", "META_FEATURES_ATTR"]
+
+META_FEATURES_ATTR = "meta_features"  # the study attribute of the dataset's meta-features: what a warm start compares
 
 
 @dataclass(frozen=True)

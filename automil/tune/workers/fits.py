@@ -11,8 +11,8 @@ import numpy as np
 
 from automil.bags import Bags
 from automil.evaluation.instance_metrics import InstanceFold, instance_fold
+from automil.evaluation.prediction import labels_and_scores
 from automil.evaluation.standardized import Standardized
-from automil.tune.final.ensemble_selection import labels_and_scores
 from automil.tune.options import TuneOptions
 from automil.tune.workers.isolation import FitWorker
 
