@@ -1,4 +1,4 @@
-"""Every hook a plugin can implement; the narrative and examples live in the README ("Writing a plugin")."""
+"""Every hook a plugin can implement; the narrative and examples live in docs/plugins.md."""
 
 import pluggy
 

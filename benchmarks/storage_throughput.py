@@ -60,7 +60,7 @@ def measure(storage: str, dataset: str, learner: str) -> dict:
 
     from automil.data.datasets import dataset_name, load_bags
     from automil.tune.backend.optuna_storage import open_storage
-    from automil.tune.studies.plan import study_name
+    from automil.tune.studies.creation import study_name
 
     name = study_name(dataset_name(dataset, load_bags(dataset)), learner)
     trials = [t for t in optuna.load_study(study_name=name, storage=open_storage(storage)).trials

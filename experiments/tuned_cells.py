@@ -23,8 +23,8 @@ import numpy as np
 
 import automil
 from automil.evaluation.folds import bag_folds, fold_splits, repeat_seeds
-from automil.evaluation.standardized import Standardized
 from automil.evaluation.metrics import fold_scores
+from automil.evaluation.standardized import Standardized
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 N_FOLDS = 6

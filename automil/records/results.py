@@ -1,6 +1,6 @@
 """A learner's result row, as the leaderboard prints it, ``automil tune --json`` writes it and a study
 stores it: its parts (counts, tuning, nested and repeated figures, headline, costs, model), its status, and
-what tracking could not log. The keys are the leaderboard's (``docs/tune.md``, "The result row").
+what tracking could not log. The keys are the leaderboard's (``docs/reference/leaderboard-row.md``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", 
 # only when there are out-of-fold predictions, several objectives, (members) on the ensemble's row,
 # (choices) on the procedure's, or (interval, rung) under the hold-out protocol
 _OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices", "interval", "rung")
-# The keys of a row in the order ``automil tune --json`` writes them (documented in docs/tune.md).
+# The keys of a row in the order ``automil tune --json`` writes them (documented in docs/reference/leaderboard-row.md).
 _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
              "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score", "best_trial",
              "best_params", "nested_accuracy", "nested_accuracy_std", "nested_balanced_accuracy",
@@ -205,7 +205,7 @@ class ModelRecord:
 @dataclass(frozen=True)
 class InstanceFigures:
     """How well a learner finds the positive instances, on data with instance labels: mean and sd over the
-    outer folds of the nested refits (``docs/tune.md``). ``None`` where the learner gives no such output
+    outer folds of the nested refits (``docs/reference/leaderboard-row.md``). ``None`` where the learner gives no such output
     (no instance scores: no AUC; no witness: no precision) or no fold had a figure. A row holds them as
     its flat keys ``instance_auc``, ``instance_auc_std``, ``witness_precision``, ``witness_precision_std``."""
 
@@ -223,7 +223,7 @@ _DERIVED_KEYS = ("coverage_se", "worst_class_coverage")  # written beside the ca
 @dataclass
 class LearnerResult:
     """One learner's leaderboard row, read as a few named parts. :meth:`to_dict` gives the row as
-    ``automil tune --json`` prints it and the study stores it: flat keys (documented in ``docs/tune.md``),
+    ``automil tune --json`` prints it and the study stores it: flat keys (documented in ``docs/reference/leaderboard-row.md``),
     in their documented order."""
 
     dataset: str | None = None

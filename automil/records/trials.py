@@ -2,7 +2,7 @@
 and attributes, a study's trials. No Optuna here: ``automil/tune/backend/optuna_trials.py`` turns Optuna's
 trials into these.
 
-The trial attribute keys are the names the driver stores with every Optuna trial (``docs/tune.md``, "What
+The trial attribute keys are the names the driver stores with every Optuna trial (``docs/reference/study.md``, "What
 a study stores").
 """
 

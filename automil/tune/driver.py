@@ -6,7 +6,7 @@ Studies live in a storage that several processes share (a journal file by defaul
 otherwise), so a rerun continues them and several ``automil tune`` processes cooperate on them.
 
 The names of the study and trial user attributes are a contract with :mod:`automil.track`; they are
-listed in ``docs/tune.md`` ("What a study stores"). The loop and the final evaluation tell what happened to a
+listed in ``docs/reference/study.md`` ("What a study stores"). The loop and the final evaluation tell what happened to a
 :class:`~automil.tune.tracking.Recorder`; the driver hands them the one that records it on tracking.
 """
 
@@ -46,7 +46,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     """Tune ``learners`` (default: every registered learner that fits the data) on ``dataset``.
 
     Returns the leaderboard: one :class:`~automil.records.LearnerResult` per learner, best first
-    (``to_dict()`` gives the row whose keys ``docs/tune.md`` lists). ``listener`` (default silent) hears
+    (``to_dict()`` gives the row whose keys ``docs/reference/leaderboard-row.md`` lists). ``listener`` (default silent) hears
     the progress. ``tracking`` makes the tracking every trial and result is recorded to (for example
     ``functools.partial(automil.track.Tracker, uri)``); it must pickle, since ``--jobs`` processes call it
     too. Without it nothing is tracked.

@@ -1,4 +1,4 @@
-"""The one place automil reaches past Optuna's public API; ``tests/unit/test_optuna_internals.py`` pins each
+"""The one place automil reaches past Optuna's public API; ``tests/test_optuna_internals.py`` pins each
 use on the installed Optuna (pyproject.toml bounds optuna to the major version those tests cover).
 
 - A study's storage and a trial's storage id: Optuna has no public handle on either, and automil needs

@@ -2,7 +2,7 @@
 nested figure of the run's choice itself (:func:`procedure_row`, the rule of :mod:`automil.tune.final.choice`
 applied in every outer split).
 
-The keys of a row are documented in ``docs/tune.md``; ``automil tune`` prints the rows and
+The keys of a row are documented in ``docs/reference/leaderboard-row.md``; ``automil tune`` prints the rows and
 :mod:`automil.track` logs them.
 """
 
@@ -108,7 +108,7 @@ class Evaluation:
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
-    """The leaderboard row of one learner (keys documented in docs/tune.md)."""
+    """The leaderboard row of one learner (keys documented in docs/reference/leaderboard-row.md)."""
     best = job.best
     counts, finished = trial_counts(job.trials)
     nested_protocol = Protocol(options.protocol).held_out  # nested or hold-out: scored on outer folds
