@@ -12,8 +12,9 @@ import pytest
 from driver_support import load_in_process
 
 from automil import plugins
-from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied, run_tasks
+from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied
 from automil.tune.workers.processes import process_alive, process_identity
+from automil.tune.workers.task_pool import run_tasks
 
 
 def gone(pid: int, wait: float = 10.0) -> bool:

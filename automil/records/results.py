@@ -205,8 +205,8 @@ class ModelRecord:
 @dataclass(frozen=True)
 class InstanceFigures:
     """How well a learner finds the positive instances, on data with instance labels: mean and sd over the
-    outer folds of the nested refits (``docs/reference/leaderboard-row.md``). ``None`` where the learner gives no such output
-    (no instance scores: no AUC; no witness: no precision) or no fold had a figure. A row holds them as
+    outer folds of the nested refits (``docs/reference/leaderboard-row.md``). ``None`` where the learner gives
+    no such output (no instance scores: no AUC; no witness: no precision) or no fold had a figure. A row holds them as
     its flat keys ``instance_auc``, ``instance_auc_std``, ``witness_precision``, ``witness_precision_std``."""
 
     instance_auc: float | None = None
@@ -223,8 +223,8 @@ _DERIVED_KEYS = ("coverage_se", "worst_class_coverage")  # written beside the ca
 @dataclass
 class LearnerResult:
     """One learner's leaderboard row, read as a few named parts. :meth:`to_dict` gives the row as
-    ``automil tune --json`` prints it and the study stores it: flat keys (documented in ``docs/reference/leaderboard-row.md``),
-    in their documented order."""
+    ``automil tune --json`` prints it and the study stores it: flat keys (documented in
+    ``docs/reference/leaderboard-row.md``), in their documented order."""
 
     dataset: str | None = None
     learner: str | None = None

@@ -46,8 +46,8 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     """Tune ``learners`` (default: every registered learner that fits the data) on ``dataset``.
 
     Returns the leaderboard: one :class:`~automil.records.LearnerResult` per learner, best first
-    (``to_dict()`` gives the row whose keys ``docs/reference/leaderboard-row.md`` lists). ``listener`` (default silent) hears
-    the progress. ``tracking`` makes the tracking every trial and result is recorded to (for example
+    (``to_dict()`` gives the row whose keys ``docs/reference/leaderboard-row.md`` lists). ``listener`` (default
+    silent) hears the progress. ``tracking`` makes the tracking every trial and result is recorded to (for example
     ``functools.partial(automil.track.Tracker, uri)``); it must pickle, since ``--jobs`` processes call it
     too. Without it nothing is tracked.
     """

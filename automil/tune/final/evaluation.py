@@ -47,7 +47,7 @@ from automil.tune.studies.creation import study_name
 from automil.tune.studies.plan import Plan
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_worker, import_for
-from automil.tune.workers.isolation import OutOfTime, run_tasks
+from automil.tune.workers.task_pool import OutOfTime, run_tasks
 
 __all__ = ["final_evaluation", "StoredResult"]
 

@@ -14,7 +14,6 @@ parent decides), and runs with BLAS/OpenMP/numba threads capped so that several 
 
 from __future__ import annotations
 
-import math
 import os
 import pickle
 import signal
@@ -24,12 +23,12 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 
 from automil.epochs import epoch_listener
 from automil.tune.workers.processes import die_with_parent, exit_reason, resident_bytes
 
-__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "OutOfTime", "run_tasks"]
+__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "MEMORY_POLL_SECONDS"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS")
@@ -44,10 +43,6 @@ class FitTimeout(Exception):
 
 class FitMemoryExceeded(Exception):
     """The worker's resident memory passed the limit; its process was killed."""
-
-
-class OutOfTime(Exception):
-    """The task was not started, or was stopped, because the caller's overall time budget ran out."""
 
 
 class WorkerDied(Exception):
@@ -123,6 +118,16 @@ class FitWorker:
     @property
     def busy(self) -> bool:
         return self._deadline is not None
+
+    @property
+    def deadline(self) -> float | None:
+        """The ``time.monotonic()`` by which the running task must end; ``None`` when idle."""
+        return self._deadline
+
+    @property
+    def replies(self) -> Connection | None:
+        """The connection a task's reply arrives on (for ``multiprocessing.connection.wait`` over workers)."""
+        return self._recv
 
     def start(self):
         """Start the child now, without waiting for it (it is otherwise started by the first task)."""
@@ -307,47 +312,6 @@ class FitWorker:
 
     def _over_memory(self) -> bool:
         return self.memory_limit is not None and resident_bytes(self.pid) > self.memory_limit
-
-
-def run_tasks(workers: list[FitWorker], tasks, timeout: float | None = None, budget: float | None = None):
-    """Run ``(fn, *args)`` tasks on several workers at once; yield ``(index, result or exception)``.
-
-    Results come in completion order; a task that times out, fails or kills its worker yields the
-    exception instead of a result, and the other tasks go on. ``timeout`` limits each task; ``budget``
-    (seconds from now) all of them: a task still running then is stopped and one not yet started is
-    skipped, both yielding :class:`OutOfTime`.
-    """
-    timeout = math.inf if timeout is None else timeout
-    end = math.inf if budget is None else time.monotonic() + budget
-    pending = list(enumerate(tasks))[::-1]
-    running: dict[FitWorker, tuple[int, bool]] = {}
-    for worker in workers[:len(pending)]:
-        worker.start()  # all children start up in parallel
-    while pending or running:
-        for worker in workers:
-            if pending and worker not in running:
-                index, (fn, *args) = pending.pop()
-                left = end - time.monotonic()
-                if left <= 0:
-                    yield index, OutOfTime("not started: the time budget ran out")
-                    continue
-                worker.submit(fn, *args, timeout=min(timeout, left))
-                running[worker] = (index, left < timeout)
-        if not running:
-            continue
-        wait_seconds = min(w._deadline for w in running) - time.monotonic()
-        if any(w.memory_limit is not None for w in running):
-            wait_seconds = min(wait_seconds, MEMORY_POLL_SECONDS)
-        wait([w._recv for w in running], timeout=max(0.0, wait_seconds))
-        for worker in [w for w in running if w.ready(0)]:
-            index, cut = running.pop(worker)
-            try:
-                yield index, worker.collect()
-            except FitTimeout:
-                yield index, (OutOfTime("stopped: the time budget ran out") if cut else
-                              FitTimeout(f"the fit ran past its {timeout:g} s limit; its process was killed"))
-            except (FitMemoryExceeded, FitError, WorkerDied) as error:
-                yield index, error
 
 
 # ---- the child -------------------------------------------------------------------------------------
