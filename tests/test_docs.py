@@ -499,3 +499,54 @@ def test_every_page_and_section_the_code_cites_exists():
     dead = [f"{where}: docs/{page}" + (f", {title!r}" if title else "") for where, page, title in cited
             if page not in openings or (title and not any(o.startswith(title) for o in openings[page]))]
     assert not dead, "pages or sections the code cites that docs/ does not have:\n" + "\n".join(dead)
+
+
+# --- 5. measurements live on the measurement pages --------------------------------------------------------
+
+# A table cell that is a figure: a decimal number, or a number of seconds or a percentage ("0.79 fail",
+# "2.84 (26+16)", "87.2 ± 0.9 (89.2)", "1.48, 1.46 s", "8%"); "1e-3" and "4 (3 COMPLETE, 1 FAIL)" are not.
+FIGURE_CELL = re.compile(r"^[~<>]?[-+]?\d[\d,]*(?:\.\d+(?![\w.])|\s?%|\s?s\b)")
+# A run's figure in the text: a decimal number of seconds or a decimal percentage ("3.82 s", "83.7 %").
+RUN_FIGURE = re.compile(r"(?<![\w.])\d+\.\d+ ?(?:s|%)(?!\w)")
+RUN_FIGURES_ALLOWED = 5  # settings and single examples ("back-off from 0.5 s", "abstains on 14.1%")
+
+
+def _measurement_pages() -> set[Path]:
+    """The pages docs/index.md lists under "Measurements"."""
+    section = _sections(INDEX.read_text())["Measurements"]
+    pages = {(INDEX.parent / m.group(1).split("#")[0]).resolve() for m in LINK.finditer(section)}
+    assert len(pages) >= 5, f"docs/index.md's Measurements section names only {pages}"
+    return pages
+
+
+def _measured(text: str) -> tuple[list[str], list[str]]:
+    """A page's table rows whose cells after the first are mostly figures (two or more), and its run figures
+    in the text; fenced blocks (commands, sample output) left out."""
+    rows, figures = [], []
+    for line in _inline(text).splitlines():
+        figures += RUN_FIGURE.findall(line)
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")][1:]
+        if line.lstrip().startswith("|") and cells:
+            numbers = sum(bool(FIGURE_CELL.match(cell)) for cell in cells)
+            if numbers >= 2 and 2 * numbers >= len(cells):
+                rows.append(line.strip())
+    return rows, figures
+
+
+def test_task_and_reference_pages_hold_no_measurements():
+    """Figures from runs live on the measurement pages docs/index.md names; every other page of docs/ says
+    what was measured and links there. A table of measured numbers, or more than a few run figures
+    (``N.N s``, ``N.N %``) in the text, fails here. The rule is a floor, not the whole of it: a table of
+    counts, or a figure in words, is left to review."""
+    measurement = _measurement_pages()
+    pages = [page for page in sorted((ROOT / "docs").glob("*.md")) if page.resolve() not in measurement]
+    assert len(pages) >= 10, f"the walk over docs/ found only {len(pages)} task and reference pages"
+    found = []
+    for page in pages:
+        rows, figures = _measured(page.read_text())
+        found += [f"{page.relative_to(ROOT)}: a table of measured numbers: {row[:100]}" for row in rows]
+        if len(figures) > RUN_FIGURES_ALLOWED:
+            found.append(f"{page.relative_to(ROOT)}: {len(figures)} run figures in the text: {figures[:8]}")
+    measured_rows = sum(len(_measured(page.read_text())[0]) for page in measurement)
+    assert measured_rows >= 100, f"the rule finds only {measured_rows} measured rows on the measurement pages"
+    assert not found, "measurements outside the measurement pages (move them, link there):\n" + "\n".join(found)
