@@ -44,10 +44,8 @@ def test_sigkill_of_the_driver_kills_its_workers_and_a_rerun_completes_the_study
     assert stale == running, "the trials the killed processes were running are failed on rerun, not left open"
 
 
-@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
-                         ids=["ctrl-c", "sigterm"])
-def test_ctrl_c_or_sigterm_stops_with_a_message_and_keeps_every_finished_trial(tmp_path, site, journal, signum,
-                                                                              code):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_stops_with_a_message_and_keeps_every_finished_trial(tmp_path, site, journal, signum):
     tune = Tune(tmp_path, site, journal, learners=("napper",), n_trials=N_TRIALS)
     tune.start()
     worker = tune.wait_for_fit(5)
@@ -55,8 +53,9 @@ def test_ctrl_c_or_sigterm_stops_with_a_message_and_keeps_every_finished_trial(t
     # SIGTERM to the process group too.
     os.killpg(tune.process.pid, signum)
     result = tune.wait(60)
-    assert result.returncode in (code, 130), (result.returncode, result.stderr)
-    assert "interrupted" in result.stderr.lower() or "terminated" in result.stderr.lower(), result.stderr
+    # docs/reliability.md: within a run SIGTERM acts as Ctrl-C, one line and exit 130 (not the shell's 143).
+    assert result.returncode == 130, (result.returncode, result.stderr)
+    assert "automil: interrupted; every completed trial is kept in" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr, result.stderr
     harness.wait_for(lambda: harness.process_gone(worker), 10, "the fit worker to end")
     running = [t.number for t in tune.trials("napper") if t.state.name == "RUNNING"]
