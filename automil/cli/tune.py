@@ -6,6 +6,7 @@ import functools
 import sys
 
 from automil.cli.common import add_slide_labels, add_tracking_uri, print_table, subcommand
+from automil.evaluation.metrics import LABELS
 from automil.records import DEFAULT_LEVEL, LEVELS, PROCEDURE, CalibrationFigures, LearnerResult, Status
 from automil.records.calibration import level_key
 from automil.records.protocol import Protocol
@@ -132,7 +133,6 @@ def _tracking(options):
     return functools.partial(open_tracker, options.tracking_uri) if options.track else None
 
 
-METRIC_LABELS = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}
 
 
 def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
@@ -149,7 +149,7 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     if not rows or not table:
         return 0
     nested = Protocol(rows[0].protocol).held_out
-    metric = METRIC_LABELS.get(rows[0].metric, "ACC")
+    metric = LABELS.get(rows[0].metric, "ACC")
     head = {Protocol.NESTED: "nested", Protocol.HOLDOUT: "hold-out"}.get(Protocol(rows[0].protocol), "tuned*")
     fronts = any(row.tuning.pareto_front is not None for row in rows)
     objectives = _objectives(rows)
@@ -228,7 +228,7 @@ def _print_choice(rows: list[LearnerResult]):
     model = chosen.model
     where = (f", registered as {model.registered}" if model.registered
              else " (not tracked: no model logged)" if not model.uri else "")
-    metric = METRIC_LABELS.get(chosen.metric, 'ACC')
+    metric = LABELS.get(chosen.metric, 'ACC')
     procedure = next((row for row in rows if row.learner == PROCEDURE and row.metric_value() is not None), None)
     own = "" if procedure is None else (f"; {PROCEDURE}'s own nested {metric} "
                                         f"{_measured(procedure.metric_value(), procedure.metric_std())}, "

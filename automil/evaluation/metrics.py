@@ -7,7 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["FoldScores", "fold_scores", "roc_auc", "score", "log_loss", "mean_std", "bootstrap_interval"]
+__all__ = ["METRICS", "LABELS", "FoldScores", "fold_scores", "roc_auc", "score", "log_loss", "mean_std",
+           "bootstrap_interval"]
+
+# The metrics every fold is scored with (each a field of FoldScores; --metric names one), and their labels.
+METRICS = ("balanced_accuracy", "accuracy", "roc_auc")
+LABELS = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from automil.evaluation.folds_file import FoldFile
+from automil.evaluation.metrics import METRICS
 from automil.records.protocol import Protocol
 from automil.tune.portfolio.members import SHIPPED as SHIPPED_PORTFOLIO
 
@@ -16,7 +17,6 @@ __all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_stud
            "OBJECTIVES", "HOLDOUT_CELLS", "HOLDOUT_FOLDS", "instance_values"]
 
 DEFAULT_STORAGE = "journal:studies/automil.journal"
-METRICS = ("balanced_accuracy", "accuracy", "roc_auc")
 DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol
 DEFAULT_METRIC = "balanced_accuracy"
 # What --objective may name, with its direction: the metrics (mean over the folds) and the costs (mean

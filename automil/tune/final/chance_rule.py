@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from automil.evaluation.chance import CHANCE_SIGMAS, chance_level
-from automil.evaluation.metrics import bootstrap_interval
+from automil.evaluation.metrics import METRICS, bootstrap_interval
 from automil.records import LearnerResult, OuterSplit
 from automil.records.protocol import Protocol
 
@@ -71,4 +71,4 @@ def chance_split(scored: list[tuple[LearnerResult, OuterSplit]]) -> OuterSplit |
     row = next((r for r, _ in scored if r.headline.confusion_matrix is not None), None)
     if row is None:
         return None
-    return OuterSplit(None, *(row_chance(row, m) for m in ("accuracy", "balanced_accuracy", "roc_auc")))
+    return OuterSplit(None, **{m: row_chance(row, m) for m in METRICS})

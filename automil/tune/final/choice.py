@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from automil.evaluation.metrics import LABELS
 from automil.records import PROCEDURE, LearnerResult, Status
 from automil.tune.final.chance_rule import above, beats_members, headline_bound, row_chance
 
@@ -47,13 +48,11 @@ def choose(rows: list[LearnerResult]) -> Choice:
         return Choice(None, "no learner scored above chance, and the ensemble did not beat its best member: "
                             "no model is registered")
     best = min(candidates, key=lambda r: preference(r, r.metric_value()))
-    name = _METRIC_NAMES.get(best.metric, best.metric)
+    name = LABELS.get(best.metric, best.metric)
     return Choice(None, f"no learner scored above chance ({name} {row_chance(best):.2f}; the best, {best.learner}, "
                         f"{best.metric_value():.2f} with its lower bound at {headline_bound(best):.2f}): "
                         "no model is registered")
 
-
-_METRIC_NAMES = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}
 
 
 def admissible(row: LearnerResult) -> bool:

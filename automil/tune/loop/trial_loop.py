@@ -15,7 +15,7 @@ import numpy as np
 
 from automil.epochs import FitPruned
 from automil.evaluation.folds import bag_sample, fold_splits
-from automil.evaluation.metrics import fold_scores, mean_std
+from automil.evaluation.metrics import METRICS, fold_scores, mean_std
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.records.trials import rounded
 from automil.tune.backend.optuna_internals import owned_trials, study_storage, trial_id
@@ -336,7 +336,7 @@ def objective_values(attrs: dict, options) -> float | list[float]:
 
 def _tell(study, trial, attrs: dict, state: TrialState, value) -> TrialRecord:
     """Store the trial's attributes with its fold means, and finish it in ``state``."""
-    for metric in ("accuracy", "balanced_accuracy", "roc_auc"):
+    for metric in METRICS:
         mean, std = mean_std(attrs.get(TrialAttr.fold(metric), []))
         attrs[TrialAttr(metric)], attrs[TrialAttr.std(metric)] = mean, std
     for key, item in attrs.items():
