@@ -17,16 +17,19 @@ import automil  # noqa: E402
 from automil import plugins  # noqa: E402
 from automil.evaluation.cross_validation import cross_validated_predictions  # noqa: E402
 
-# The cells measured more than 3 points below the paper (docs/deep.md, "Accuracy": mean +- sd over seeds 5 to
-# 9, the seeds this test runs). Their floor is that mean less 2 standard errors of a mean of 5 repeats
-# (2 sd / sqrt(5)): the run is seeded, so the margin only covers another machine's arithmetic (BLAS, CPU)
-# taking training down another path, which moves a cell by at most what another seed does.
+# The cells whose measured mean (+- sd over seeds 5 to 9, the seeds this test runs) less 2 standard errors of
+# a mean of 5 repeats (2 sd / sqrt(5)) falls below the paper less 3 points: that is their floor. The run is
+# seeded, so the margin only covers another machine's arithmetic (BLAS, CPU) taking training down another
+# path, which moves a cell by at most what another seed does. Measured with
+# `OMP_NUM_THREADS=1 python experiments/deep_accuracy.py --learners abmil mi-net --datasets fox tiger
+# --seeds 5 6 7 8 9` on 2026-12-04 (after early stopping waited for min_epochs and the loss was balanced);
+# all four are now within 3 points of the paper, where docs/accuracy-deep.md's older table had them below.
+# mi-net on fox (59.7 +- 1.4, paper 61.3) clears the paper less 3 by 2 standard errors: no floor.
 FLOORS = {
-    ("abmil", "musk2"): 76.9,  # 81.2 +- 4.7 (paper 85.8)
-    ("abmil", "fox"): 57.4,  # 58.0 +- 0.6 (paper 61.5)
-    ("abmil", "tiger"): 79.0,  # 80.2 +- 1.3 (paper 83.9)
-    ("mi-net", "fox"): 54.9,  # 57.7 +- 3.1 (paper 61.3)
-    ("mi-net", "tiger"): 74.6,  # 78.0 +- 3.7 (paper 82.4)
+    ("abmil", "musk2"): 76.9,  # 81.2 +- 4.7 (paper 85.8), docs/accuracy-deep.md: not measured again (an hour)
+    ("abmil", "fox"): 56.1,  # 58.9 +- 3.1 (paper 61.5)
+    ("abmil", "tiger"): 80.3,  # 82.0 +- 1.8 (paper 83.9)
+    ("mi-net", "tiger"): 79.0,  # 80.4 +- 1.5 (paper 82.4)
 }
 CELLS = [(learner, dataset) for learner in ("abmil", "mi-net", "MI-Net")
          for dataset in ("musk1", "musk2", "elephant", "fox", "tiger")]
