@@ -148,7 +148,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     worker.wait_started()
     import_for(worker, (spec.name,))
     hard_stop, fair_share = trial_stop(time.time(), share, deadline)
-    probe = cost_unknown(spec.name, trials, fraction, plan.ladder, plan.prior) \
+    probe = cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol), plan.prior) \
         and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
     with trial_heartbeat(study_storage(study), trial_id(trial)):
