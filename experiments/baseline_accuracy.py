@@ -18,13 +18,7 @@ ROWS = (("citation-knn", True), ("citation-knn", False), ("migraph", True))
 
 
 def accuracy(learner: str, bags, standardize: bool) -> float:
-    estimator = automil.get_learner(learner).build()
-    if standardize:
-        predicted = cross_validated_predictions(estimator, bags)[0]
-    else:
-        predicted = np.empty_like(bags.y)
-        for train, test in automil.fold_splits(automil.bag_folds(bags.y, 10, 0)):
-            predicted[test] = estimator.fit(bags.subset(train)).predict(bags.subset(test))
+    predicted = cross_validated_predictions(automil.get_learner(learner).build(), bags, standardize=standardize)[0]
     return 100.0 * float(np.mean(predicted == bags.y))
 
 

@@ -114,12 +114,7 @@ def test_migraph_names_the_bad_parameter(params, message):
 def _ten_fold_accuracy(estimator, bags, standardize: bool) -> float:
     from automil.evaluation.cross_validation import cross_validated_predictions
 
-    if standardize:
-        predicted = cross_validated_predictions(estimator, bags)[0]
-    else:
-        predicted = np.empty_like(bags.y)
-        for train, test in automil.fold_splits(automil.bag_folds(bags.y, 10, 0)):
-            predicted[test] = estimator.fit(bags.subset(train)).predict(bags.subset(test))
+    predicted = cross_validated_predictions(estimator, bags, standardize=standardize)[0]
     return 100.0 * float(np.mean(predicted == bags.y))
 
 
