@@ -18,20 +18,21 @@ def register_learners(register):
 
     # None follows the standard MIL assumption: a bag's mean, its similarity profile and its codes all
     # move when negative instances are added, and negative evidence can lower a score.
+    # memory_factor: `python experiments/memory_factors.py`, the larger size's factor x 1.25 (docs/benchmarks.md)
     register(automil.LearnerSpec(
-        name="bag-stats", estimator=BagStats, search_space=spaces.bag_stats_space,
+        name="bag-stats", memory_factor=6.5, estimator=BagStats, search_space=spaces.bag_stats_space,
         description="bag statistics (mean/max/min/std) + a scikit-learn classifier chosen by the tuner",
         sparse=True, first_trial=spaces.FIRST_TRIALS["bag-stats"]))
     register(automil.LearnerSpec(
-        name="miles", estimator=MILES, search_space=spaces.miles_space,
+        name="miles", memory_factor=13.0, estimator=MILES, search_space=spaces.miles_space,
         description="MILES: similarity to concept instances + 1-norm SVM; witness through the selected "
                     "concepts (Chen, Bi & Wang 2006)",
         sparse=True, first_trial=spaces.FIRST_TRIALS["miles"], published=published.PUBLISHED["miles"]))
     register(automil.LearnerSpec(
-        name="mivlad", estimator=MiVLAD, search_space=spaces.vlad_space,
+        name="mivlad", memory_factor=4.0, estimator=MiVLAD, search_space=spaces.vlad_space,
         description="miVLAD: VLAD codes and cell shares over k-means codewords + linear SVM (Wei, Wu & Zhou 2017)",
         first_trial=spaces.FIRST_TRIALS["mivlad"], published=published.PUBLISHED["mivlad"]))
     register(automil.LearnerSpec(
-        name="mifv", estimator=MiFV, search_space=spaces.codebook_space,
+        name="mifv", memory_factor=7.0, estimator=MiFV, search_space=spaces.codebook_space,
         description="miFV: Fisher vectors over a diagonal Gaussian mixture + linear SVM (Wei, Wu & Zhou 2017)",
         first_trial=spaces.FIRST_TRIALS["mifv"], published=published.PUBLISHED["mifv"]))

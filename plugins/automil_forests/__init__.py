@@ -20,14 +20,15 @@ def register_learners(register):
     # standard_mil: MIRF scores a bag by the maximum over its instances (10.4), so adding instances never
     # lowers its positive score; BLRT routes by instance fractions and MIDF stacks BLRT, so neither
     # follows the standard MIL assumption.
+    # memory_factor: `python experiments/memory_factors.py`, the larger size's factor x 1.25 (docs/benchmarks.md)
     register(automil.LearnerSpec(
-        name="mirf", estimator=MIRFClassifier, search_space=spaces.mirf_space,
+        name="mirf", memory_factor=6.5, estimator=MIRFClassifier, search_space=spaces.mirf_space,
         description="MIRF: random forest of ID3-MI trees on bootstrap samples of bags",
         standard_mil=True, first_trial=spaces.FIRST_TRIALS["mirf"]))
     register(automil.LearnerSpec(
-        name="blrt", estimator=BLRTClassifier, search_space=spaces.blrt_space,
+        name="blrt", memory_factor=3.0, estimator=BLRTClassifier, search_space=spaces.blrt_space,
         description="BLRT: bag-level randomized trees (Komarek & Somol)", first_trial=spaces.FIRST_TRIALS["blrt"]))
     register(automil.LearnerSpec(
-        name="midf", estimator=MIDFClassifier, search_space=spaces.midf_space,
+        name="midf", memory_factor=6.5, estimator=MIDFClassifier, search_space=spaces.midf_space,
         description="MIDF: cascade of MIRF and BLRT forests (multiple-instance deep forest)",
         first_trial=spaces.FIRST_TRIALS["midf"]))
