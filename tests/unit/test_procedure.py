@@ -6,10 +6,16 @@ import pytest
 
 from automil.bags import Bags
 from automil.evaluation.folds_file import RunFolds
-from automil.evaluation.metrics import FoldScores
+from automil.evaluation.metrics import FoldScores, score
 from automil.records import PROCEDURE, LearnerResult, Status, TrialRecord, TrialState
 from automil.tune.final.choice import choose
-from automil.tune.final.ensemble_row import NESTED_SCORES, Candidate, ensemble_nested
+from automil.tune.final.ensemble_row import (
+    NESTED_SCORES,
+    Candidate,
+    choose_members,
+    ensemble_nested,
+    out_of_fold_order,
+)
 from automil.tune.final.leaderboard import Evaluation, Refit, procedure_row, result_row
 from automil.tune.options import TuneOptions
 from automil.tune.studies.plan import Plan
@@ -139,3 +145,27 @@ def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults(
 def _folds(assignment) -> RunFolds:
     """The studies' folds ``assignment`` over bags named by position, no repeats."""
     return RunFolds("fox", tuple(str(i) for i in range(len(assignment))), assignment, ())
+
+
+def test_the_ensembles_inner_score_comes_from_folds_its_selection_did_not_see():
+    # eight learners whose out-of-fold scores are noise: selected and scored on the same bags, a combination
+    # of them looks better than chance by the selection alone; selected without each inner fold, it does not
+    rng = np.random.default_rng(0)
+    y = np.tile([0, 1], 45)
+    assignment = np.arange(90) % 3
+    plan = Plan("fox", [], OPTIONS, _folds(assignment), 0.0)
+    candidates = {}
+    for name in "abcdefgh":
+        scores = rng.normal(size=90)
+        defaults = TrialRecord(0, TrialState.COMPLETE, 0.5, queued=True,
+                               attrs={"fold_balanced_accuracy": [0.5] * 3, "oof_scores": scores.tolist()})
+        candidates[name] = Candidate([defaults], [[], [], []], scores={NESTED_SCORES: scores})
+    evaluation, _ = ensemble_nested(plan, Bags.from_list([np.zeros((1, 1))] * 90, y), candidates)
+    seen = []  # each split's selection scored on the bags it was selected on
+    for i in range(3):
+        order = out_of_fold_order(assignment, i)
+        oof = {n: c.inner(plan, i).oof for n, c in candidates.items()}
+        seen.append(score(y[order], choose_members(oof, order, y, "balanced_accuracy").combined(oof),
+                          "balanced_accuracy"))
+    assert np.mean(seen) > 0.6  # BACC 0.63 on 60 bags of noise, two binomial standard errors above chance
+    assert np.mean(evaluation.inner) < np.mean(seen) - 0.1 and abs(np.mean(evaluation.inner) - 0.5) < 0.05

@@ -210,7 +210,7 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
     row = result_row(plan.dataset, options, evaluation)
     row.members = [Member(n, w) for n, w in zip(main.names, main.weights, strict=True)]
     # its counterpart of a tuning score, which the run's choice holds against its members' (leaderboard.choose)
-    folds = _inner_folds(plan, bags, main, main_oof(plan, candidates), options.held_out, classes)
+    folds = _inner_folds(plan, bags, main_oof(plan, candidates), options.held_out, classes)
     row.tuning = replace(row.tuning, score=mean_std(folds)[0])
     row.error = evaluation.errors[0] if evaluation.errors else None
     row.status = (Status.NO_RESULT if row.headline.accuracy is None
@@ -258,7 +258,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
             continue
         tuned += 1
         chosen[i] = members
-        evaluation.inner_folds[i] = _inner_folds(plan, bags, members, oof, i, classes)
+        evaluation.inner_folds[i] = _inner_folds(plan, bags, oof, i, classes)
         evaluation.inner[i], evaluation.members[i] = mean_std(evaluation.inner_folds[i])[0], members.names
         test = np.flatnonzero(plan.folds.tuning == i)
         predicted = members.predict(candidates, NESTED_SCORES, test, classes)
@@ -290,17 +290,26 @@ def held_apart_ensemble(members: Members, candidates: dict[str, Candidate], spli
     return HeldApart(parts[0].calibration, every, model)
 
 
-def _inner_folds(plan: Plan, bags, members: Members, oof: dict[str, np.ndarray], i: int | None,
-                 classes) -> list[float | None]:
-    """The metric on each fold other than ``i`` (outer split ``i``'s inner folds; ``None``: every fold, the
-    main studies' under the nested and tuned protocols) of ``members``' predictions from the out-of-fold
-    scores ``oof`` they were selected on: their mean is the ensemble's counterpart of a tuning score."""
-    total = members.combined(oof)
-    y_pred, start, values = classes[np.argmax(total, axis=1)], 0, []
+def _inner_folds(plan: Plan, bags, oof: dict[str, np.ndarray | None], i: int | None, classes) -> list[float | None]:
+    """The ensemble's counterpart of a tuning score, by fold: on each fold other than ``i`` (outer split
+    ``i``'s inner folds; ``None``: every fold, the main studies' under the nested and tuned protocols), the
+    metric of the members, calibration maps and weights selected on the out-of-fold scores ``oof`` of the
+    other folds. Selected and scored on the same bags, an ensemble would beat its members by the selection
+    alone (on a few hundred bags, by more than learners a few points apart differ); ``None`` for a fold
+    where nothing could be selected."""
+    order = out_of_fold_order(plan.folds.tuning, i)
+    fold_of = plan.folds.tuning[order]
+    values = []
     for _, test in fold_splits(plan.folds.tuning, exclude=i):
-        part = slice(start, start + len(test))
-        values.append(getattr(fold_scores(bags.y[test], y_pred[part], total[part], classes), plan.options.metric))
-        start += len(test)
+        held = fold_of == plan.folds.tuning[test[0]]
+        members = choose_members({n: None if s is None else s[~held] for n, s in oof.items()}, order[~held],
+                                 bags.y, plan.options.metric)
+        if members is None:
+            values.append(None)
+            continue
+        total = members.combined({n: oof[n][held] for n in members.names})
+        y_pred = classes[np.argmax(total, axis=1)]
+        values.append(getattr(fold_scores(bags.y[test], y_pred, total, classes), plan.options.metric))
     return values
 
 
@@ -317,7 +326,7 @@ def out_of_fold_order(assignment, exclude=None) -> np.ndarray:
 
 def stored_scores(scores: dict[ScoreKey, np.ndarray]) -> dict[str, list]:
     """A candidate's scores as JSON (kept with the learner's stored result, so that a rerun that reuses
-    the result can still ensemble it), as :func:`automil.tune.final.ensemble_selection.rounded`."""
+    the result can still ensemble it), as :func:`automil.records.trials.rounded`."""
     return {str(key): rounded(values) for key, values in scores.items()}
 
 
