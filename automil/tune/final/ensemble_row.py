@@ -209,7 +209,7 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
                 evaluation.predictions.setdefault(Refit.REPEAT, []).append((bags.y[test], y_pred))
     row = result_row(plan.dataset, options, evaluation)
     row.members = [Member(n, w) for n, w in zip(main.names, main.weights, strict=True)]
-    # its counterpart of a tuning score, which the run's choice holds against its members' (leaderboard.choose)
+    # its counterpart of a tuning score, which the run's choice holds against its members' (choice.choose)
     folds = _inner_folds(plan, bags, main_oof(plan, candidates), options.held_out, classes)
     row.tuning = replace(row.tuning, score=mean_std(folds)[0])
     row.error = evaluation.errors[0] if evaluation.errors else None

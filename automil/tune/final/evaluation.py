@@ -95,7 +95,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     """Nested refits, models and repeated CV of every learner's best parameters, run on ``--jobs`` workers;
     every learner's row (and the ensemble's) and the run's choice of model.
 
-    The choice (:func:`~automil.tune.final.leaderboard.choose`) is made once, on the headline rows, before any
+    The choice (:func:`~automil.tune.final.choice.choose`) is made once, on the headline rows, before any
     model is fitted: the chosen model is fitted first, and the run registers that one.
 
     A learner whose stored result matches its studies (same best trials, trial count, repeats and

@@ -22,7 +22,7 @@ __all__ = ["FitResult", "fit_worker", "fit_predict", "import_for", "load_learner
 @dataclass
 class FitResult:
     """What a fit worker answers for one fit: its seconds, and with test bags their predicted labels
-    ``y_pred`` and scores (:func:`automil.tune.final.ensemble_selection.bag_scores`, what ensembles
+    ``y_pred`` and scores (:func:`automil.evaluation.prediction.bag_scores`, what ensembles
     combine) and the seconds that took; the fitted ``model`` when asked for, and the test bags'
     ``instance`` figures when asked for and the data and learner have them (made in the worker, so that
     the model never leaves it for them)."""
