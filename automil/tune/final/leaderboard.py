@@ -74,7 +74,7 @@ class Evaluation:
     """What tuning and the final evaluation found for one learner: the trials of its study on all bags,
     the best trial there and in every outer split, and the scores of the refits.
 
-    ``nested[i]`` and each entry of ``repeated[r]`` are :class:`automil.evaluation.standardized.FoldScores`,
+    ``nested[i]`` and each entry of ``repeated[r]`` are :class:`automil.evaluation.metrics.FoldScores`,
     ``instance[i]`` outer fold ``i``'s instance figures (``None`` without instance labels or output);
     ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
     procedure chooses by, :func:`procedure_row`), ``inner_folds[i]`` that score on each inner fold, and
@@ -173,7 +173,7 @@ def _interval(matrix, options: TuneOptions) -> list[float] | None:
 
 def _figure(cls, scores, **extra) -> Figure:
     """A ``cls`` (a :class:`Figure`) of the mean and sd of each metric over ``scores`` (records with a field
-    per metric: :class:`~automil.evaluation.standardized.FoldScores`, :class:`~automil.records.OuterSplit`)."""
+    per metric: :class:`~automil.evaluation.metrics.FoldScores`, :class:`~automil.records.OuterSplit`)."""
     values = {}
     for metric in METRICS:
         values[metric], values[f"{metric}_std"] = mean_std(getattr(s, metric) for s in scores)

@@ -144,8 +144,8 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     seconds each), whatever its score.
 
     With a ``ladder`` (the hold-out protocol), every learner's defaults first climb its rungs
-    (:func:`~automil.tune.ladder.ladder_step`), and only the learners promoted to the top rung
-    (:func:`~automil.tune.ladder.top_rung`) take part in what follows.
+    (:func:`~automil.tune.schedule.ladder.ladder_step`), and only the learners promoted to the top rung
+    (:func:`~automil.tune.schedule.ladder.top_rung`) take part in what follows.
     """
     first = prior_step(learners, n_trials, time_left, jobs, prior)
     if first is not None:

@@ -5,7 +5,7 @@ A rung's score only schedules: its trials never count, never become a study's be
 headline, a chosen model or an ensemble. Only the learners that reach the top rung (all the training bags)
 are tuned there. The reasons for the rule are in ``docs/tune.md`` ("Budget", "The ladder").
 
-Pure rules on the budget's records (:class:`~automil.tune.budget.LearnerState`), like the budget itself.
+Pure rules on the budget's records (:class:`~automil.tune.schedule.budget.LearnerState`), like the budget itself.
 """
 
 from __future__ import annotations
