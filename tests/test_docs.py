@@ -11,6 +11,8 @@ import re
 import tomllib
 from pathlib import Path
 
+from dotted_names import resolves
+
 from automil.cli.main import build_parser
 from automil.plugins import BUILTIN_PLUGINS
 
@@ -208,22 +210,6 @@ def test_every_function_the_docs_name_in_a_file_is_there():
     assert not dead, "functions the docs name that their file does not define:\n" + "\n".join(dead)
 
 
-def _resolves(name: str) -> bool:
-    """Whether ``name`` is an importable module, or an attribute reached from the longest one."""
-    parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            value = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        for attribute in parts[cut:]:
-            if not hasattr(value, attribute):
-                return False
-            value = getattr(value, attribute)
-        return True
-    return False
-
-
 def _cited_modules():
     """``(where, dotted name, its paragraph, list item or table row up to it)`` for each span that starts with
     automil's or a built-in plugin's name and a dot: ``automil.evaluation.calibrated``,
@@ -243,7 +229,7 @@ def test_every_module_the_docs_cite_imports():
     the word tag in its item or row is an MLflow tag (docs/tracking.md), not a module."""
     cited = list(_cited_modules())
     assert any(name == "automil.evaluation.standardized" for _, name, _ in cited), "the extraction finds nothing"
-    dead = sorted({f"{where}: {name}" for where, name, before in cited if not _resolves(name)
+    dead = sorted({f"{where}: {name}" for where, name, before in cited if not resolves(name)
                    and not (name.count(".") == 1 and re.search(r"\btags?\b", before))})
     assert not dead, "modules or names the docs cite that do not import:\n" + "\n".join(dead)
 

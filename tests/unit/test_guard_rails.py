@@ -5,7 +5,6 @@ spelled as a string outside the one module that reads Optuna's, no protocol or a
 string, no trial attribute key built by hand."""
 
 import ast
-import importlib
 import json
 import re
 import subprocess
@@ -14,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from dotted_names import resolves
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "automil"
@@ -226,26 +226,10 @@ def test_no_trial_attribute_key_is_spelled_by_hand():
     assert not offences, "trial attribute keys built by hand (use automil.records.TrialAttr):\n" + "\n".join(offences)
 
 
-def _resolves(name: str) -> bool:
-    """Whether ``automil.x.y`` names a module, or an attribute reached from the longest module prefix."""
-    parts = name.split(".")
-    for i in range(len(parts), 0, -1):
-        try:
-            found = importlib.import_module(".".join(parts[:i]))
-        except ImportError:
-            continue
-        for part in parts[i:]:
-            if not hasattr(found, part):
-                return False
-            found = getattr(found, part)
-        return True
-    return False
-
-
 def test_every_cross_reference_in_a_docstring_names_something_that_exists():
     """``:func:`~automil.tune.final.choice.choose``` and its kin must survive a module's move or rename."""
     role = re.compile(r":(?:func|mod|class|meth|data|attr|exc):`~?(automil[A-Za-z0-9_.]*)`")
     stale = [f"{path.relative_to(ROOT)}: {name}"
              for path in sorted([*PACKAGE.rglob("*.py"), *(ROOT / "plugins").rglob("*.py")])
-             for name in sorted(set(role.findall(path.read_text()))) if not _resolves(name)]
+             for name in sorted(set(role.findall(path.read_text()))) if not resolves(name)]
     assert not stale, "cross-references to nothing:\n" + "\n".join(stale)
