@@ -133,8 +133,6 @@ def _tracking(options):
     return functools.partial(open_tracker, options.tracking_uri) if options.track else None
 
 
-
-
 def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
     """The leaderboard as a table, and as JSON to ``json_path`` ('-': to stdout instead of the table)."""
     import json

@@ -24,4 +24,3 @@ class Protocol(StrEnum):
     def headline(self) -> str:
         """What the leaderboard calls a headline figure of this protocol."""
         return {Protocol.NESTED: "nested", Protocol.HOLDOUT: "hold-out"}.get(self, "tuned (optimistic)")
-

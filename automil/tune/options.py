@@ -94,12 +94,9 @@ class TuneOptions:
         if self.folds is None and self.folds_file is None:
             self.folds = DEFAULT_FOLDS
         # a study file or a caller may give the names; check() names one that is neither
-        if self.protocol in tuple(Protocol):
-            self.protocol = Protocol(self.protocol)
-        if self.allocation in tuple(Allocation):
-            self.allocation = Allocation(self.allocation)
-        if self.sampler in tuple(Sampler):
-            self.sampler = Sampler(self.sampler)
+        for name, kind in (("protocol", Protocol), ("allocation", Allocation), ("sampler", Sampler)):
+            if getattr(self, name) in tuple(kind):
+                setattr(self, name, kind(getattr(self, name)))
 
     def with_fold_file(self, given: FoldFile) -> TuneOptions:
         """These options on the folds a file gives: its number of folds (a ``--folds`` that differs is an

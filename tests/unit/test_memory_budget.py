@@ -41,10 +41,14 @@ def test_the_default_budget_is_the_machines_memory_less_a_margin_of_at_least_a_g
 def test_every_built_in_learner_declares_its_measured_memory_factor():
     # LearnerSpec's 2.0 is a guess for a third-party learner; a built-in one states what
     # experiments/memory_factors.py measured, so a new learner is not registered on the guess.
+    from automil import plugins as manager
+
     plugins = Path(__file__).resolve().parents[2] / "plugins"
-    undeclared = [f"{init.parent.name} line {call.lineno}"
-                  for init in sorted(plugins.glob("automil_*/__init__.py"))
-                  for call in ast.walk(ast.parse(init.read_text()))
-                  if isinstance(call, ast.Call) and ast.unparse(call.func) == "automil.LearnerSpec"
-                  and not any(keyword.arg == "memory_factor" for keyword in call.keywords)]
+    specs = [(init.parent.name, call) for init in sorted(plugins.glob("automil_*/__init__.py"))
+             for call in ast.walk(ast.parse(init.read_text()))
+             if isinstance(call, ast.Call) and ast.unparse(call.func) == "automil.LearnerSpec"]
+    built_in = [s for s in manager.registry("learners").learners.values() if s.plugin in manager.BUILTIN_PLUGINS]
+    assert len(specs) == len(built_in), "every built-in learner's spec is one automil.LearnerSpec(...) call read here"
+    undeclared = [f"{plugin} line {call.lineno}" for plugin, call in specs
+                  if not any(keyword.arg == "memory_factor" for keyword in call.keywords)]
     assert not undeclared, f"LearnerSpec without a measured memory_factor: {undeclared}"

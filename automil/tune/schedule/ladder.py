@@ -20,8 +20,7 @@ from automil.records import TrialAttr
 from automil.records.protocol import Protocol
 
 __all__ = ["LADDER", "run_ladder", "RUNG_SLACK", "RUNG_FLOOR", "RUNG_MIN_BAGS", "CHEAP_SHARE", "rung_fraction", "cheap",
-           "cheapest",
-           "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState", "LadderStep", "rung_of",
+           "cheapest", "PROMOTE_MARGIN", "ETA", "MIN_PROMOTED", "GROWTH_RANGE", "RungState", "LadderStep", "rung_of",
            "reached_top", "needs_rung", "estimated_seconds", "predicted_score", "promoted", "ladder_step",
            "top_rung", "estimated_trial_seconds", "screened_note", "rung_states", "GROWTH_MIN_SECONDS",
            "FLAT_EVIDENCE", "flat",
