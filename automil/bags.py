@@ -9,6 +9,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from automil.streamed_bags import StreamedBags
+
 __all__ = ["Bags", "as_bags"]
 
 
@@ -303,9 +305,10 @@ def instance_dtype(dtype) -> np.dtype:
 def as_bags(bags, y=None) -> Bags:
     """Accept ``Bags`` or a list of 2-D arrays (plus labels) and return ``Bags``.
 
-    Labels given here override the labels stored in ``bags``.
+    Labels given here override the labels stored in ``bags``. :class:`~automil.streamed_bags.StreamedBags` pass
+    through as they are (a learner that accepts them reads them a block at a time).
     """
-    if isinstance(bags, Bags):
+    if isinstance(bags, Bags | StreamedBags):
         return bags if y is None else bags.with_labels(y)
     if isinstance(bags, np.ndarray) and bags.ndim == 2:
         raise ValueError("got one 2-D array: pass a list of 2-D arrays (one per bag) or automil.Bags")

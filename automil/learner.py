@@ -33,10 +33,14 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
     - optionally ``_predict_proba(bags)`` (shape ``(n_bags, K)``), ``_witness(bags)`` and
       ``_instance_scores(bags)`` (shape ``(n_instances, K)``, or ``(n_instances,)`` for one binary margin).
 
-    Learners accept sparse bags only when the class sets ``accepts_sparse = True``.
+    Learners accept sparse bags only when the class sets ``accepts_sparse = True``. A learner that reads its
+    bags one at a time, or a block of bags at a time (``bags.blocks()``, ``bags[i]``, ``bags.take``), never
+    ``bags.X`` whole, sets ``accepts_streamed = True``: the folds of the run's mapped instances then reach it
+    as :class:`~automil.streamed_bags.StreamedBags`, so a cohort larger than memory is never gathered.
     """
 
     accepts_sparse = False
+    accepts_streamed = False
 
     def fit(self, bags, y=None):
         """Fit on bags (``Bags`` or a list of 2-D arrays) and bag labels; returns ``self``."""

@@ -11,13 +11,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
 from automil.learner import BagClassifier
+from automil.streamed_bags import BLOCK_BYTES, StreamedBags
 
-__all__ = ["Standardized", "instance_scaling", "standardized_rows"]
-
-
-# Bytes of float64 per block when a matrix's rows are read for statistics or standardized: a block of a
-# 1,024-wide matrix is 2,048 rows, so a pass over a fold holds no more than this beside it.
-BLOCK_BYTES = 1 << 24
+__all__ = ["Standardized", "instance_scaling", "standardized_rows", "streams"]
 
 
 def instance_scaling(X, rows=None):
@@ -77,6 +73,11 @@ def standardized_rows(X: np.ndarray, rows, mean, scale) -> np.ndarray:
     return out
 
 
+def streams(estimator) -> bool:
+    """Whether ``estimator`` takes its bags streamed (:class:`~automil.streamed_bags.StreamedBags`)."""
+    return bool(getattr(estimator, "accepts_streamed", False))
+
+
 def _inner_has(name):
     return lambda self: hasattr(self.estimator_ if hasattr(self, "estimator_") else self.estimator, name)
 
@@ -124,6 +125,9 @@ class Standardized(ClassifierMixin, BaseEstimator):
         """Fit on the bags at ``bag_indices`` of ``bags`` (a training fold of the run's mapped instances) as
         ``fit(bags.subset(bag_indices))`` does, without the fold's unscaled copy: the statistics in a streaming
         pass over its rows, then the fold standardized a block at a time into the one array the learner gets.
+        A learner that accepts streamed bags (``accepts_streamed``) gets the fold as
+        :class:`~automil.streamed_bags.StreamedBags` instead, read and standardized a block at a time: the
+        same values, never the whole fold in memory.
         """
         bags = as_bags(bags)
         if bags.is_sparse:
@@ -131,6 +135,9 @@ class Standardized(ClassifierMixin, BaseEstimator):
         rows = bags.instance_rows(np.asarray(bag_indices, dtype=np.int64))
         self.mean_, self.scale_ = instance_scaling(bags.X, rows)
         self.n_features_in_ = bags.n_features
+        if streams(self.estimator):
+            fold = StreamedBags(bags, bag_indices, self.mean_, self.scale_)
+            return self._fit_learner(fold, fold.y)
         fold = bags.subset(bag_indices, X=standardized_rows(bags.X, rows, self.mean_, self.scale_))
         return self._fit_learner(fold if isinstance(self.estimator, BagClassifier) else fold.to_list(), fold.y)
 
@@ -140,12 +147,15 @@ class Standardized(ClassifierMixin, BaseEstimator):
         return self
 
     def transform(self, bags) -> Bags:
-        """The same bags with standardized instances (statistics of the training bags)."""
+        """The same bags with standardized instances (statistics of the training bags); streamed bags stay
+        streamed, standardized as they are read."""
         check_is_fitted(self, "scale_")
         bags = as_bags(bags)
         if bags.n_features != self.n_features_in_:
             raise ValueError(f"bags have {bags.n_features} features, but the standardizer was fitted with "
                              f"{self.n_features_in_}")
+        if isinstance(bags, StreamedBags):
+            return bags.standardized(self.mean_, self.scale_)
         if bags.is_sparse:
             if self.mean_ is not None:
                 X = (bags.X.toarray() - self.mean_) / self.scale_

@@ -63,6 +63,7 @@ class BagStats(EmbeddedClassifier):
     """
 
     accepts_sparse = True
+    accepts_streamed = True
 
     def __init__(self, statistics=("mean", "max", "min", "std"), classifier="extra-trees", n_estimators=300,
                  max_features="sqrt", min_samples_leaf=1, learning_rate=0.1, max_iter=100, max_leaf_nodes=31,

@@ -1,15 +1,17 @@
 """Bag statistics: each bag becomes the per-feature mean, max, min or standard deviation of its instances.
 
-Dense bags are reduced with ``ufunc.reduceat`` over the bag offsets; sparse (CSR) bags stay sparse: the
-mean and the second moment are one sparse product with the bag-averaging matrix, the max and min reduce
-only the stored values of each (bag, feature) pair and count the implicit zeros in when the pair has
-fewer stored values than the bag has instances.
+Dense bags are reduced with ``ufunc.reduceat`` over the bag offsets (streamed bags a block of bags at a
+time, the same figures); sparse (CSR) bags stay sparse: the mean and the second moment are one sparse product
+with the bag-averaging matrix, the max and min reduce only the stored values of each (bag, feature) pair and
+count the implicit zeros in when the pair has fewer stored values than the bag has instances.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+from automil.streamed_bags import StreamedBags
 
 __all__ = ["STATISTICS", "bag_statistics"]
 
@@ -24,6 +26,8 @@ def bag_statistics(bags, statistics=("mean", "max", "min")):
         raise ValueError(f"statistics must be a non-empty sequence of {STATISTICS}, got {tuple(statistics)!r}")
     if bags.is_sparse:
         return sp.hstack([_sparse_statistic(bags, s) for s in statistics], format="csr")
+    if isinstance(bags, StreamedBags):  # a bag's statistics need only its own rows: a block of bags at a time
+        return np.vstack([bag_statistics(block, statistics) for block in bags.blocks()])
     return np.hstack([_dense_statistic(bags, s) for s in statistics])
 
 

@@ -12,7 +12,8 @@ import numpy as np
 from automil.bags import Bags
 from automil.evaluation.instance_metrics import InstanceFold, instance_fold
 from automil.evaluation.prediction import labels_and_scores
-from automil.evaluation.standardized import Standardized
+from automil.evaluation.standardized import Standardized, streams
+from automil.streamed_bags import StreamedBags
 from automil.tune.options import TuneOptions
 from automil.tune.workers.isolation import FitWorker
 
@@ -84,7 +85,8 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
     fit_seconds = time.perf_counter() - start
     y_pred, scores, instance, predict_seconds = None, None, None, 0.0
     if test is not None:
-        testing = bags.subset(test)
+        # a learner that streams reads its test bags from the run's matrix as it reads its training bags
+        testing = StreamedBags(bags, test) if streams(estimator) and not bags.is_sparse else bags.subset(test)
         start = time.perf_counter()
         try:
             y_pred, scores = labels_and_scores(model, testing)  # the scores are what ensembles combine

@@ -1,0 +1,148 @@
+"""Bags of a larger matrix read a bag (or a block of bags) at a time and standardized as they are read.
+
+A fold of a cohort larger than memory cannot be gathered into one array. A learner that declares
+``accepts_streamed`` (``bag-stats``, the networks) gets its training and test folds as
+:class:`StreamedBags` instead of :class:`~automil.Bags`: the rows stay in the run's mapped matrix, and only
+the bags being read are in memory, standardized with the training fold's statistics, in the matrix's dtype,
+by the same arithmetic as :meth:`automil.evaluation.standardized.Standardized.transform`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+__all__ = ["BLOCK_BYTES", "StreamedBags"]
+
+# Bytes of float64 per block of rows read at once (statistics, standardization, a block of bags): a block of a
+# 1,024-wide matrix is 2,048 rows, so a pass over a fold holds no more than this beside it.
+BLOCK_BYTES = 1 << 24
+
+
+class StreamedBags:
+    """The bags at ``bag_indices`` of ``bags``, not gathered, their instances standardized when read.
+
+    Parameters
+    ----------
+    bags : Bags
+        Dense bags, usually the run's mapped instances.
+    bag_indices : array-like of int, optional
+        The bags taken, in this order (default: every bag).
+    mean, scale : ndarray of shape (n_features,), optional
+        Instances are read as ``(x - mean) / scale``; as they are stored when not given.
+
+    It answers what learners ask of ``Bags`` except ``X``: ``n_bags``, ``sizes``, ``offsets`` (of the bags
+    laid end to end), ``y``, ``groups``, ``instance_y``, ``bags[i]``, and reads instances with :meth:`take`
+    and :meth:`blocks`.
+    """
+
+    is_sparse = False
+
+    def __init__(self, bags, bag_indices=None, mean=None, scale=None):
+        if bags.is_sparse:
+            raise ValueError("only dense bags are streamed; sparse bags are gathered")
+        self._bags = bags
+        self.bag_indices = (np.arange(bags.n_bags) if bag_indices is None
+                            else np.asarray(bag_indices, dtype=np.int64) % max(bags.n_bags, 1))
+        self.starts = bags.offsets[self.bag_indices]
+        self.sizes = bags.offsets[self.bag_indices + 1] - self.starts
+        self.offsets = np.concatenate(([0], np.cumsum(self.sizes)))
+        self.mean, self.scale = mean, scale
+        self.y = None if bags.y is None else bags.y[self.bag_indices]
+        self.names = None if bags.names is None else bags.names[self.bag_indices]
+        self.groups = None if bags.groups is None else bags.groups[self.bag_indices]
+        self.source, self.feature_names = bags.source, bags.feature_names
+
+    def standardized(self, mean, scale) -> StreamedBags:
+        """The same bags, read as ``(x - mean) / scale``."""
+        return StreamedBags(self._bags, self.bag_indices, mean, scale).with_labels(self.y)
+
+    def with_labels(self, y) -> StreamedBags:
+        streamed = StreamedBags(self._bags, self.bag_indices, self.mean, self.scale)
+        streamed.y = None if y is None else np.asarray(y)
+        return streamed
+
+    @property
+    def n_bags(self) -> int:
+        return len(self.bag_indices)
+
+    @property
+    def n_instances(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def n_features(self) -> int:
+        return self._bags.n_features
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._bags.X.dtype
+
+    @property
+    def classes(self) -> np.ndarray:
+        return np.unique(self.y)
+
+    @functools.cached_property
+    def instance_y(self):
+        """Instance labels of the bags, laid end to end (``None`` where the data has none)."""
+        source = self._bags.instance_y
+        return None if source is None else source[self._bags.instance_rows(self.bag_indices)]
+
+    @functools.cached_property
+    def coords(self):
+        source = self._bags.coords
+        return None if source is None else source[self._bags.instance_rows(self.bag_indices)]
+
+    def bag_name(self, i: int) -> str:
+        return self._bags.bag_name(int(self.bag_indices[i]))
+
+    def __len__(self) -> int:
+        return self.n_bags
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return self._read(slice(self.starts[i], self.starts[i] + self.sizes[i]))
+
+    def __iter__(self):
+        return (self[i] for i in range(self.n_bags))
+
+    def to_list(self) -> list:
+        return list(self)
+
+    def take(self, bags: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The instances at ``positions`` inside the bags ``bags`` (integer arrays of one shape), read and
+        standardized; shape ``bags.shape + (n_features,)``."""
+        rows = self.starts[bags] + positions
+        if (positions < 0).any() or (positions >= self.sizes[bags]).any():
+            raise IndexError("an instance position past its bag's end")
+        return self._read(rows.reshape(-1)).reshape(rows.shape + (self.n_features,))
+
+    def blocks(self, max_bytes: int = BLOCK_BYTES):
+        """Consecutive bags as in-memory :class:`~automil.Bags` of about ``max_bytes`` each (a bag larger than that
+        alone), standardized, with their labels and groups: what a learner reduces bag by bag reads these."""
+        from automil.bags import Bags
+
+        row_bytes = 8 * self.n_features
+        start = 0
+        while start < self.n_bags:
+            fits = np.flatnonzero(np.cumsum(self.sizes[start:]) * row_bytes <= max_bytes)
+            stop = start + max(1, len(fits))
+            rows = np.concatenate([np.arange(self.starts[i], self.starts[i] + self.sizes[i])
+                                   for i in range(start, stop)])
+            part = slice(start, stop)
+            yield Bags(self._read(rows), self.offsets[start:stop + 1] - self.offsets[start],
+                       None if self.y is None else self.y[part],
+                       groups=None if self.groups is None else self.groups[part],
+                       names=None if self.names is None else self.names[part], source=self.source)
+            start = stop
+
+    def _read(self, rows) -> np.ndarray:
+        """Rows of the matrix (a slice or an index array), standardized in the matrix's dtype."""
+        X = np.array(self._bags.X[rows])  # a copy: a slice of a mapped file would stay mapped
+        if self.mean is None:
+            return X
+        np.subtract(X, self.mean.astype(X.dtype, copy=False), out=X)
+        return np.divide(X, self.scale.astype(X.dtype, copy=False), out=X)
+
+    def __repr__(self) -> str:
+        return f"StreamedBags(n_bags={self.n_bags}, n_instances={self.n_instances}, n_features={self.n_features})"
