@@ -117,11 +117,13 @@ class StreamedBags:
             raise IndexError("an instance position past its bag's end")
         return self._read(rows.reshape(-1)).reshape(rows.shape + (self.n_features,))
 
-    def blocks(self, max_bytes: int = BLOCK_BYTES):
-        """Consecutive bags as in-memory :class:`~automil.Bags` of about ``max_bytes`` each (a bag larger than that
-        alone), standardized, with their labels and groups: what a learner reduces bag by bag reads these."""
+    def blocks(self, max_bytes: int | None = None):
+        """Consecutive bags as in-memory :class:`~automil.Bags` of about ``max_bytes`` (default ``BLOCK_BYTES``) of
+        float64 each (a bag larger than that alone), standardized, with their labels and groups: what a learner
+        that reduces bag by bag reads."""
         from automil.bags import Bags
 
+        max_bytes = BLOCK_BYTES if max_bytes is None else max_bytes
         row_bytes = 8 * self.n_features
         start = 0
         while start < self.n_bags:

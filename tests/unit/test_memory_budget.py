@@ -7,6 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from automil import Bags, LearnerSpec
+from automil.streamed_bags import BLOCK_BYTES
 from automil.tune.schedule.memory import PROCESS_BYTES, default_memory, fit_bytes, machine_memory, over_budget
 
 
@@ -23,6 +24,24 @@ def test_a_fit_needs_its_standardized_instances_its_working_set_and_a_worker():
     assert Bags(bags.X.astype(np.float64), bags.offsets, bags.y).X.nbytes == 2 * bags.X.nbytes
     assert fit_bytes(spec(2.0), Bags(bags.X.astype(np.float64), bags.offsets, bags.y)) == (
         3 * 2_048_000 + PROCESS_BYTES)
+
+
+class _Streaming:
+    accepts_streamed = True
+
+
+def test_a_learner_that_streams_holds_a_block_of_bags_not_its_instances():
+    X = np.ones((200_000, 64), np.float32)  # 51.2 MB
+    bags = Bags(X, np.linspace(0, 200_000, 101).astype(int), np.arange(100) % 2)  # bags of 2,000 rows
+    streaming = LearnerSpec(name="s", estimator=_Streaming, search_space=dict, memory_factor=2.0)
+    block = max(BLOCK_BYTES, 8 * 2_000 * 64)
+    assert fit_bytes(streaming, bags) == 3 * block + 4 * 8 * 100 * 64 + PROCESS_BYTES
+    assert fit_bytes(streaming, bags) < fit_bytes(spec(2.0), bags)
+    # a budget that refuses the learner that gathers its fold admits the one that streams it
+    budget = fit_bytes(spec(2.0), bags) - 1
+    assert over_budget(spec(2.0), bags, budget) is not None and over_budget(streaming, bags, budget) is None
+    giant = Bags(np.ones((40_000, 64), np.float32), [0, 40_000], [0])  # one bag larger than a block
+    assert fit_bytes(streaming, giant) == 3 * 8 * 40_000 * 64 + 4 * 8 * 64 + PROCESS_BYTES
 
 
 def test_sparse_instances_count_their_stored_values_and_indices():

@@ -4,14 +4,20 @@ started, and its row says what it would need.
 The estimate is plain: a fit holds its training bags standardized (one copy of their instances, in their
 dtype) and the learner's own working set, which the learner declares as a multiple of those instances
 (``LearnerSpec.memory_factor``), plus a worker process's own memory. The largest fit of a run is on every bag
-(the chosen model's), so a learner is judged on that one, before any of its fits starts.
+(the chosen model's), so a learner is judged on that one, before any of its fits starts. A learner that
+streams its bags (``accepts_streamed``) holds no copy of them: a block of bags read at a time (at least the
+largest bag, in float64) with its working set as the same multiple of that block, and a few vectors per bag.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["PROCESS_BYTES", "default_memory", "machine_memory", "instance_bytes", "fit_bytes", "over_budget"]
+from automil.evaluation.standardized import streams
+from automil.streamed_bags import BLOCK_BYTES
+
+__all__ = ["PROCESS_BYTES", "default_memory", "machine_memory", "instance_bytes", "held_bytes", "fit_bytes",
+           "over_budget"]
 
 # A fit worker's own resident memory before it holds any data: Python, numpy, scikit-learn, a learner's
 # library (measured 250 to 400 MB on the built-in learners; torch is most of the top of that range).
@@ -19,6 +25,8 @@ PROCESS_BYTES = 400 * 2**20
 # What --memory leaves to the rest of the machine by default: the run's main process, the system, and the
 # page cache the mapped instances are read through; a tenth of the memory, and never less than 1 GiB.
 MARGIN_SHARE, MIN_MARGIN = 0.1, 2**30
+# Vectors of n_features a streaming learner keeps per bag: bag-stats's four statistics.
+BAG_VECTORS = 4
 
 
 def machine_memory() -> int:
@@ -45,10 +53,22 @@ def instance_bytes(bags) -> int:
     return int(X.shape[0]) * int(X.shape[1]) * X.dtype.itemsize
 
 
+def held_bytes(spec, bags) -> int:
+    """The instances a fit of ``spec`` on every bag holds at once: all of them, or, for a learner that streams
+    dense bags, a block (at least the largest bag, in float64)."""
+    if bags.is_sparse or not streams(spec.estimator):
+        return instance_bytes(bags)
+    return max(BLOCK_BYTES, 8 * int(bags.sizes.max()) * bags.n_features)
+
+
 def fit_bytes(spec, bags) -> int:
-    """The estimated memory of one fit of the learner ``spec`` on every bag of ``bags``: the standardized
-    instances and the learner's working set (``spec.memory_factor`` times them), and a worker process."""
-    return int((1 + spec.memory_factor) * instance_bytes(bags)) + PROCESS_BYTES
+    """The estimated memory of one fit of the learner ``spec`` on every bag of ``bags``: the instances it holds
+    and its working set (``spec.memory_factor`` times them), a few vectors per bag when it streams, and a
+    worker process."""
+    held = int((1 + spec.memory_factor) * held_bytes(spec, bags)) + PROCESS_BYTES
+    if bags.is_sparse or not streams(spec.estimator):
+        return held
+    return held + BAG_VECTORS * 8 * bags.n_bags * bags.n_features
 
 
 def over_budget(spec, bags, memory: int) -> str | None:
@@ -58,8 +78,8 @@ def over_budget(spec, bags, memory: int) -> str | None:
     if need <= memory:
         return None
     return (f"a fit on every bag needs about {_size(need)} ({1 + spec.memory_factor:g} x the "
-            f"{_size(instance_bytes(bags))} of instances, and a worker process), above the {_size(memory)} a fit may "
-            "take under --memory: not started")
+            f"{_size(held_bytes(spec, bags))} of instances it holds, and a worker process), above the {_size(memory)} "
+            "a fit may take under --memory: not started")
 
 
 def _size(n: int) -> str:
