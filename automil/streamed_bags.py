@@ -138,6 +138,14 @@ class StreamedBags:
                        names=None if self.names is None else self.names[part], source=self.source)
             start = stop
 
+    def gathered(self):
+        """The bags in memory as :class:`~automil.Bags`, for a learner that cannot stream them."""
+        from automil.bags import Bags
+
+        return Bags(self._read(self._bags.instance_rows(self.bag_indices)), self.offsets, self.y,
+                    instance_y=self.instance_y, names=self.names, feature_names=self.feature_names,
+                    source=self.source, coords=self.coords, groups=self.groups)
+
     def _read(self, rows) -> np.ndarray:
         """Rows of the matrix (a slice or an index array), standardized in the matrix's dtype."""
         X = np.array(self._bags.X[rows])  # a copy: a slice of a mapped file would stay mapped

@@ -42,26 +42,33 @@ def _run_predict(args) -> int:
     from automil.data.datasets import load_bags
     from automil.evaluation.metrics import fold_scores
     from automil.evaluation.prediction import predict_bags
+    from automil.streamed_bags import StreamedBags
     from automil.track import default_tracking_uri
     from automil.track.writing.model import load_estimator
+    from automil.tune.workers.processes import release_instances, share_instances
 
     if args.coverage is not None and not 0 < args.coverage < 1:
         raise ValueError(f"--coverage must be between 0 and 1 (exclusive), e.g. 0.9; got {args.coverage}")
     if args.mondrian and args.coverage is None:
         raise ValueError("--mondrian needs --coverage")
     model = load_estimator(args.tracking_uri or default_tracking_uri(), args.model)
-    bags = load_bags(args.dataset, labels=args.labels, groups=args.groups)
+    # read as a run reads: a slide folder into a mapped file, so a cohort larger than memory can be predicted
+    mapped = share_instances(lambda: load_bags(args.dataset, labels=args.labels, groups=args.groups))
     try:
-        predictions = predict_bags(model, bags, args.coverage, args.mondrian)
-    except ValueError as error:
-        raise ValueError(f"model {args.model!r}: {error}") from None
-    if args.heatmaps:
-        from automil.evaluation.heatmap_drawing import write_heatmaps
+        bags = mapped if mapped.instances_file is None else StreamedBags(mapped)
+        try:
+            predictions = predict_bags(model, bags, args.coverage, args.mondrian)
+        except ValueError as error:
+            raise ValueError(f"model {args.model!r}: {error}") from None
+        if args.heatmaps:
+            from automil.evaluation.heatmap_drawing import write_heatmaps
 
-        written = write_heatmaps(model, bags, predictions, args.heatmaps)
-        pictures = sum(files.picture is not None for files in written)
-        print(f"heatmaps of {len(written)} bags in {args.heatmaps} ({pictures} pictures, {len(written)} tables)",
-              file=sys.stderr if args.json == "-" else sys.stdout)
+            written = write_heatmaps(model, bags, predictions, args.heatmaps)
+            pictures = sum(files.picture is not None for files in written)
+            print(f"heatmaps of {len(written)} bags in {args.heatmaps} ({pictures} pictures, {len(written)} "
+                  "tables)", file=sys.stderr if args.json == "-" else sys.stdout)
+    finally:
+        release_instances(mapped)
     if args.json:
         text = json.dumps([p.to_dict() for p in predictions], indent=2)
         if args.json == "-":

@@ -13,7 +13,7 @@ from automil.bags import Bags, as_bags
 from automil.learner import BagClassifier
 from automil.streamed_bags import BLOCK_BYTES, StreamedBags
 
-__all__ = ["Standardized", "instance_scaling", "standardized_rows", "streams"]
+__all__ = ["Standardized", "instance_moments", "instance_scaling", "standardized_rows", "streams"]
 
 
 def instance_scaling(X, rows=None):
@@ -33,15 +33,26 @@ def instance_scaling(X, rows=None):
         scale = np.sqrt(np.maximum(var, 0.0))
         mean = None
     else:
-        n = X.shape[0] if rows is None else len(rows)
-        mean = _row_sums(block for block in _blocks(X, rows)) / n
-        scale = np.sqrt(_row_sums(np.square(block - mean) for block in _blocks(X, rows)) / n)
+        mean, scale = instance_moments(X, rows)
     scale[scale <= np.finfo(np.float64).eps * (1.0 if mean is None else np.maximum(1.0, np.abs(mean)))] = 1.0
     return mean, scale
 
 
-def _blocks(X: np.ndarray, rows=None):
-    """``X`` (its ``rows``, gathered) a block of rows at a time."""
+def instance_moments(X, rows=None):
+    """Float64 mean and standard deviation of the rows of dense ``X`` (its ``rows``), or of the instances of
+    :class:`~automil.streamed_bags.StreamedBags` as they are read, a block at a time: the figures of
+    ``.astype(np.float64).mean(axis=0)`` and ``.std(axis=0)`` to the last bit, no zero replaced (a learner that
+    standardizes again keeps its own rule for them), and no float64 copy of the rows."""
+    n = X.n_instances if isinstance(X, StreamedBags) else X.shape[0] if rows is None else len(rows)
+    mean = _row_sums(block for block in _blocks(X, rows)) / n
+    return mean, np.sqrt(_row_sums(np.square(block - mean) for block in _blocks(X, rows)) / n)
+
+
+def _blocks(X, rows=None):
+    """``X`` (its ``rows``, gathered) a block of rows at a time; streamed bags a block of bags at a time."""
+    if isinstance(X, StreamedBags):
+        yield from (block.X for block in X.blocks())
+        return
     n = X.shape[0] if rows is None else len(rows)
     step = max(1, BLOCK_BYTES // (8 * X.shape[1]))
     for start in range(0, n, step):
@@ -191,8 +202,11 @@ class Standardized(ClassifierMixin, BaseEstimator):
         return self.estimator_.instance_scores(self._learner_input(bags))
 
     def _learner_input(self, bags):
-        """The standardized bags as the learner takes them: ``Bags`` or a list of 2-D arrays."""
+        """The standardized bags as the learner takes them: ``Bags`` (streamed where it accepts them, gathered
+        where not) or a list of 2-D arrays."""
         bags = self.transform(bags)
+        if isinstance(bags, StreamedBags) and not streams(self.estimator):
+            bags = bags.gathered()
         return bags if isinstance(self.estimator, BagClassifier) else bags.to_list()
 
     def __sklearn_tags__(self):
