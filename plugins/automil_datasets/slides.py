@@ -134,19 +134,24 @@ def _slide(rng, direction, offset, tumour: bool, radius: float = WITNESS_RADIUS)
     return features.astype(np.float32), coords
 
 
-def _sized_slide(rng, direction, offset, tumour: bool, patches: tuple[int, int],
-                 share: float) -> tuple[np.ndarray, np.ndarray]:
-    """One slide of a drawn number of patches on random cells; its witnesses the cells nearest the centre."""
-    cells = np.argwhere(np.ones((GRID, GRID), dtype=bool))[:, ::-1]  # (column, row)
+def _sized_slide(rng, direction, offset, tumour: bool, patches: tuple[int, int], share: float, grid: int = GRID,
+                 dtype=np.float64) -> tuple[np.ndarray, np.ndarray]:
+    """One slide of a drawn number of patches on random cells of a ``grid`` x ``grid`` grid; its witnesses the
+    cells nearest the centre (``WITNESS_CENTRE`` scaled from ``GRID`` to ``grid``). The noise is drawn in
+    ``dtype`` (``float32`` halves a large slide's memory; the default keeps the slides ``write_slide_set``
+    writes)."""
+    cells = np.argwhere(np.ones((grid, grid), dtype=bool))[:, ::-1]  # (column, row)
+    centre = [c * grid / GRID for c in WITNESS_CENTRE]
     n = int(rng.integers(patches[0], patches[1] + 1))
     k = min(n, max(1, round(share * n)))
-    nearest = np.argsort(np.hypot(cells[:, 0] - WITNESS_CENTRE[0], cells[:, 1] - WITNESS_CENTRE[1]), kind="stable")
+    nearest = np.argsort(np.hypot(cells[:, 0] - centre[0], cells[:, 1] - centre[1]), kind="stable")
     chosen = np.sort(np.concatenate((nearest[:k], rng.choice(nearest[k:], n - k, replace=False))))
     coords = (cells[chosen] * PATCH).astype(np.int64)
-    features = rng.standard_normal((n, len(direction))) + offset
+    features = rng.standard_normal((n, len(direction)), dtype=dtype)
+    features += offset
     if tumour:
         features[np.isin(chosen, nearest[:k])] += WITNESS_SHIFT * direction
-    return features.astype(np.float32), coords
+    return features.astype(np.float32, copy=False), coords
 
 
 def _has_torch() -> bool:
