@@ -11,6 +11,7 @@ import numpy as np
 
 import automil
 from automil import BagClassifier
+from automil.streamed_bags import StreamedBags
 
 # Instances of a bag a training step sees at most (:class:`DeepMILClassifier`, ``max_instances``).
 MAX_INSTANCES = 512
@@ -22,6 +23,9 @@ __all__ = ["ABMILClassifier", "DSMILClassifier", "DeepMILClassifier", "MINetClas
 class DeepMILClassifier(BagClassifier):
     """Base of the deep learners: standardizes instances, holds out bags for early stopping, trains the
     network a subclass builds in ``_network(n_features, n_classes)``, and reads scores from it.
+
+    It streams (``accepts_streamed``): a batch reads only the instances it uses, so a cohort larger than
+    memory trains and predicts with a batch in memory, with the figures of the same bags gathered.
 
     Parameters
     ----------
@@ -79,6 +83,8 @@ class DeepMILClassifier(BagClassifier):
         The device the network was trained on.
     """
 
+    accepts_streamed = True
+
     def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
                  random_state=None, min_epochs=None, class_weight="balanced"):
@@ -101,20 +107,21 @@ class DeepMILClassifier(BagClassifier):
 
     # ---- fitting -----------------------------------------------------------------------------------
     def _fit(self, bags, y):
-        from automil_deep.training import Batches, fit_network, minimum_epochs, resolve_device, seeded_torch
+        from automil.evaluation.standardized import instance_moments
+        from automil_deep.training import fit_network, minimum_epochs, resolve_device, seeded_torch
 
         if self.max_instances is not None and not (isinstance(self.max_instances, int | np.integer)
                                                    and self.max_instances >= 1):
             raise ValueError(f"max_instances={self.max_instances!r}: give a whole number of instances of at "
                              "least 1 (or None for every instance)")
         device = resolve_device(self.device)
-        X = np.asarray(bags.X, dtype=np.float64)
-        self.mean_ = X.mean(axis=0)
-        self.scale_ = np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+        # a block at a time (streamed bags as read): the figures of X.astype(float64).mean / .std, no copy of X
+        self.mean_, std = instance_moments(bags if isinstance(bags, StreamedBags) else bags.X)
+        self.scale_ = np.where(std > 0, std, 1.0)
         seed = int(np.random.SeedSequence(self.random_state).generate_state(1)[0])
         rng = np.random.default_rng(seed)
         train, validation = self._held_out(y, seed, bags.groups)
-        batches = Batches(self._scaled(bags), bags.offsets, device)
+        batches = self._batches(bags, device)
         settings = dict(learning_rate=self.learning_rate, weight_decay=self.weight_decay,
                         batch_size=self.batch_size, max_instances=self.max_instances, patience=self.patience,
                         rng=rng)
@@ -159,31 +166,43 @@ class DeepMILClassifier(BagClassifier):
             return np.arange(len(y)), np.array([], dtype=np.int64)
         return np.flatnonzero(folds != 0), np.flatnonzero(folds == 0)
 
-    def _scaled(self, bags):
-        return (np.asarray(bags.X, dtype=np.float64) - self.mean_) / self.scale_
+    def _batches(self, bags, device):
+        """The network's batches of ``bags`` (``Bags``, or :class:`~automil.streamed_bags.StreamedBags` read
+        through ``take``), each batch's instances scaled by ``mean_`` and ``scale_`` in float64 as it is read:
+        no copy of the bags' instances, and the rows of a batch the same on either kind of bags."""
+        from automil_deep.training import Batches, matrix_rows
+
+        take = bags.take if isinstance(bags, StreamedBags) else matrix_rows(bags.X, bags.offsets)
+
+        def read(index, positions):
+            rows = take(index, positions).astype(np.float64)  # (x - mean_) / scale_, in place
+            np.subtract(rows, self.mean_, out=rows)
+            return np.divide(rows, self.scale_, out=rows)
+
+        return Batches(read, bags.sizes, bags.n_features, device)
 
     # ---- prediction --------------------------------------------------------------------------------
-    def _evaluate(self, bags):
+    def _evaluate(self, bags, instance_scores=True):
         import torch
 
-        from automil_deep.training import Batches, evaluate, resolve_device, thread_count
+        from automil_deep.training import evaluate, resolve_device, thread_count
 
         device = resolve_device(self.device)
         self.network_.to(device)  # a model trained on a GPU predicts on the CPU, and back
         threads = torch.get_num_threads()
         torch.set_num_threads(thread_count())
         try:
-            logits, scores, _ = evaluate(self.network_, Batches(self._scaled(bags), bags.offsets, device),
-                                         np.arange(bags.n_bags))
+            logits, scores, _ = evaluate(self.network_, self._batches(bags, device), np.arange(bags.n_bags),
+                                         instance_scores=instance_scores)
         finally:
             torch.set_num_threads(threads)
         return logits, scores
 
     def _decision_function(self, bags):
-        return self._evaluate(bags)[0]
+        return self._evaluate(bags, instance_scores=False)[0]
 
     def _predict_proba(self, bags):
-        logits = self._evaluate(bags)[0]
+        logits = self._evaluate(bags, instance_scores=False)[0]
         e = np.exp(logits - logits.max(axis=1, keepdims=True))
         return e / e.sum(axis=1, keepdims=True)
 

@@ -15,7 +15,8 @@ from torch import nn
 
 from automil import report_epoch
 
-__all__ = ["Batches", "evaluate", "fit_network", "minimum_epochs", "resolve_device", "seeded_torch"]
+__all__ = ["Batches", "evaluate", "fit_network", "matrix_rows", "minimum_epochs", "resolve_device",
+           "seeded_torch"]
 
 # Padded instances per prediction batch: large enough to amortize the per-call overhead, small enough that a
 # batch of (B, N, D) activations stays a few MB.
@@ -31,40 +32,55 @@ POOL_BATCHES = 50
 # larger): on a few dozen held-out bags the loss is often lowest after 1 to 3 epochs, while the network still
 # predicts the class shares, and a network trained that long scores near chance (docs/deep.md, "Cohorts").
 MIN_EPOCHS = 10
+# Bytes of float64 rows a batch reads (and scales) at once: a prediction batch of a wide matrix holds its
+# padded float32 tensor, not a float64 copy of it too.
+READ_BYTES = 1 << 24
 CPU = torch.device("cpu")
 
 
 class Batches:
-    """Bags as one float32 matrix and offsets, cut into padded ``(X, mask)`` batches of chosen bags on
-    ``device`` (the matrix stays on the CPU: one batch at a time moves).
+    """Bags cut into padded ``(X, mask)`` batches of chosen bags on ``device``, each batch's instances read as
+    it is made: the bags stay where they are (in memory, or in the run's mapped matrix), and only a batch is
+    ever copied, as float32, to the device.
 
     Parameters
     ----------
-    X : ndarray of shape (n_instances, n_features)
-    offsets : ndarray of shape (n_bags + 1,)
+    read : callable
+        ``read(bags, positions)``: the instances at ``positions`` inside the bags ``bags`` (1-D integer arrays
+        of one length) as rows of ``n_features``, in any float dtype; e.g. :func:`matrix_rows`, or
+        ``StreamedBags.take``.
+    sizes : ndarray of shape (n_bags,)
+    n_features : int
     device : torch.device, default=cpu
     """
 
-    def __init__(self, X: np.ndarray, offsets: np.ndarray, device: torch.device = CPU):
-        self.X = torch.from_numpy(np.ascontiguousarray(X, dtype=np.float32))
-        self.offsets = np.asarray(offsets, dtype=np.int64)
-        self.sizes = np.diff(self.offsets)
+    def __init__(self, read, sizes: np.ndarray, n_features: int, device: torch.device = CPU):
+        self.read = read
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.n_features = int(n_features)
         self.device = device
 
     def batch(self, index: np.ndarray, max_instances: int | None = None,
               rng: np.random.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bags ``index`` padded to the longest: ``X`` (B, N, D) with zero rows past each bag's end and
         ``mask`` (B, N). A bag of more than ``max_instances`` instances is cut to that many, drawn with
-        ``rng`` without replacement and kept in their order."""
+        ``rng`` without replacement and kept in their order. Only the instances used are read, at most
+        ``READ_BYTES`` of float64 per ``read`` (which may scale them in float64)."""
         sizes = self.sizes[index] if max_instances is None else np.minimum(self.sizes[index], max_instances)
         positions = np.arange(sizes.max())
         mask = positions[None, :] < sizes[:, None]
-        chosen = np.minimum(positions[None, :], sizes[:, None] - 1)
+        chosen = np.broadcast_to(positions, mask.shape).copy()
         for row in np.flatnonzero(self.sizes[index] > sizes):  # only bags over the cap draw from rng
             chosen[row, :sizes[row]] = np.sort(rng.choice(self.sizes[index[row]], sizes[row], replace=False))
-        rows = torch.from_numpy(self.offsets[index][:, None] + chosen)
-        mask = torch.from_numpy(mask)
-        return (self.X[rows] * mask[..., None]).to(self.device), mask.to(self.device)
+        X = np.zeros(mask.shape + (self.n_features,), dtype=np.float32)
+        cells = np.flatnonzero(mask)  # (bag, position) of every instance read, in the order of X's rows
+        bags, positions = np.asarray(index)[cells // mask.shape[1]], chosen.reshape(-1)[cells]
+        rows = X.reshape(-1, self.n_features)  # a view: the reads land in X
+        step = max(1, READ_BYTES // (8 * self.n_features))
+        for start in range(0, len(cells), step):
+            part = slice(start, start + step)
+            rows[cells[part]] = self.read(bags[part], positions[part])
+        return torch.from_numpy(X).to(self.device), torch.from_numpy(mask).to(self.device)
 
     def training_batches(self, index: np.ndarray, batch_size: int, max_instances: int | None,
                          rng: np.random.Generator):
@@ -92,6 +108,13 @@ class Batches:
             stop = start + max(1, len(fits))
             yield (index[start:stop], *self.batch(index[start:stop]))
             start = stop
+
+
+def matrix_rows(X: np.ndarray, offsets: np.ndarray):
+    """``read`` for :class:`Batches` of bags laid end to end in the matrix ``X`` at ``offsets``: a fancy index
+    per read, so a mapped ``X`` is read only where a batch looks."""
+    starts = np.asarray(offsets, dtype=np.int64)[:-1]
+    return lambda bags, positions: X[starts[bags] + positions]
 
 
 def resolve_device(device: str) -> torch.device:
@@ -141,25 +164,27 @@ def minimum_epochs(min_epochs: int | None, epochs: int) -> int:
 
 @torch.no_grad()
 def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndarray | None = None,
-             weight: torch.Tensor | None = None):
+             weight: torch.Tensor | None = None, instance_scores: bool = True):
     """Logits ``(len(index), K)`` (averaged over heads), instance scores per bag (a list of ``(n_i, K)``
-    arrays in the order of ``index``), and the mean loss (weighted as :func:`network_loss`) when labels ``y``
-    of the bags are given."""
+    arrays in the order of ``index``; ``None`` each when not ``instance_scores``: bag scores alone hold
+    nothing per instance), and the mean loss (weighted as :func:`network_loss`) when labels ``y`` of the
+    bags are given."""
     network.eval()
     logits = [None] * len(index)
     scores = [None] * len(index)
     where = {bag: position for position, bag in enumerate(index)}
     total = 0.0
     for part, X, mask in batches.prediction_batches(np.asarray(index)):
-        heads, instance_scores = network(X, mask)
+        heads, part_scores = network(X, mask)
         if y is not None:
             labels = torch.from_numpy(y[[where[bag] for bag in part]]).to(batches.device)
             total += float(network_loss(heads, labels, weight)) * len(part)
         mean = torch.stack(heads).mean(dim=0).cpu().numpy()
-        instance_scores = instance_scores.cpu().numpy()
+        part_scores = part_scores.cpu().numpy() if instance_scores else None
         for row, bag in enumerate(part):
             logits[where[bag]] = mean[row]
-            scores[where[bag]] = instance_scores[row, :batches.sizes[bag]]
+            if instance_scores:
+                scores[where[bag]] = part_scores[row, :batches.sizes[bag]]
     loss = total / len(index) if y is not None else None
     return np.array(logits, dtype=np.float64), scores, loss
 
@@ -190,7 +215,7 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
             optimizer.step()
         if len(validation) == 0:
             continue
-        logits, _, loss = evaluate(network, batches, validation, y[validation], weight)
+        logits, _, loss = evaluate(network, batches, validation, y[validation], weight, instance_scores=False)
         losses.append(loss)
         # the driver's pruner may stop a fit whose held-out bags score below other trials' at this epoch
         report_epoch(epoch, balanced_accuracy_score(y[validation], logits.argmax(axis=1)))

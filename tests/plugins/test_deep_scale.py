@@ -1,5 +1,8 @@
 """The deep learners at scale: a training step sees at most ``max_instances`` of a bag (prediction all of
-them), batches of bags of similar size, and the device they train on, on a machine without a GPU."""
+them), batches of bags of similar size, the device they train on, on a machine without a GPU, and streamed
+folds read a batch at a time with the gathered fold's figures."""
+
+import pickle
 
 import numpy as np
 import pytest
@@ -7,10 +10,14 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import automil  # noqa: E402 - after the skip: the plugin's tests need torch
+from automil import streamed_bags  # noqa: E402
 from automil.checks import witness_bags  # noqa: E402
-from automil_deep.estimators import ABMILClassifier  # noqa: E402
+from automil.evaluation.standardized import Standardized  # noqa: E402
+from automil.streamed_bags import StreamedBags  # noqa: E402
+from automil_deep import training  # noqa: E402
+from automil_deep.estimators import ABMILClassifier, DSMILClassifier  # noqa: E402
 from automil_deep.networks import ABMIL  # noqa: E402
-from automil_deep.training import Batches, resolve_device  # noqa: E402
+from automil_deep.training import Batches, matrix_rows, resolve_device  # noqa: E402
 
 FAST = {"hidden": 16, "epochs": 4, "batch_size": 4, "validation_fraction": 0.0, "random_state": 0}
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
@@ -62,7 +69,7 @@ def test_each_step_draws_its_own_instances_from_the_bag_without_repeats():
     sizes = np.array([2, 6, 9, 3, 12, 5])
     offsets = np.concatenate(([0], np.cumsum(sizes)))
     rows = np.arange(offsets[-1], dtype=np.float32)[:, None]  # each instance's row number as its feature
-    batches, rng = Batches(rows, offsets), np.random.default_rng(0)
+    batches, rng = Batches(matrix_rows(rows, offsets), sizes, 1), np.random.default_rng(0)
     seen = {bag: set() for bag in range(len(sizes))}
     for _ in range(20):
         for part, X, mask in batches.training_batches(np.arange(len(sizes)), 2, 4, rng):
@@ -79,7 +86,7 @@ def test_training_batches_hold_bags_of_similar_size_and_cover_every_bag_once_an_
     rng = np.random.default_rng(1)
     sizes = rng.integers(1, 200, 400)
     offsets = np.concatenate(([0], np.cumsum(sizes)))
-    batches = Batches(np.zeros((offsets[-1], 1), dtype=np.float32), offsets)
+    batches = Batches(matrix_rows(np.zeros((offsets[-1], 1), dtype=np.float32), offsets), sizes, 1)
     parts = [part for part, X, mask in batches.training_batches(np.arange(400), 8, None, rng)]
     np.testing.assert_array_equal(np.sort(np.concatenate(parts)), np.arange(400))
     padded = sum(len(part) * sizes[part].max() for part in parts)
@@ -147,3 +154,46 @@ def test_a_model_pickled_without_device_and_max_instances_loads_and_predicts_as_
     old.__setstate__(state)
     assert old.get_params()["max_instances"] is None and old.get_params()["device"] == "auto"
     np.testing.assert_array_equal(old.predict_proba(test), model.predict_proba(test))
+
+
+@pytest.fixture(scope="module")
+def mapped(tmp_path_factory):
+    """120 bags of 5 to 40 float32 instances of 16 features, mapped read-only from a file as a run's are."""
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(5, 41, size=120)
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    X = (rng.standard_normal((offsets[-1], 16)) * rng.uniform(0.5, 3, 16) + 2).astype(np.float32)
+    y = rng.integers(0, 2, size=120)
+    X[offsets[:-1][y == 1], 0] += 3.0  # a witness in each positive bag
+    return automil.Bags(X, offsets, y).mapped(tmp_path_factory.mktemp("instances") / "instances.npy")
+
+
+@pytest.mark.parametrize("learner", [ABMILClassifier, DSMILClassifier])
+def test_a_network_on_streamed_bags_reads_a_batch_at_a_time_and_gives_the_gathered_folds_figures(
+        mapped, learner, monkeypatch):
+    train, test = np.arange(120)[np.arange(120) % 4 != 0], np.arange(0, 120, 4)
+    params = {**FAST, "epochs": 3, "max_instances": 16, "validation_fraction": 0.2}  # cut bags, held-out bags
+    gathered = Standardized(learner(**params)).fit(mapped.subset(train))
+    # a streamed fold has no X: every instance the network reads passes through StreamedBags._read
+    reads, original = [], StreamedBags._read
+    monkeypatch.setattr(StreamedBags, "_read", lambda self, rows: reads.append(np.arange(mapped.n_instances)[rows].size)
+                        or original(self, rows))
+    monkeypatch.setattr(streamed_bags, "BLOCK_BYTES", 8 * 16 * 200)  # the moments' blocks: 200 rows
+    monkeypatch.setattr(training, "READ_BYTES", 8 * 16 * 64)  # a batch read 64 rows at a time
+    streamed = Standardized(learner(**params)).fit_subset(mapped, train)
+    fold = mapped.subset(train).n_instances
+    assert reads and max(reads) <= 200 < fold / 5  # blocks and batches, never the fold
+    assert np.array_equal(streamed.estimator_.mean_, gathered.estimator_.mean_)
+    assert np.array_equal(streamed.estimator_.scale_, gathered.estimator_.scale_)
+    reads.clear()
+    scores = streamed.decision_function(StreamedBags(mapped, test))
+    assert max(reads) <= 64
+    # same batches, same draws, same rows: the figures to the last bit
+    assert np.array_equal(scores, gathered.decision_function(mapped.subset(test)))
+    # either model predicts either kind of bags, and the streamed one pickles
+    assert np.array_equal(streamed.decision_function(mapped.subset(test)), scores)
+    assert np.array_equal(gathered.decision_function(StreamedBags(mapped, test)), scores)
+    loaded = pickle.loads(pickle.dumps(streamed))
+    assert np.array_equal(loaded.witness(StreamedBags(mapped, test)), gathered.witness(mapped.subset(test)))
+    assert np.array_equal(loaded.instance_scores(StreamedBags(mapped, test)),
+                          gathered.instance_scores(mapped.subset(test)))
