@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import scipy.sparse as sp
 
-from automil.streamed_bags import StreamedBags
+from automil.streamed_bags import BLOCK_BYTES, StreamedBags, release_pages
 
 __all__ = ["Bags", "as_bags"]
 
@@ -231,7 +231,8 @@ class Bags:
         for part in parts:
             array = np.ascontiguousarray(part)
             digest.update(f"{array.dtype.str}{array.shape}".encode())
-            digest.update(array.reshape(-1).view(np.uint8) if array.size else b"")
+            for block in row_blocks(array if array.ndim == 2 else array.reshape(-1, 1)):
+                digest.update(block.reshape(-1).view(np.uint8))  # block by block: the digest of one update
         return digest.hexdigest()
 
     def __getstate__(self):
@@ -269,9 +270,9 @@ class Bags:
                              "instance")
         if self.X.shape[1] == 0:
             raise ValueError(f"{self._where()}instances have no features")
-        values = self.X.data if sp.issparse(self.X) else self.X
+        values = self.X.data[:, None] if sp.issparse(self.X) else self.X
         # min and max propagate NaN and show an infinity without allocating a mask of the whole matrix
-        if values.size and not (np.isfinite(values.min()) and np.isfinite(values.max())):
+        if values.size and not all(np.isfinite(b.min()) and np.isfinite(b.max()) for b in row_blocks(values)):
             if sp.issparse(self.X):
                 coo = self.X.tocoo()
                 bad = ~np.isfinite(coo.data)
@@ -295,6 +296,15 @@ class Bags:
         if self.feature_names is not None and len(self.feature_names) != self.X.shape[1]:
             raise ValueError(f"{self._where()}got {len(self.feature_names)} feature names for "
                              f"{self.X.shape[1]} features")
+
+
+def row_blocks(X: np.ndarray):
+    """The rows of dense ``X`` a block of ``BLOCK_BYTES`` (of float64) at a time; a file-mapped ``X`` gives back
+    the pages of a block once the next is asked for, so a pass over a matrix larger than memory holds one."""
+    step = max(1, BLOCK_BYTES // (8 * max(1, X.shape[1])))
+    for start in range(0, X.shape[0], step):
+        yield X[start:start + step]
+        release_pages(X)
 
 
 def instance_dtype(dtype) -> np.dtype:

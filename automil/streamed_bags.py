@@ -10,14 +10,28 @@ by the same arithmetic as :meth:`automil.evaluation.standardized.Standardized.tr
 from __future__ import annotations
 
 import functools
+import mmap
 
 import numpy as np
 
-__all__ = ["BLOCK_BYTES", "StreamedBags"]
+__all__ = ["BLOCK_BYTES", "StreamedBags", "release_pages"]
 
 # Bytes of float64 per block of rows read at once (statistics, standardization, a block of bags): a block of a
 # 1,024-wide matrix is 2,048 rows, so a pass over a fold holds no more than this beside it.
 BLOCK_BYTES = 1 << 24
+
+
+def release_pages(X) -> None:
+    """Unmap the pages of the file-mapped matrix ``X`` (or of the file under a view of it) that this process
+    has read; nothing for an array in memory.
+
+    The pages stay in the page cache, shared and read again on the next access, but no longer count in this
+    process's memory: a pass over a cohort larger than memory does not leave the process holding every page
+    it read until the kernel runs short."""
+    while X is not None and not isinstance(X, np.memmap):
+        X = getattr(X, "base", None)
+    if X is not None and isinstance(getattr(X, "_mmap", None), mmap.mmap):
+        X._mmap.madvise(mmap.MADV_DONTNEED)
 
 
 class StreamedBags:
@@ -149,6 +163,7 @@ class StreamedBags:
     def _read(self, rows) -> np.ndarray:
         """Rows of the matrix (a slice or an index array), standardized in the matrix's dtype."""
         X = np.array(self._bags.X[rows])  # a copy: a slice of a mapped file would stay mapped
+        release_pages(self._bags.X)
         if self.mean is None:
             return X
         np.subtract(X, self.mean.astype(X.dtype, copy=False), out=X)

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
 from automil.learner import BagClassifier
-from automil.streamed_bags import BLOCK_BYTES, StreamedBags
+from automil.streamed_bags import BLOCK_BYTES, StreamedBags, release_pages
 
 __all__ = ["Standardized", "instance_moments", "instance_scaling", "standardized_rows", "streams"]
 
@@ -57,6 +57,7 @@ def _blocks(X, rows=None):
     step = max(1, BLOCK_BYTES // (8 * X.shape[1]))
     for start in range(0, n, step):
         yield X[start:start + step] if rows is None else X[rows[start:start + step]]
+        release_pages(X)  # a pass over a mapped file holds one block of its pages, not all it has read
 
 
 def _row_sums(blocks) -> np.ndarray:

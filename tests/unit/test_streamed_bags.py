@@ -1,11 +1,13 @@
 """Streamed folds: the bags of the run's matrix read a block at a time give the figures of the gathered fold."""
 
+import os
+
 import numpy as np
 import pytest
 
 import automil
 from automil import streamed_bags
-from automil.evaluation.standardized import Standardized
+from automil.evaluation.standardized import Standardized, instance_scaling
 from automil.streamed_bags import StreamedBags
 from automil.tune.workers.fits import fit_predict
 from automil_embedding.bag_stats import BagStats
@@ -80,3 +82,27 @@ def test_sparse_bags_are_not_streamed():
     sparse = automil.Bags(sp.random(10, 4, density=0.5, random_state=0, format="csr"), [0, 5, 10], [0, 1])
     with pytest.raises(ValueError, match="only dense bags are streamed"):
         StreamedBags(sparse)
+
+
+def _mapped_kb() -> int:
+    """This process's resident pages of mapped files (kB)."""
+    for line in open("/proc/self/status"):
+        if line.startswith("RssFile:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssFile in /proc/self/status")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the process's memory from /proc")
+def test_a_pass_over_a_mapped_matrix_holds_a_block_of_its_pages_not_all_it_read(tmp_path):
+    rows = 320_000  # 80 MB of float32 at 64 features: ten blocks
+    X = np.lib.format.open_memmap(tmp_path / "big.npy", mode="w+", dtype=np.float32, shape=(rows, 64))
+    X[:] = np.random.default_rng(0).standard_normal((rows, 64), dtype=np.float32)
+    X.flush()
+    del X
+    before = _mapped_kb()
+    bags = automil.Bags(np.load(tmp_path / "big.npy", mmap_mode="r"), np.arange(0, rows + 1, 1_000),
+                        np.arange(rows // 1_000) % 2)  # validated: every value read once
+    assert len(bags.digest) == 64
+    assert instance_scaling(bags.X, np.arange(rows))[0].shape == (64,)
+    assert sum(block.n_bags for block in StreamedBags(bags).blocks()) == bags.n_bags
+    assert _mapped_kb() - before < 40_000, "the passes kept more than a few blocks of the file mapped"

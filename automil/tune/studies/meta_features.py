@@ -8,7 +8,7 @@ from dataclasses import asdict, astuple, dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from automil.bags import Bags
+from automil.bags import Bags, row_blocks
 
 __all__ = ["MetaFeatures", "meta_features", "distance", "nearest", "META_FEATURES_ATTR"]
 
@@ -45,7 +45,7 @@ class MetaFeatures:
 def meta_features(bags: Bags) -> MetaFeatures:
     """The meta-features of labelled ``bags``."""
     X = bags.X
-    nonzero = X.count_nonzero() if sp.issparse(X) else np.count_nonzero(X)
+    nonzero = X.count_nonzero() if sp.issparse(X) else sum(np.count_nonzero(block) for block in row_blocks(X))
     cells = bags.n_instances * bags.n_features
     return MetaFeatures(n_bags=int(bags.n_bags), n_instances=int(bags.n_instances),
                         mean_bag_size=float(bags.n_instances / max(bags.n_bags, 1)),
