@@ -12,6 +12,7 @@ pixels. The case sizes are drawn first, so the cohort holds exactly ``--slides``
 
     python experiments/large_cohort.py [--slides 1000] [--patches 10000 | --patches LOW HIGH] [--features 768]
                                        [--witness-share 0.03] [--seed 0] [--out DIR]
+    python experiments/large_cohort.py --out DIR --oracle-on RUN_FOLDS_JSON [--outer 0]
 
 writes ``DIR/20x_256px_0px_overlap/features_uni_v1/<slide>.h5`` (``features`` float32 patches x features,
 ``coords`` int64 patches x 2, contiguous and uncompressed), the labels table ``DIR/slides.csv``
@@ -128,6 +129,28 @@ def facts_path(out: Path) -> Path:
     return out.parent / f"{out.name}.json"
 
 
+def oracle_on_run(out: Path, folds_file: Path, outer: list[int]) -> dict:
+    """The oracle on a run's outer folds (its ``folds.json``, as MLflow logs it; the hold-out protocol's outer
+    fold is 0): each slide's largest patch projection read back one slide at a time."""
+    import h5py
+
+    from automil.evaluation.folds_file import read_fold_file
+
+    facts = json.loads(facts_path(out).read_text())
+    direction = np.asarray(facts["direction"], dtype=np.float64)
+    folds = read_fold_file(folds_file)
+    slides = [name for fold in folds.tuning for name in fold]
+    assignment = np.array([fold for fold, names in enumerate(folds.tuning) for _ in names])
+    label = {row["slide_id"]: row["label"] for row in csv.DictReader(open(out / LABELS_FILE))}
+    h5_dir = out / TRIDENT_MAG / f"features_{TRIDENT_ENCODER}"
+    scores = []
+    for slide in slides:
+        with h5py.File(h5_dir / f"{slide}.h5", "r") as f:
+            scores.append(max_projection(f["features"], direction))
+    positive = np.array([label[slide] == CLASSES[1] for slide in slides])
+    return cohorts.oracle_on_split(np.array(scores), positive, assignment, outer)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--slides", type=int, default=1000, help="slides in the cohort (exactly; at least 4)")
@@ -138,7 +161,17 @@ def main(argv=None) -> None:
                         help="share of a tumour slide's patches that are witnesses, at least one (default 0.03)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="large-cohort", help="the folder to write (facts JSON beside it)")
+    parser.add_argument("--oracle-on", metavar="FOLDS_JSON",
+                        help="write nothing: print the oracle of the cohort at --out on the outer folds of a run's "
+                             "folds.json (its MLflow artifact)")
+    parser.add_argument("--outer", type=int, nargs="+", default=[0],
+                        help="with --oracle-on: the outer folds (default 0, the hold-out protocol's)")
     args = parser.parse_args(argv)
+    if args.oracle_on:
+        figures = oracle_on_run(Path(args.out), Path(args.oracle_on), args.outer)
+        print(f"oracle on outer fold(s) {args.outer}: ROC AUC {figures['roc_auc']:.4f}  "
+              f"BACC {figures['balanced_accuracy']:.4f} (cut chosen on the other folds)")
+        return
     if len(args.patches) not in (1, 2):
         parser.error("--patches takes N or LOW HIGH")
     patches = (args.patches[0], args.patches[-1])
