@@ -5,7 +5,8 @@ Both encodings are sums over a bag's instances of per-codeword statistics weight
 assignment to the codeword (hard for VLAD, the Gaussian posterior for Fisher vectors), so encoding costs
 ``O(n_instances * n_codewords * n_features)``: linear in instances. The codebook is fitted by k-means
 (mini-batch above ``MINIBATCH_ABOVE`` instances) or by EM on a sample of at most ``GMM_SAMPLE`` instances,
-so fitting stays linear too.
+so fitting stays linear too. miFV streams (``accepts_streamed``): its sample and its codes are read from
+the run's matrix a block of bags at a time, the same figures as from the gathered fold.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.mixture import GaussianMixture
 from sklearn.svm import LinearSVC
 
+from automil.streamed_bags import StreamedBags
 from automil_embedding.embedded import EmbeddedClassifier, power_l2_normalize
 
 __all__ = ["MiVLAD", "MiFV", "vlad", "cell_counts", "fisher_vector"]
@@ -86,7 +88,7 @@ class _CodebookClassifier(EmbeddedClassifier):
     def _fit_embedding(self, bags):
         if self.n_codewords < 1:
             raise ValueError(f"n_codewords must be at least 1, got {self.n_codewords}")
-        self.codebook_ = self._fit_codebook(bags.X, min(self.n_codewords, bags.n_instances))
+        self.codebook_ = self._fit_codebook(bags, min(self.n_codewords, bags.n_instances))
         return self._embed(bags)
 
     def _embed(self, bags):
@@ -116,7 +118,8 @@ class MiVLAD(_CodebookClassifier):
         self.counts = counts
         self.random_state = random_state
 
-    def _fit_codebook(self, X, k):
+    def _fit_codebook(self, bags, k):
+        X = bags.X
         if len(X) > MINIBATCH_ABOVE:
             return MiniBatchKMeans(k, batch_size=4096, n_init=3, random_state=self.random_state).fit(X)
         return KMeans(k, n_init=3, random_state=self.random_state).fit(X)
@@ -142,15 +145,25 @@ class MiFV(_CodebookClassifier):
     classifier_ : LinearSVC
     """
 
+    accepts_streamed = True
+
     def __init__(self, n_codewords=2, C=1.0, random_state=None):
         self.n_codewords = n_codewords
         self.C = C
         self.random_state = random_state
 
-    def _fit_codebook(self, X, k):
-        if len(X) > GMM_SAMPLE:
-            X = X[np.sort(np.random.default_rng(self.random_state).choice(len(X), GMM_SAMPLE, replace=False))]
+    def _fit_codebook(self, bags, k):
+        n = bags.n_instances
+        rows = np.arange(n) if n <= GMM_SAMPLE else np.sort(
+            np.random.default_rng(self.random_state).choice(n, GMM_SAMPLE, replace=False))
+        if isinstance(bags, StreamedBags):  # the same sample, read from the run's matrix
+            bag = np.searchsorted(bags.offsets, rows, side="right") - 1
+            X = bags.take(bag, rows - bags.offsets[bag])
+        else:
+            X = bags.X[rows] if n > GMM_SAMPLE else bags.X
         return GaussianMixture(k, covariance_type="diag", reg_covar=1e-4, random_state=self.random_state).fit(X)
 
     def _encode(self, bags):
+        if isinstance(bags, StreamedBags):  # a bag's code needs only its own rows: a block of bags at a time
+            return np.vstack([fisher_vector(block, self.codebook_) for block in bags.blocks()])
         return fisher_vector(bags, self.codebook_)

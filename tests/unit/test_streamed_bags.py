@@ -10,7 +10,9 @@ from automil import streamed_bags
 from automil.evaluation.standardized import Standardized, instance_scaling
 from automil.streamed_bags import StreamedBags
 from automil.tune.workers.fits import fit_predict
+from automil_embedding import coding
 from automil_embedding.bag_stats import BagStats
+from automil_embedding.coding import MiFV
 
 
 @pytest.fixture(scope="module")
@@ -54,14 +56,16 @@ def test_blocks_hold_about_their_bytes_and_a_larger_bag_alone(bags):
     assert np.array_equal(np.concatenate([b.y for b in blocks]), streamed.y)
 
 
-def test_a_learner_that_streams_gets_the_figures_of_the_gathered_fold_without_gathering_it(bags, monkeypatch):
-    gathered = Standardized(BagStats(random_state=0)).fit(bags.subset(TRAIN))
+@pytest.mark.parametrize("learner", [BagStats, MiFV])
+def test_a_learner_that_streams_gets_the_figures_of_the_gathered_fold_without_gathering_it(bags, monkeypatch, learner):
+    monkeypatch.setattr(coding, "GMM_SAMPLE", 1_000)  # miFV's codebook from a sample of the fold's instances
+    gathered = Standardized(learner(random_state=0)).fit(bags.subset(TRAIN))
     read = []
     original = StreamedBags._read
     monkeypatch.setattr(streamed_bags, "BLOCK_BYTES", 8 * 16 * 500)  # blocks of about 500 rows
     monkeypatch.setattr(StreamedBags, "_read", lambda self, rows: read.append(np.arange(bags.n_instances)[rows].size)
                         or original(self, rows))
-    streamed = Standardized(BagStats(random_state=0)).fit_subset(bags, TRAIN)
+    streamed = Standardized(learner(random_state=0)).fit_subset(bags, TRAIN)
     assert read and max(read) < bags.subset(TRAIN).n_instances  # a block at a time, never the fold
     assert np.array_equal(streamed.mean_, gathered.mean_) and np.array_equal(streamed.scale_, gathered.scale_)
     assert np.array_equal(streamed.decision_function(StreamedBags(bags, TEST)),
