@@ -203,8 +203,10 @@ class Standardized(ClassifierMixin, BaseEstimator):
         return self.estimator_.instance_scores(self._learner_input(bags))
 
     def _learner_input(self, bags):
-        """The standardized bags as the learner takes them: ``Bags`` (streamed where it accepts them, gathered
-        where not) or a list of 2-D arrays."""
+        """The standardized bags as the learner takes them: ``Bags`` (streamed to a learner that accepts them,
+        gathered for one that does not) or a list of 2-D arrays."""
+        if streams(self.estimator) and isinstance(bags, Bags) and not bags.is_sparse:
+            bags = StreamedBags(bags)  # read and standardized as the learner asks: never a copy of every bag
         bags = self.transform(bags)
         if isinstance(bags, StreamedBags) and not streams(self.estimator):
             bags = bags.gathered()

@@ -72,6 +72,10 @@ def test_a_learner_that_streams_gets_the_figures_of_the_gathered_fold_without_ga
                           gathered.decision_function(bags.subset(TEST)))
     # the model fitted on streamed bags predicts bags in memory, as a loaded model does
     assert np.array_equal(streamed.predict(bags.subset(TEST)), gathered.predict(bags.subset(TEST)))
+    # and every bag of the run's matrix a block at a time, never as one standardized copy
+    read.clear()
+    assert np.array_equal(streamed.predict(bags), gathered.predict(bags))
+    assert read and max(read) < bags.n_instances
 
 
 def test_the_fit_worker_streams_the_test_fold_of_a_learner_that_accepts_it(bags):

@@ -27,6 +27,10 @@ from automil.track.writing.runs import StudyRuns
 
 __all__ = ["ResultLogging"]
 
+# Instances of each of the two bags of a logged model's input example: the format, not a slide of 10,000
+# patches written out as JSON.
+EXAMPLE_INSTANCES = 3
+
 
 @dataclass
 class ResultLogging:
@@ -114,7 +118,7 @@ class ResultLogging:
                        tags={key: parent.data.tags.get(key, "") for key in (LEARNER_TAG, DATASET_TAG)})
         example = None
         if bags is not None and bags.n_bags and not bags.is_sparse:
-            example = [bags[i].tolist() for i in range(min(2, bags.n_bags))]
+            example = [bags[i][:EXAMPLE_INSTANCES].tolist() for i in range(min(2, bags.n_bags))]
         with quiet_mlflow(), global_tracking_uri(self.store.tracking_uri):  # Model.log reads the global URI
             info = Model.log(artifact_path=None, name=MODEL_NAME, flavor=mlflow.pyfunc,
                              python_model=BagModel(model), run_id=parent_run_id, model_id=logged.model_id,
