@@ -31,6 +31,8 @@ _EXPORTS = {
     "fold_splits": "automil.evaluation.folds",
     "report_epoch": "automil.epochs",
     "FitPruned": "automil.epochs",
+    "StreamedBags": "automil.streamed_bags",
+    "instance_moments": "automil.evaluation.standardized",
 }
 
 __all__ = ["__version__", *_EXPORTS]

@@ -135,8 +135,7 @@ class StreamedBags:
         """Consecutive bags as in-memory :class:`~automil.Bags` of about ``max_bytes`` (default ``BLOCK_BYTES``) of
         float64 each (a bag larger than that alone), standardized, with their labels and groups: what a learner
         that reduces bag by bag reads."""
-        from automil.bags import Bags
-
+        Bags = type(self._bags)  # automil.Bags, without importing the module that imports this one
         max_bytes = BLOCK_BYTES if max_bytes is None else max_bytes
         row_bytes = 8 * self.n_features
         start = 0
@@ -154,9 +153,7 @@ class StreamedBags:
 
     def gathered(self):
         """The bags in memory as :class:`~automil.Bags`, for a learner that cannot stream them."""
-        from automil.bags import Bags
-
-        return Bags(self._read(self._bags.instance_rows(self.bag_indices)), self.offsets, self.y,
+        return type(self._bags)(self._read(self._bags.instance_rows(self.bag_indices)), self.offsets, self.y,
                     instance_y=self.instance_y, names=self.names, feature_names=self.feature_names,
                     source=self.source, coords=self.coords, groups=self.groups)
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import automil
-from automil import BagClassifier
-from automil.streamed_bags import StreamedBags
+from automil import BagClassifier, StreamedBags
 
 # Instances of a bag a training step sees at most (:class:`DeepMILClassifier`, ``max_instances``).
 MAX_INSTANCES = 512
@@ -107,7 +106,7 @@ class DeepMILClassifier(BagClassifier):
 
     # ---- fitting -----------------------------------------------------------------------------------
     def _fit(self, bags, y):
-        from automil.evaluation.standardized import instance_moments
+        from automil import instance_moments
         from automil_deep.training import fit_network, minimum_epochs, resolve_device, seeded_torch
 
         if self.max_instances is not None and not (isinstance(self.max_instances, int | np.integer)

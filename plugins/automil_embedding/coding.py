@@ -17,7 +17,7 @@ from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.mixture import GaussianMixture
 from sklearn.svm import LinearSVC
 
-from automil.streamed_bags import StreamedBags
+from automil import StreamedBags
 from automil_embedding.embedded import EmbeddedClassifier, power_l2_normalize
 
 __all__ = ["MiVLAD", "MiFV", "vlad", "cell_counts", "fisher_vector"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from automil.streamed_bags import StreamedBags
+from automil import StreamedBags
 
 __all__ = ["STATISTICS", "bag_statistics"]
 
