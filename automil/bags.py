@@ -298,12 +298,14 @@ class Bags:
                              f"{self.X.shape[1]} features")
 
 
-def row_blocks(X: np.ndarray):
-    """The rows of dense ``X`` a block of ``BLOCK_BYTES`` (of float64) at a time; a file-mapped ``X`` gives back
-    the pages of a block once the next is asked for, so a pass over a matrix larger than memory holds one."""
-    step = max(1, BLOCK_BYTES // (8 * max(1, X.shape[1])))
-    for start in range(0, X.shape[0], step):
-        yield X[start:start + step]
+def row_blocks(X: np.ndarray, rows=None, block_bytes: int | None = None):
+    """The rows of dense ``X`` (its ``rows``, gathered) a block of ``block_bytes`` (default ``BLOCK_BYTES``) of
+    float64 at a time; a file-mapped ``X`` gives back the pages of a block once the next is asked for, so a
+    pass over a matrix larger than memory holds one."""
+    n = X.shape[0] if rows is None else len(rows)
+    step = max(1, (BLOCK_BYTES if block_bytes is None else block_bytes) // (8 * max(1, X.shape[1])))
+    for start in range(0, n, step):
+        yield X[start:start + step] if rows is None else X[rows[start:start + step]]
         release_pages(X)
 
 

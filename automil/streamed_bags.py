@@ -9,6 +9,7 @@ by the same arithmetic as :meth:`automil.evaluation.standardized.Standardized.tr
 
 from __future__ import annotations
 
+import copy
 import functools
 import mmap
 
@@ -70,10 +71,12 @@ class StreamedBags:
 
     def standardized(self, mean, scale) -> StreamedBags:
         """The same bags, read as ``(x - mean) / scale``."""
-        return StreamedBags(self._bags, self.bag_indices, mean, scale).with_labels(self.y)
+        streamed = copy.copy(self)  # the arrays are shared, never written
+        streamed.mean, streamed.scale = mean, scale
+        return streamed
 
     def with_labels(self, y) -> StreamedBags:
-        streamed = StreamedBags(self._bags, self.bag_indices, self.mean, self.scale)
+        streamed = copy.copy(self)
         streamed.y = None if y is None else np.asarray(y)
         return streamed
 
@@ -88,10 +91,6 @@ class StreamedBags:
     @property
     def n_features(self) -> int:
         return self._bags.n_features
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._bags.X.dtype
 
     @property
     def classes(self) -> np.ndarray:

@@ -9,9 +9,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from automil.bags import Bags, as_bags
+from automil.bags import Bags, as_bags, row_blocks
 from automil.learner import BagClassifier
-from automil.streamed_bags import BLOCK_BYTES, StreamedBags, release_pages
+from automil.streamed_bags import BLOCK_BYTES, StreamedBags
 
 __all__ = ["Standardized", "instance_moments", "instance_scaling", "standardized_rows", "streams"]
 
@@ -53,11 +53,7 @@ def _blocks(X, rows=None):
     if isinstance(X, StreamedBags):
         yield from (block.X for block in X.blocks())
         return
-    n = X.shape[0] if rows is None else len(rows)
-    step = max(1, BLOCK_BYTES // (8 * X.shape[1]))
-    for start in range(0, n, step):
-        yield X[start:start + step] if rows is None else X[rows[start:start + step]]
-        release_pages(X)  # a pass over a mapped file holds one block of its pages, not all it has read
+    yield from row_blocks(X, rows, BLOCK_BYTES)  # this module's size, which the tests set smaller
 
 
 def _row_sums(blocks) -> np.ndarray:
