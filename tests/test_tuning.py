@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pytest
 from driver_support import ctrl_c_reaches_children, load_in_process, plugin_env, plugin_site, wait_for
@@ -387,6 +388,56 @@ def test_a_budget_that_runs_out_in_the_final_evaluation_still_ends_with_the_chos
     assert model.predict_proba(bags).shape == (bags.n_bags, 2)
     with pytest.raises(ValueError, match="gives no prediction sets"):
         model.predict_set(bags)
+
+
+def test_a_chosen_model_whose_full_data_fit_would_end_past_the_budget_is_its_hold_out_refit(
+        tmp_path, fresh_plugins, mlflow_store):
+    monkeypatch = fresh_plugins  # the built-in plugins come back after the test
+    from functools import partial
+
+    from automil import load_bags, plugins
+    from automil.evaluation.folds_file import RunFolds
+    from automil.track import Tracker
+    from automil.track.writing.model import load_estimator
+    from automil.tune.final.evaluation import final_evaluation
+    from automil.tune.listener import Silent
+    from automil.tune.options import TuneOptions
+    from automil.tune.recording import TrackingRecorder
+    from automil.tune.studies.creation import prepare_studies
+    from automil.tune.studies.plan import Plan
+    from automil.tune.tracking import open_tracking
+    from automil.tune.workers.fits import fit_worker
+
+    automil(tmp_path, "--learner", "recorder", "--n-trials", "1", "--folds", "4", "--protocol", "holdout", *FAST)
+    records_dir = tmp_path / "records"
+    tuned = {r["time"] for r in records(records_dir, "fit")}
+    load_in_process(monkeypatch, records_dir)
+    delay = 3.0  # every fit's seconds from here: a full-data fit takes 4 s at the hold-out refit's pace
+    monkeypatch.setenv("AUTOMIL_TEST_FIT_DELAY", str(delay))
+    # 2 repeats: not the stored result of the run above, whose final evaluation is made again
+    options = TuneOptions(n_trials=1, folds=4, repeats=2, timeout=45.0, jobs=1, ensemble=False,
+                          protocol="holdout", storage=f"journal:{tmp_path / 'studies.journal'}")
+    bags = load_bags("test-bags")
+    storage = open_storage(options.storage)
+    folds = RunFolds.drawn("test-bags", bags, options.folds, options.seed, options.repeats)
+    prepare_studies(storage, "test-bags", bags, [plugins.get_learner("recorder")], options, folds)
+    worker = fit_worker(options)
+    try:
+        worker.wait_started()
+        uri = mlflow_store(tmp_path)
+        # 2 delays of the budget left: the refit ends within it, a full-data fit after it would not
+        plan = Plan("test-bags", ["recorder"], options, folds, time.time() - options.timeout + 2 * delay)
+        recorder = TrackingRecorder(plan, open_tracking(partial(Tracker, uri), Silent()))
+        (row,), choice = final_evaluation(plan, bags, storage, worker, recorder, Silent())
+    finally:
+        worker.close()
+    assert choice.learner == "recorder" and row.model.uri is not None
+    training = int(np.sum(folds.tuning != 0))  # the hold-out refit trains on every fold but the held-out one
+    assert row.error.startswith(f"model: its hold-out refit on {training} of the {bags.n_bags} bags")
+    final_fits = [r for r in records(records_dir, "fit") if r["time"] not in tuned]
+    assert [len(r["bags"]) for r in final_fits] == [training]  # the refit, and no fit on all bags
+    model = load_estimator(uri, row.model.uri)
+    assert model.predict_proba(bags).shape == (bags.n_bags, 2)
 
 
 def test_every_new_study_tries_the_learners_first_trial_first(tmp_path):

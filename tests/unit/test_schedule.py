@@ -20,6 +20,7 @@ from automil.tune.schedule.budget import (
     StudyState,
     contenders,
     estimated_trial_seconds,
+    final_fits,
     final_reserve,
     learner_state,
     next_step,
@@ -223,6 +224,11 @@ def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and
               learner("unmeasured", expected=None), learner("no score", expected=30.0)]
     # a trial's worth of refits (6 folds) and one model fit per scored learner, shared by 2 workers
     assert final_reserve(states, folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * (6.0 + 12.0) * (7 / 6) / 2)
+    # one costly learner: its hold-out refit and then its model run one after the other, whatever the workers
+    assert final_reserve(states[1:], folds=4, jobs=2, protocol="holdout") == pytest.approx(
+        RESERVE_MARGIN * 12.0 * final_fits(4, "holdout"))
+    assert final_reserve(states[1:], folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * 12.0 * (1 / 2 + 1 / 6))
+    assert final_reserve(states[2:], folds=6) == 0.0
     plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0, protocol="nested"), SIX_BAGS, start=1000.0)
     low, high = FINAL_SHARE
     assert tuning_deadline(plan, 0.0) == pytest.approx(1000.0 + 400.0 * (1 - low))  # room for repeats

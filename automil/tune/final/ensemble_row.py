@@ -23,9 +23,9 @@ from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrate
 from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_row
 from automil.tune.studies.plan import Plan
 
-__all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Inner", "Candidate", "Members", "choose_members", "main_members",
-           "ensemble_nested", "ensemble_calibration", "ensemble_row", "held_apart_ensemble", "main_oof", "log_scores",
-           "out_of_fold_order", "stored_scores", "loaded_scores"]
+__all__ = ["ENSEMBLE", "ScoreKey", "NESTED_SCORES", "Inner", "Candidate", "HeldOutRefit", "Members", "choose_members",
+           "main_members", "ensemble_nested", "ensemble_calibration", "ensemble_row", "held_apart_ensemble", "main_oof",
+           "log_scores", "out_of_fold_order", "stored_scores", "loaded_scores"]
 
 
 ENSEMBLE = RowSpec("ensemble", "ensemble selection over the learners' best trials (Caruana et al., 2004)")
@@ -62,12 +62,26 @@ class Inner(NamedTuple):
     oof: np.ndarray | None
 
 
+@dataclass(frozen=True)
+class HeldOutRefit:
+    """A learner's refit on the hold-out protocol's training bags (``bags`` of them), its model and fit seconds."""
+
+    model: object
+    bags: int
+    fit_seconds: float
+
+    def full_data_seconds(self, n_bags: int) -> float:
+        """The seconds of its fit on ``n_bags`` bags at its pace (costs linear in bags)."""
+        return self.fit_seconds * n_bags / self.bags
+
+
 @dataclass
 class Candidate:
     """One learner as the ensemble sees it: its study trials (main study, then the outer splits), the
     out-of-fold scores of its final evaluation by :class:`ScoreKey` (every bag; NaN where a fit is
     missing), its mean fit seconds, its full-data refit and its fits without calibration bags (by outer
-    split; ``None``: its model's), when made."""
+    split; ``None``: its model's), when made; its hold-out refit, when kept to stand in for a full-data refit
+    that the budget cannot end."""
 
     trials: list[TrialRecord]
     sub_trials: list[list[TrialRecord]]
@@ -75,6 +89,7 @@ class Candidate:
     fit_seconds: float | None = None
     model: object = None
     held_apart: dict[int | None, HeldApart] = field(default_factory=dict)
+    held_out_refit: HeldOutRefit | None = None
 
     def inner(self, plan: Plan, i: int) -> Inner:
         """What outer split ``i``'s inner folds saw of the learner (:class:`Inner`).

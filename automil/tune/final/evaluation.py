@@ -23,6 +23,7 @@ from automil.tune.final.ensemble_row import (
     ENSEMBLE,
     NESTED_SCORES,
     Candidate,
+    HeldOutRefit,
     Members,
     ScoreKey,
     ensemble_calibration,
@@ -102,7 +103,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     protocol) is not evaluated again; if the budget left that result without a model, the model is fitted
     and logged now (as the budget allows). The chosen model is fitted even when the budget
     has run out (a run may pass ``--timeout`` by that one fit): a run that chose a model must end with it
-    (it chooses none when no row is above chance).
+    (it chooses none when no row is above chance). Under the hold-out protocol, a chosen learner whose
+    full-data fit would end past the budget ships its hold-out refit instead: the model its figure scored.
     """
     options = plan.options
     rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
@@ -129,7 +131,9 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     extras = extras_deadline(plan, len(pending) + 1, recorder.enabled)
     try:
         outer_best = {learner: job.evaluation.outer_best for learner, job in pending.items()}
-        run(nested_tasks(plan, outer_best) if nested else _repeat_tasks(plan, pending, 0))
+        # a hold-out refit's model comes back, to stand in for a chosen full-data fit the budget cannot end
+        keep = frozenset(pending) if recorder.enabled and options.protocol == Protocol.HOLDOUT else frozenset()
+        run(nested_tasks(plan, outer_best, keep) if nested else _repeat_tasks(plan, pending, 0))
         ensemble, chosen = ensemble_nested(plan, bags, candidates) if members is not None else (None, [])
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
@@ -140,7 +144,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         later = []
         if recorder.enabled:
             first, rest = _model_order(choice, [*pending, *modelless], members)
-            run(model_tasks(plan, bags.n_bags, candidates, first), deadline=None)
+            shipped = _ship_held_out_refits(first, pending, candidates, bags.n_bags, end)
+            run(model_tasks(plan, bags.n_bags, candidates, [n for n in first if n not in shipped]), deadline=None)
             sets = held_apart_tasks(plan, candidates, first) + sets
             later = model_tasks(plan, bags.n_bags, candidates, rest) + held_apart_tasks(plan, candidates, rest)
         run(sets, deadline=extras)
@@ -233,6 +238,24 @@ def _evaluations(plan: Plan, storage, recorder: Recorder, listener: Listener, in
         # the seconds this run's budget gave its trials so far; its final fits add theirs
         pending[learner].evaluation.budget_seconds = run_seconds(study_trials, plan.start, time.time())
     return rows, pending, candidates
+
+
+def _ship_held_out_refits(first: list[str], pending: dict[str, _Pending], candidates: dict[str, Candidate],
+                          n_bags: int, end: float) -> set[str]:
+    """The learners of the chosen model (``first``) whose full-data fit, at the pace of their hold-out
+    refit, would end after ``end``: their kept hold-out refit becomes their model (the one their figure
+    scored), noted in their row. The others are fitted on all bags; no hold-out refit is kept after."""
+    shipped = set()
+    for learner, candidate in candidates.items():
+        refit, candidate.held_out_refit = candidate.held_out_refit, None
+        if learner in first and refit is not None and time.time() + refit.full_data_seconds(n_bags) > end:
+            candidate.model = refit.model
+            shipped.add(learner)
+            if learner in pending:
+                pending[learner].evaluation.notes.append(
+                    f"model: its hold-out refit on {refit.bags} of the {n_bags} bags (its fit on all of them, "
+                    f"about {refit.full_data_seconds(n_bags):.0f} s, would end past the budget)")
+    return shipped
 
 
 def _repeat_tasks(plan: Plan, pending: dict[str, _Pending], r: int) -> list[FitTask]:
@@ -330,6 +353,8 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
         if task.refit is Refit.NESTED:
             evaluation.nested[task.index] = scores
             evaluation.instance[task.index] = out.instance
+            if out.model is not None:
+                candidate.held_out_refit = HeldOutRefit(out.model, len(task.train), out.fit_seconds)
         else:
             evaluation.repeated.setdefault(task.index, []).append(scores)
             evaluation.fit_seconds.append(out.fit_seconds)

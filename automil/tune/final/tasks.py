@@ -31,19 +31,23 @@ class FitTask:
     test: np.ndarray | None = None
     index: int | None = None
     calibration: np.ndarray | None = None
+    keep_model: bool = False
 
     def call(self, seed: int) -> tuple:
         """The task as a fit worker runs it: :func:`~automil.tune.workers.fits.fit_predict` and its arguments."""
         # a logged model's held-apart fit comes back: its sets score new bags with it
-        keep = self.refit is Refit.MODEL or (self.refit is Refit.CONFORMAL and self.index is None)
+        keep = self.keep_model or self.refit is Refit.MODEL or (self.refit is Refit.CONFORMAL and self.index is None)
         # the instance figures are nested like the bag figures: scored on the outer folds only
         return fit_predict, self.learner, self.params, self.train, self.test, seed, keep, self.refit is Refit.NESTED
 
 
-def nested_tasks(plan: Plan, outer_best: dict[str, list[TrialRecord | None]]) -> list[FitTask]:
-    """The refits of every outer split's best parameters (``outer_best``, by learner), scored on its outer fold."""
+def nested_tasks(plan: Plan, outer_best: dict[str, list[TrialRecord | None]],
+                 keep: frozenset[str] = frozenset()) -> list[FitTask]:
+    """The refits of every outer split's best parameters (``outer_best``, by learner), scored on its outer fold;
+    the refits of the learners in ``keep`` bring their model back."""
     outer = fold_splits(plan.folds.tuning)
-    return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i)
+    return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i,
+                    keep_model=learner in keep)
             for learner, trials in outer_best.items() for i, trial in enumerate(trials) if trial is not None]
 
 

@@ -238,11 +238,16 @@ def final_fits(folds: int, protocol: Protocol = Protocol.NESTED) -> float:
 def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1,
                   protocol: Protocol = Protocol.NESTED) -> float:
     """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
-    refits and its model (:func:`final_fits`), on ``jobs`` workers, stretched by ``RESERVE_MARGIN``.
-    Learners of unknown cost add nothing until measured."""
-    seconds = sum(s.expected_seconds * final_fits(folds, protocol) for s in learners
-                  if s.main.best is not None and s.expected_seconds is not None)
-    return RESERVE_MARGIN * seconds / jobs
+    refits and its model (:func:`final_fits`), on ``jobs`` workers, stretched by ``RESERVE_MARGIN``; at least
+    the costliest learner's fits that wait for one another (its model follows the choice, which waits for its
+    refits; the hold-out protocol's one refit leaves a second worker nothing of it to share). Learners of
+    unknown cost add nothing until measured."""
+    known = [s.expected_seconds for s in learners if s.main.best is not None and s.expected_seconds is not None]
+    if not known:
+        return 0.0
+    shared = sum(known) * final_fits(folds, protocol) / jobs
+    chain = final_fits(folds, protocol) if protocol == Protocol.HOLDOUT else 1.0 / jobs + 1.0 / folds
+    return RESERVE_MARGIN * max(shared, max(known) * chain)
 
 
 def run_seconds(studies: list[list[TrialRecord]], run_start: float, now: float) -> float:
