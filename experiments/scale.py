@@ -193,6 +193,10 @@ class TreeMemory:
         self.pid, self.interval = pid, interval
         self.peak_rss = self.peak_pss = self.peak_private = 0
         self.peak_processes = 0
+        self.peak_private_at = 0.0  # seconds after the start, and who held it: to place the peak in the run's log
+        self.peak_private_holders: list[tuple[int, int, str]] = []  # (pid, RssAnon kB, command), largest first
+        self.timeline: list[tuple[float, int]] = []  # (seconds after the start, summed RssAnon kB) every minute
+        self._start = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -209,9 +213,16 @@ class TreeMemory:
             pids = self._tree()
             rss = sum(_kb(pid, "status", "VmRSS:") for pid in pids)
             pss = sum(_kb(pid, "smaps_rollup", "Pss:") for pid in pids)
-            private = sum(_kb(pid, "status", "RssAnon:") for pid in pids)
+            held = {pid: _kb(pid, "status", "RssAnon:") for pid in pids}
+            private = sum(held.values())
             self.peak_rss, self.peak_pss = max(self.peak_rss, rss), max(self.peak_pss, pss)
-            self.peak_private = max(self.peak_private, private)
+            elapsed = time.monotonic() - self._start
+            if not self.timeline or elapsed - self.timeline[-1][0] >= 60.0:
+                self.timeline.append((elapsed, private))
+            if private > self.peak_private:
+                self.peak_private, self.peak_private_at = private, elapsed
+                self.peak_private_holders = sorted(((pid, kb, _command(pid)) for pid, kb in held.items()),
+                                                   key=lambda holder: -holder[1])
             self.peak_processes = max(self.peak_processes, len(pids))
             self._stop.wait(self.interval)
 
@@ -231,6 +242,14 @@ class TreeMemory:
             tree.append(pid)
             todo.extend(children.get(pid, []))
         return tree
+
+
+def _command(pid: int) -> str:
+    """A process's command line, shortened: a worker is told from the driver by it."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[-80:]
+    except OSError:
+        return "?"
 
 
 def _kb(pid: int, file: str, key: str) -> int:
@@ -291,6 +310,10 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
     print(f"peak memory      {memory.peak_pss / 1e3:8.0f} MB summed PSS, {memory.peak_rss / 1e3:.0f} MB summed RSS, "
           f"{memory.peak_private / 1e3:.0f} MB summed private (RssAnon), up to {memory.peak_processes} processes "
           f"(float32 instance matrix {matrix_mb:.0f} MB)")
+    print(f"private peak at  {memory.peak_private_at:8.1f} s after the start: "
+          + ", ".join(f"{kb / 1e3:.0f} MB pid {pid} ({command.strip()})" for pid, kb, command in
+                      memory.peak_private_holders))
+    print("private by minute " + " ".join(f"{kb / 1e6:.1f}" for _, kb in memory.timeline) + " GB")
     print_learners(rows)
     oracle = facts.get("oracle_bacc")
     target = "target gap <= 5 at 1e5, <= 8 at 1e6"
