@@ -11,6 +11,7 @@ import pytest
 from driver_support import plugin_env, plugin_site
 
 from automil.tune.backend.optuna_storage import open_storage
+from automil.tune.schedule.budget import FINAL_SHARE
 
 
 @pytest.mark.parametrize("learner", ["quadratic", "cold-quadratic", "slow-linear"])
@@ -44,6 +45,24 @@ def test_a_learner_estimated_too_slow_is_reported_after_a_small_part_of_its_shar
     assert re.search(rf"^{learner}\s+too slow", done.stdout, re.MULTILINE)
     if learner == "slow-linear":  # concluded from the smaller sample's limit
         assert re.search(r"a fit on \d+ bags ran \d\.\d s without finishing", slow["error"])
+
+
+def test_a_learner_estimated_past_the_end_of_the_tuning_is_not_started_though_its_share_is_larger(tmp_path):
+    # one learner on two processes: its share is twice the wall time left (both processes' seconds), but a
+    # trial runs on one; quadratic's defaults need about 6 x 8 s, past the 22 s left of a 30 s budget
+    journal = f"journal:{tmp_path / 'studies.journal'}"
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "wide-bags",
+                           "--learner", "quadratic", "--storage", journal, "--timeout", "30", "--n-trials", "1",
+                           "--protocol", "tuned", "--repeats", "1", "--no-track", "--jobs", "2", "--json",
+                           "out.json"],
+                          cwd=tmp_path, env=plugin_env(plugin_site(), tmp_path / "records"),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads((tmp_path / "out.json").read_text())
+    assert row["status"] == "too slow", row["error"]
+    estimate = float(re.search(r"too slow \(estimated (\d+) s\)", row["error"]).group(1))
+    left = float(re.search(r"more than the (\d+) s left of the tuning", row["error"]).group(1))
+    assert estimate > left and left <= 30 * (1 - FINAL_SHARE[0])
 
 
 def fixed_trial(params: dict, n_instances: int, n_classes: int = 2, n_features: int = 64):

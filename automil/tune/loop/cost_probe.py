@@ -21,9 +21,10 @@ __all__ = ["TooSlow", "Estimate", "probe_estimate", "check_estimate"]
 class TooSlow(Exception):
     """The learner's defaults, estimated from fits on samples of bags, would not finish within its share."""
 
-    def __init__(self, seconds: float, share: float, measured: str):
+    def __init__(self, seconds: float, share: float, measured: str, left: bool = False):
+        room = f"the {share:.0f} s left of the tuning" if left else f"their fair share of {share:.0f} s"
         super().__init__(f"too slow (estimated {seconds:.0f} s): its defaults would need about {seconds:.0f} s "
-                         f"on all folds, more than their fair share of {share:.0f} s ({measured}); raise --timeout")
+                         f"on all folds, more than {room} ({measured}); raise --timeout")
         self.seconds = seconds
 
 
@@ -69,10 +70,13 @@ def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list,
                     ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True)))
 
 
-def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list):
-    """The :func:`probe_estimate` of the trial; raises ``TooSlow`` when it passes ``share`` by more than the
-    probe's own error (:func:`~automil.tune.schedule.probe.over_share`). Without an estimate the trial goes
-    on as usual."""
+def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list,
+                   left: float = float("inf")):
+    """The :func:`probe_estimate` of the trial; raises ``TooSlow`` when it passes ``share``, or the seconds
+    ``left`` before the tuning deadline when fewer (a trial the deadline would cut leaves no figure), by
+    more than the probe's own error (:func:`~automil.tune.schedule.probe.over_share`). Without an estimate
+    the trial goes on as usual."""
     estimate = probe_estimate(spec, params, bags, worker, share, splits, plan.options.seed)
-    if estimate is not None and over_share(estimate.seconds, share):
-        raise TooSlow(estimate.seconds, share, estimate.measured)
+    limit = min(share, left)
+    if estimate is not None and over_share(estimate.seconds, limit):
+        raise TooSlow(estimate.seconds, limit, estimate.measured, left=left < share)

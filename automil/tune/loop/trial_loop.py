@@ -159,7 +159,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             _describe(trial, spec, plan, bags)
             params = _parameters(trial, spec)
             if probe:
-                check_estimate(spec, params, plan, bags, worker, share, fits.splits)
+                check_estimate(spec, params, plan, bags, worker, share, fits.splits, left=deadline - time.time())
             value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None
