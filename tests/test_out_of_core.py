@@ -102,7 +102,9 @@ def test_a_folder_shared_for_a_run_is_one_file_that_release_removes(trident_coho
     shared = share_instances(lambda: load_bags(trident_cohort))
     try:
         files = sorted(p.name for p in tmp_path.rglob("*.npy"))
-        assert files == ["instances.npy"] and shared.instances_file.endswith("instances.npy")
+        # the slides' coords beside the matrix, mapped: no process gets them pickled
+        assert files == ["instances.coords.npy", "instances.npy"] and shared.instances_file.endswith("instances.npy")
+        assert shared.coords_file.endswith("instances.coords.npy") and not shared.coords.flags.writeable
         assert isinstance(shared, Bags) and shared.n_bags == SLIDES
     finally:
         release_instances(shared)

@@ -69,6 +69,25 @@ def test_mapped_bags_pickle_as_the_file_name_and_map_it_again(run_directories):
     assert run_directories() == []
 
 
+def test_the_coords_of_shared_bags_are_mapped_too_and_pickle_as_a_file_name(run_directories):
+    bags = float32_bags(n_instances=10_000)
+    coords = np.random.default_rng(1).integers(0, 100_000, size=(bags.n_instances, 2))
+    bags = Bags(bags.X, bags.offsets, bags.y, coords=coords)
+    for load in (lambda: bags, lambda: bags.with_labels(bags.y)):  # also a copy of the bags that carries them
+        shared = share_instances(load)
+        try:
+            # neither the matrix (320 KB) nor the coords (160 KB) travel
+            assert len(pickle.dumps(shared)) < coords.nbytes / 10
+            received = pickle.loads(pickle.dumps(shared))
+            np.testing.assert_array_equal(received.coords, coords)
+            assert not received.coords.flags.writeable
+            np.testing.assert_array_equal(received.subset([3, 1]).coords, bags.subset([3, 1]).coords)
+            np.testing.assert_array_equal(pickle.loads(pickle.dumps(received.with_labels(bags.y))).coords, coords)
+        finally:
+            release_instances(shared)
+    assert run_directories() == []
+
+
 def test_a_worker_reads_shared_instances_without_a_private_copy(run_directories):
     bags = float32_bags()
     shared = share_instances(lambda: bags)

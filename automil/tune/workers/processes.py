@@ -136,6 +136,7 @@ def share_instances(load: Callable[[], Bags]) -> Bags:
             bags = load()
         if written.matrix is not None and np.may_share_memory(bags.X, written.matrix):
             bags.instances_file = str(written.path)
+            bags.map_coords()
             shared = bags
         elif not bags.is_sparse:
             shared = bags.mapped(written.path)
