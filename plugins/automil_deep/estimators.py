@@ -44,8 +44,9 @@ class DeepMILClassifier(BagClassifier):
         one bag a step, which is about 8 times slower an epoch on CPU, and no more accurate for abmil on musk1.
     max_instances : int or None, default=512
         Instances of a bag a training step sees at most: a larger bag is cut to that many, drawn at random
-        at every step, so that an epoch costs at most bags x ``max_instances``. Early stopping's held-out
-        bags and prediction use every instance. ``None``: every instance always. 512 is above the bags of
+        at every step, so that an epoch costs at most bags x ``max_instances``. Early stopping scores its
+        held-out bags on at most 4 x ``max_instances`` instances each (the same ones every epoch); prediction
+        uses every instance. ``None``: every instance always. 512 is above the bags of
         the classic sets (musk2's largest bags excepted) and of a few hundred patches, and cuts the slides of
         thousands.
     patience : int, default=10

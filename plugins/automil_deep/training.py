@@ -35,6 +35,13 @@ MIN_EPOCHS = 10
 # Bytes of float64 rows a batch reads (and scales) at once: a prediction batch of a wide matrix holds its
 # padded float32 tensor, not a float64 copy of it too.
 READ_BYTES = 1 << 24
+# Early stopping's held-out bags are scored each epoch on at most this many times ``max_instances`` instances
+# a bag (2,048 at the default), the same sample every epoch so that the losses compare: on a cohort of slides
+# of 10,000 patches, reading and scoring every patch of the held-out slides was most of an epoch. Prediction
+# scores every instance.
+VALIDATION_FACTOR = 4
+# The seed of that sample (its own, so the training's random stream is the same whether bags are cut or not).
+VALIDATION_SEED = 0
 CPU = torch.device("cpu")
 
 
@@ -97,16 +104,19 @@ class Batches:
         for k in rng.permutation(len(parts)):
             yield (parts[k], *self.batch(parts[k], max_instances, rng))
 
-    def prediction_batches(self, index: np.ndarray):
-        """``(index part, X, mask)`` over ``index`` in order of size, every instance, so that little padding
-        is computed."""
-        index = index[np.argsort(self.sizes[index], kind="stable")]
+    def prediction_batches(self, index: np.ndarray, max_instances: int | None = None, seed: int = VALIDATION_SEED):
+        """``(index part, X, mask)`` over ``index`` in order of size, so that little padding is computed: every
+        instance, or at most ``max_instances`` of a bag, drawn from a generator seeded with ``seed`` (the same
+        sample every call)."""
+        sizes = self.sizes if max_instances is None else np.minimum(self.sizes, max_instances)
+        index = index[np.argsort(sizes[index], kind="stable")]
+        rng = np.random.default_rng(seed)
         start = 0
         while start < len(index):
             # bags sorted by size: the last bag of a batch is its longest
-            fits = np.flatnonzero(self.sizes[index[start:]] * np.arange(1, len(index) - start + 1) <= PREDICT_CELLS)
+            fits = np.flatnonzero(sizes[index[start:]] * np.arange(1, len(index) - start + 1) <= PREDICT_CELLS)
             stop = start + max(1, len(fits))
-            yield (index[start:stop], *self.batch(index[start:stop]))
+            yield (index[start:stop], *self.batch(index[start:stop], max_instances, rng))
             start = stop
 
 
@@ -164,17 +174,19 @@ def minimum_epochs(min_epochs: int | None, epochs: int) -> int:
 
 @torch.no_grad()
 def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndarray | None = None,
-             weight: torch.Tensor | None = None, instance_scores: bool = True):
+             weight: torch.Tensor | None = None, instance_scores: bool = True, max_instances: int | None = None):
     """Logits ``(len(index), K)`` (averaged over heads), instance scores per bag (a list of ``(n_i, K)``
     arrays in the order of ``index``; ``None`` each when not ``instance_scores``: bag scores alone hold
     nothing per instance), and the mean loss (weighted as :func:`network_loss`) when labels ``y`` of the
-    bags are given."""
+    bags are given. With ``max_instances``, each bag is scored on that many of its instances at most (the
+    same ones every call), and has no instance scores."""
     network.eval()
     logits = [None] * len(index)
     scores = [None] * len(index)
     where = {bag: position for position, bag in enumerate(index)}
     total = 0.0
-    for part, X, mask in batches.prediction_batches(np.asarray(index)):
+    instance_scores = instance_scores and max_instances is None
+    for part, X, mask in batches.prediction_batches(np.asarray(index), max_instances):
         heads, part_scores = network(X, mask)
         if y is not None:
             labels = torch.from_numpy(y[[where[bag] for bag in part]]).to(batches.device)
@@ -194,7 +206,8 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
                 min_epochs: int = 1, class_weight: np.ndarray | None = None) -> tuple[list[float], int]:
     """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step,
     each bag's loss weighted by ``class_weight`` of its class (None: 1); after each epoch the loss on the
-    ``validation`` bags (all their instances, weighted the same way), and their balanced accuracy reported
+    ``validation`` bags (at most ``VALIDATION_FACTOR x max_instances`` instances of each, the same every epoch;
+    weighted the same way), and their balanced accuracy reported
     to the driver (:func:`automil.report_epoch`, which may stop the fit). From epoch ``min_epochs`` on, the
     weights of the best validation epoch are kept, and training stops after ``patience`` epochs without a
     better one; the epochs before never stop it and are never kept. Returns the validation loss of every
@@ -215,7 +228,8 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
             optimizer.step()
         if len(validation) == 0:
             continue
-        logits, _, loss = evaluate(network, batches, validation, y[validation], weight, instance_scores=False)
+        logits, _, loss = evaluate(network, batches, validation, y[validation], weight, instance_scores=False,
+                                   max_instances=None if max_instances is None else VALIDATION_FACTOR * max_instances)
         losses.append(loss)
         # the driver's pruner may stop a fit whose held-out bags score below other trials' at this epoch
         report_epoch(epoch, balanced_accuracy_score(y[validation], logits.argmax(axis=1)))

@@ -27,6 +27,7 @@ class Seen(torch.nn.Module):
     """ABMIL that records, at every forward pass, whether it trains, each bag's instances and the threads."""
 
     calls: list = []
+    inputs: list = []
 
     def __init__(self, *args):
         super().__init__()
@@ -34,6 +35,7 @@ class Seen(torch.nn.Module):
 
     def forward(self, X, mask):
         Seen.calls.append((self.training, mask.sum(dim=1).tolist(), torch.get_num_threads()))
+        Seen.inputs.append((self.training, X.sum(dim=(1, 2)).tolist()))  # which instances, in short
         return self.network(X, mask)
 
 
@@ -45,7 +47,7 @@ class SeenABMIL(ABMILClassifier):
 @pytest.fixture(autouse=True)
 def one_thread(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a fit worker's share on a loaded machine
-    Seen.calls = []
+    Seen.calls, Seen.inputs = [], []
 
 
 def test_a_training_step_sees_at_most_max_instances_of_a_bag_and_prediction_sees_all():
@@ -55,7 +57,8 @@ def test_a_training_step_sees_at_most_max_instances_of_a_bag_and_prediction_sees
     held_out = [sorted(sizes) for trains, sizes, _ in Seen.calls if not trains]
     assert max(training) == 4 and max(np.diff(train.offsets)) > 4  # the larger bags were cut, to 4
     assert len(training) == (len(model.validation_loss_) * 16 + model.n_epochs_ * 20)  # each bag once an epoch
-    # early stopping's held-out bags (fold 0 of 5, as the estimator draws them) keep every instance
+    # early stopping's held-out bags (fold 0 of 5, as the estimator draws them), all below 4 x max_instances,
+    # keep every instance
     seed = int(np.random.SeedSequence(FAST["random_state"]).generate_state(1)[0])
     validation = np.flatnonzero(automil.bag_folds(train.y, 5, seed) == 0)
     assert max(np.diff(train.offsets)[validation]) > 4
@@ -63,6 +66,22 @@ def test_a_training_step_sees_at_most_max_instances_of_a_bag_and_prediction_sees
     Seen.calls = []
     model.predict(test)
     assert sorted(size for _, sizes, _ in Seen.calls for size in sizes) == sorted(np.diff(test.offsets))
+
+
+def test_early_stopping_scores_its_held_out_bags_on_the_same_capped_sample_every_epoch():
+    train = witness_bags(10)
+    cap = training.VALIDATION_FACTOR * 1  # max_instances=1: the held-out bags of 5 and 6 instances are cut to 4
+    model = SeenABMIL(max_instances=1, **{**FAST, "epochs": 3, "min_epochs": 3, "validation_fraction": 0.2}).fit(train)
+    seed = int(np.random.SeedSequence(FAST["random_state"]).generate_state(1)[0])
+    sizes = np.diff(train.offsets)[np.flatnonzero(automil.bag_folds(train.y, 5, seed) == 0)]
+    assert sizes.max() > cap
+    held_out = [sorted(sizes) for trains, sizes, _ in Seen.calls if not trains]
+    assert held_out == [sorted(np.minimum(sizes, cap))] * len(model.validation_loss_) and len(held_out) == 3
+    samples = [sorted(x) for trains, x in Seen.inputs if not trains]
+    assert samples[0] == samples[1] == samples[2]  # the same instances each epoch: their losses compare
+    Seen.calls = []
+    model.predict(train)
+    assert sorted(size for _, sizes, _ in Seen.calls for size in sizes) == sorted(np.diff(train.offsets))
 
 
 def test_each_step_draws_its_own_instances_from_the_bag_without_repeats():
