@@ -184,6 +184,10 @@ class LearnerSpec:
         matrix of instance pairs far more). ``automil tune --memory`` does not start a learner whose fit on
         every bag is estimated above the budget (``(1 + memory_factor)`` x the instances' bytes, plus a
         worker process).
+    pair_bytes : float
+        Bytes a fit holds for each pair of instances of one bag, when its memory grows with the square of a
+        bag (exact self-attention: TransMIL about 40); ``--memory`` adds it times the largest bag's
+        instances squared. 0 for the learners whose memory is linear in their bags.
     imports : tuple of str
         Modules a fit worker imports before its first fit of this learner, outside the fit's time limit (and
         its replacements at their start): a heavy library the estimator imports lazily (so that listing
@@ -207,6 +211,7 @@ class LearnerSpec:
     first_trial: dict = field(default_factory=dict)
     fit_growth: float | None = None
     memory_factor: float = 2.0
+    pair_bytes: float = 0.0
     imports: tuple[str, ...] = ()
     published: Published | None = None
     plugin: str = ""

@@ -84,6 +84,8 @@ class DeepMILClassifier(BagClassifier):
     """
 
     accepts_streamed = True
+    # the network's memory grows with the square of a bag's instances (its prediction batches are bounded so)
+    quadratic = False
 
     def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
@@ -179,7 +181,7 @@ class DeepMILClassifier(BagClassifier):
             np.subtract(rows, self.mean_, out=rows)
             return np.divide(rows, self.scale_, out=rows)
 
-        return Batches(read, bags.sizes, bags.n_features, device)
+        return Batches(read, bags.sizes, bags.n_features, device, pairs=self.quadratic)
 
     # ---- prediction --------------------------------------------------------------------------------
     def _evaluate(self, bags, instance_scores=True):
@@ -319,6 +321,8 @@ class MINetClassifier(PoolingClassifier):
 
 class TransMILClassifier(DeepMILClassifier):
     """TransMIL (Shao et al., NeurIPS 2021), on bags as sets (see ``automil_deep.networks.TransMIL``)."""
+
+    quadratic = True  # exact self-attention: a bag of 10,000 instances holds 10^8 pairs (about 4 GB) at once
 
     def _network(self, n_features, n_classes):
         from automil_deep.networks import TransMIL

@@ -21,6 +21,10 @@ __all__ = ["Batches", "evaluate", "fit_network", "matrix_rows", "minimum_epochs"
 # Padded instances per prediction batch: large enough to amortize the per-call overhead, small enough that a
 # batch of (B, N, D) activations stays a few MB.
 PREDICT_CELLS = 1 << 16
+# Pairs of instances per prediction batch of a network whose memory grows with the square of a bag (exact
+# self-attention, TransMIL: about 40 bytes a pair): a batch of a few hundred MB, however large its bags. A
+# bag of more instances than its square root is a batch of its own.
+PREDICT_PAIRS = 1 << 24
 # An epoch counts as better only when it lowers the best validation loss by this share: a learning rate too
 # small to matter then stops after `patience` epochs instead of creeping down for all of them.
 MIN_IMPROVEMENT = 1e-3
@@ -59,13 +63,17 @@ class Batches:
     sizes : ndarray of shape (n_bags,)
     n_features : int
     device : torch.device, default=cpu
+    pairs : bool, default=False
+        The network's memory grows with the square of a bag's instances: prediction batches are bounded by
+        their bags' instance pairs (``PREDICT_PAIRS``) as well as their cells (``PREDICT_CELLS``).
     """
 
-    def __init__(self, read, sizes: np.ndarray, n_features: int, device: torch.device = CPU):
+    def __init__(self, read, sizes: np.ndarray, n_features: int, device: torch.device = CPU, pairs: bool = False):
         self.read = read
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.n_features = int(n_features)
         self.device = device
+        self.pairs = pairs
 
     def batch(self, index: np.ndarray, max_instances: int | None = None,
               rng: np.random.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -105,16 +113,20 @@ class Batches:
             yield (parts[k], *self.batch(parts[k], max_instances, rng))
 
     def prediction_batches(self, index: np.ndarray, max_instances: int | None = None, seed: int = VALIDATION_SEED):
-        """``(index part, X, mask)`` over ``index`` in order of size, so that little padding is computed: every
-        instance, or at most ``max_instances`` of a bag, drawn from a generator seeded with ``seed`` (the same
-        sample every call)."""
+        """``(index part, X, mask)`` over ``index`` in order of size, so that little padding is computed, each
+        batch within ``PREDICT_CELLS`` (and ``PREDICT_PAIRS``): every instance, or at most ``max_instances`` of a
+        bag, drawn from a generator seeded with ``seed`` (the same sample every call)."""
         sizes = self.sizes if max_instances is None else np.minimum(self.sizes, max_instances)
         index = index[np.argsort(sizes[index], kind="stable")]
         rng = np.random.default_rng(seed)
         start = 0
         while start < len(index):
             # bags sorted by size: the last bag of a batch is its longest
-            fits = np.flatnonzero(sizes[index[start:]] * np.arange(1, len(index) - start + 1) <= PREDICT_CELLS)
+            longest, count = sizes[index[start:]], np.arange(1, len(index) - start + 1)
+            within = longest * count <= PREDICT_CELLS
+            if self.pairs:
+                within &= longest ** 2 * count <= PREDICT_PAIRS
+            fits = np.flatnonzero(within)
             stop = start + max(1, len(fits))
             yield (index[start:stop], *self.batch(index[start:stop], max_instances, rng))
             start = stop

@@ -84,6 +84,24 @@ def test_early_stopping_scores_its_held_out_bags_on_the_same_capped_sample_every
     assert sorted(size for _, sizes, _ in Seen.calls for size in sizes) == sorted(np.diff(train.offsets))
 
 
+def test_a_prediction_batch_of_a_network_quadratic_in_its_bags_holds_a_bounded_number_of_instance_pairs(
+        monkeypatch):
+    sizes = np.array([5, 40, 3, 40, 12, 7, 40, 2])
+    offsets = np.concatenate(([0], np.cumsum(sizes)))
+    X = np.arange(offsets[-1] * 2, dtype=np.float64).reshape(-1, 2)
+    monkeypatch.setattr(training, "PREDICT_PAIRS", 40 ** 2 + 12 ** 2)
+    cells = [part for part, _, _ in Batches(matrix_rows(X, offsets), sizes, 2).prediction_batches(np.arange(8))]
+    pairs = [part for part, _, _ in Batches(matrix_rows(X, offsets), sizes, 2, pairs=True)
+             .prediction_batches(np.arange(8))]
+    assert len(cells) == 1  # 8 bags of at most 40 instances: 320 cells, within PREDICT_CELLS
+    for parts in (cells, pairs):
+        assert sorted(np.concatenate(parts)) == list(range(8))  # every bag once
+    longest = [sizes[part].max() for part in pairs]
+    assert all(size ** 2 * len(part) <= training.PREDICT_PAIRS or len(part) == 1
+               for size, part in zip(longest, pairs, strict=True))
+    assert [len(part) for part in pairs if sizes[part].max() == 40] == [1, 1, 1]  # a 40-instance bag alone
+
+
 def test_each_step_draws_its_own_instances_from_the_bag_without_repeats():
     sizes = np.array([2, 6, 9, 3, 12, 5])
     offsets = np.concatenate(([0], np.cumsum(sizes)))

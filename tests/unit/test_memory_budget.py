@@ -44,6 +44,16 @@ def test_a_learner_that_streams_holds_a_block_of_bags_not_its_instances():
     assert fit_bytes(streaming, giant) == 3 * 8 * 40_000 * 64 + 4 * 8 * 64 + PROCESS_BYTES
 
 
+def test_a_learner_whose_memory_grows_with_the_square_of_a_bag_counts_the_pairs_of_its_largest_bag():
+    sizes = [10_000, 500, 500]  # a slide of 10,000 patches beside two small ones, 64 float32 features
+    bags = Bags(np.ones((sum(sizes), 64), np.float32), np.concatenate(([0], np.cumsum(sizes))), [0, 1, 0])
+    attention = LearnerSpec(name="a", estimator=object, search_space=dict, memory_factor=2.0, pair_bytes=40.0)
+    assert fit_bytes(attention, bags) == fit_bytes(spec(2.0), bags) + 40 * 10_000 ** 2
+    # the linear estimate admits it; its 4 GB of pairs do not
+    reason = over_budget(attention, bags, fit_bytes(spec(2.0), bags))
+    assert "4.0 GB for the pairs of instances of its largest bag" in reason
+
+
 def test_sparse_instances_count_their_stored_values_and_indices():
     X = sp.random(1_000, 50, density=0.1, random_state=0, format="csr")
     bags = Bags(X, [0, 500, 1_000], [0, 1])

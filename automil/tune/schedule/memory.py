@@ -7,6 +7,8 @@ dtype) and the learner's own working set, which the learner declares as a multip
 (the chosen model's), so a learner is judged on that one, before any of its fits starts. A learner that
 streams its bags (``accepts_streamed``) holds no copy of them: a block of bags read at a time (at least the
 largest bag, in float64) with its working set as the same multiple of that block, and a few vectors per bag.
+A learner whose memory grows with the square of a bag (``LearnerSpec.pair_bytes``) adds that many bytes per pair
+of instances of the largest bag: the bag it predicts alone.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from automil.evaluation.standardized import streams
 from automil.streamed_bags import BLOCK_BYTES
 
 __all__ = ["PROCESS_BYTES", "default_memory", "machine_memory", "instance_bytes", "held_bytes", "fit_bytes",
-           "over_budget"]
+           "pair_bytes", "over_budget"]
 
 # A fit worker's own resident memory before it holds any data: Python, numpy, scikit-learn, a learner's
 # library (measured 250 to 400 MB on the built-in learners; torch is most of the top of that range).
@@ -65,10 +67,16 @@ def fit_bytes(spec, bags) -> int:
     """The estimated memory of one fit of the learner ``spec`` on every bag of ``bags``: the instances it holds
     and its working set (``spec.memory_factor`` times them), a few vectors per bag when it streams, and a
     worker process."""
-    held = int((1 + spec.memory_factor) * held_bytes(spec, bags)) + PROCESS_BYTES
+    held = int((1 + spec.memory_factor) * held_bytes(spec, bags)) + PROCESS_BYTES + pair_bytes(spec, bags)
     if bags.is_sparse or not streams(spec.estimator):
         return held
     return held + BAG_VECTORS * 8 * bags.n_bags * bags.n_features
+
+
+def pair_bytes(spec, bags) -> int:
+    """The bytes of a learner whose memory grows with the square of a bag, for the pairs of instances of the
+    largest bag of ``bags`` (0 for the others)."""
+    return int(spec.pair_bytes * int(bags.sizes.max()) ** 2) if spec.pair_bytes and bags.n_bags else 0
 
 
 def over_budget(spec, bags, memory: int) -> str | None:
@@ -77,9 +85,11 @@ def over_budget(spec, bags, memory: int) -> str | None:
     need = fit_bytes(spec, bags)
     if need <= memory:
         return None
+    pairs = pair_bytes(spec, bags)
+    square = f", {_size(pairs)} for the pairs of instances of its largest bag" if pairs else ""
     return (f"a fit on every bag needs about {_size(need)} ({1 + spec.memory_factor:g} x the "
-            f"{_size(held_bytes(spec, bags))} of instances it holds, and a worker process), above the {_size(memory)} "
-            "a fit may take under --memory: not started")
+            f"{_size(held_bytes(spec, bags))} of instances it holds{square}, and a worker process), above the "
+            f"{_size(memory)} a fit may take under --memory: not started")
 
 
 def _size(n: int) -> str:
