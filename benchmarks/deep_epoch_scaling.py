@@ -52,7 +52,7 @@ def main():
     bags = automil.load_bags(args.data)
     order = np.random.default_rng(0).permutation(bags.n_bags)
     subsets = [bags.subset(np.sort(order[:max(4, int(f * bags.n_bags))])) for f in args.fractions]
-    epoch_seconds(args.learners[0], subsets[0].subset(np.arange(4)), 1)  # imports torch
+    epoch_seconds(args.learners[0], subsets[0].subset(np.arange(4)), 1, args.max_instances[0])  # imports torch
     sizes = [s.n_instances for s in subsets]
     print("| learner | max_instances | " + " | ".join(f"{n:,} instances" for n in sizes)
           + " | log-log slope | µs per instance seen |")
