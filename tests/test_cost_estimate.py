@@ -34,7 +34,8 @@ def test_a_learner_estimated_too_slow_is_reported_after_a_small_part_of_its_shar
     slow = rows[learner]
     assert slow["status"] == "too slow"
     estimate = float(re.search(r"too slow \(estimated (\d+) s\)", slow["error"]).group(1))
-    share = float(re.search(r"fair share of (\d+) s", slow["error"]).group(1))
+    # alone after centroid, its share is the time left before the tuning deadline, which the message may name
+    share = float(re.search(r"(?:fair share of|more than the) (\d+) s", slow["error"]).group(1))
     assert estimate > share
     # the budget the learner used: its probe, a small part of its share
     assert 0 < slow["budget_seconds"] < share / 2
