@@ -40,9 +40,9 @@ MIN_EPOCHS = 10
 # padded float32 tensor, not a float64 copy of it too.
 READ_BYTES = 1 << 24
 # Early stopping's held-out bags are scored each epoch on at most this many times ``max_instances`` instances
-# a bag (2,048 at the default), the same sample every epoch so that the losses compare: on a cohort of slides
-# of 10,000 patches, reading and scoring every patch of the held-out slides was most of an epoch. Prediction
-# scores every instance.
+# a bag (2,048 at the default), the same sample every epoch so that the losses compare: on slides of 10,000
+# patches, scoring every patch of the held-out slides was a third of an epoch in memory (more read from the
+# run's file) and TransMIL ran out of memory. Prediction scores every instance.
 VALIDATION_FACTOR = 4
 # The seed of that sample (its own, so the training's random stream is the same whether bags are cut or not).
 VALIDATION_SEED = 0
