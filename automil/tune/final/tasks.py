@@ -22,7 +22,8 @@ __all__ = ["FitTask", "nested_tasks", "repeat_tasks", "model_tasks", "held_apart
 class FitTask:
     """One fit of the final evaluation: ``learner``'s ``params`` fitted on the ``train`` bags and scored
     on the ``test`` bags (none for a model); ``index`` is the outer split (nested, held-apart) or the repeat;
-    ``calibration`` the bags among ``test`` a held-apart fit holds apart for its prediction sets."""
+    ``calibration`` the bags among ``test`` a held-apart fit holds apart for its prediction sets;
+    ``keep_model``: the fit's model comes back (a hold-out refit, to stand in for a full-data fit)."""
 
     learner: str
     refit: Refit
