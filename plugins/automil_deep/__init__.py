@@ -48,7 +48,7 @@ def register_learners(register):
         first_trial=spaces.FIRST_TRIALS["MI-Net"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
         published=published.PUBLISHED.get("MI-Net")))
     register(automil.LearnerSpec(
-        name="transmil", memory_factor=10.5, pair_bytes=40.0, estimator=TransMILClassifier,
+        name="transmil", memory_factor=10.5, pair_bytes=TransMILClassifier.pair_bytes, estimator=TransMILClassifier,
         search_space=spaces.training_space, ordered=True,
         description="TransMIL: self-attention over the instances with a class token (Shao et al. 2021)",
         first_trial=spaces.FIRST_TRIALS["transmil"], fit_growth=1.0, imports=("torch", "torch._dynamo"),

@@ -84,8 +84,9 @@ class DeepMILClassifier(BagClassifier):
     """
 
     accepts_streamed = True
-    # the network's memory grows with the square of a bag's instances (its prediction batches are bounded so)
-    quadratic = False
+    # Bytes the network holds per pair of a bag's instances, when its memory grows with the square of a bag
+    # (its prediction batches are then bounded by their pairs, and --memory counts them: LearnerSpec.pair_bytes).
+    pair_bytes = 0.0
 
     def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
@@ -181,7 +182,7 @@ class DeepMILClassifier(BagClassifier):
             np.subtract(rows, self.mean_, out=rows)
             return np.divide(rows, self.scale_, out=rows)
 
-        return Batches(read, bags.sizes, bags.n_features, device, pairs=self.quadratic)
+        return Batches(read, bags.sizes, bags.n_features, device, pairs=self.pair_bytes > 0)
 
     # ---- prediction --------------------------------------------------------------------------------
     def _evaluate(self, bags, instance_scores=True):
@@ -322,7 +323,9 @@ class MINetClassifier(PoolingClassifier):
 class TransMILClassifier(DeepMILClassifier):
     """TransMIL (Shao et al., NeurIPS 2021), on bags as sets (see ``automil_deep.networks.TransMIL``)."""
 
-    quadratic = True  # exact self-attention: a bag of 10,000 instances holds 10^8 pairs (about 4 GB) at once
+    # exact self-attention, measured in its prediction pass on single bags of 1,500 to 3,000 instances: a bag
+    # of 10,000 instances holds 10^8 pairs (about 4 GB) at once
+    pair_bytes = 40.0
 
     def _network(self, n_features, n_classes):
         from automil_deep.networks import TransMIL

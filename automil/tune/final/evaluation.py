@@ -132,7 +132,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     try:
         outer_best = {learner: job.evaluation.outer_best for learner, job in pending.items()}
         # a hold-out refit's model comes back, to stand in for a chosen full-data fit the budget cannot end
-        keep = frozenset(pending) if recorder.enabled and options.protocol == Protocol.HOLDOUT else frozenset()
+        keep = recorder.enabled and options.protocol == Protocol.HOLDOUT
         run(nested_tasks(plan, outer_best, keep) if nested else _repeat_tasks(plan, pending, 0))
         ensemble, chosen = ensemble_nested(plan, bags, candidates) if members is not None else (None, [])
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)

@@ -43,12 +43,12 @@ class FitTask:
 
 
 def nested_tasks(plan: Plan, outer_best: dict[str, list[TrialRecord | None]],
-                 keep: frozenset[str] = frozenset()) -> list[FitTask]:
+                 keep_models: bool = False) -> list[FitTask]:
     """The refits of every outer split's best parameters (``outer_best``, by learner), scored on its outer fold;
-    the refits of the learners in ``keep`` bring their model back."""
+    with ``keep_models``, each brings its model back."""
     outer = fold_splits(plan.folds.tuning)
     return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i,
-                    keep_model=learner in keep)
+                    keep_model=keep_models)
             for learner, trials in outer_best.items() for i, trial in enumerate(trials) if trial is not None]
 
 
