@@ -14,6 +14,11 @@ from automil import BagClassifier, StreamedBags
 
 # Instances of a bag a training step sees at most (:class:`DeepMILClassifier`, ``max_instances``).
 MAX_INSTANCES = 512
+# ``seeds="auto"``: networks averaged when a fit has fewer bags than SEED_AVERAGING_BAGS. On a few hundred
+# bags one seed's held-out score spreads by more than the learners being chosen between differ (docs/deep.md,
+# "Seeds").
+AUTO_SEEDS = 3
+SEED_AVERAGING_BAGS = 1000
 
 __all__ = ["ABMILClassifier", "DSMILClassifier", "DeepMILClassifier", "MINetClassifier", "MiNetClassifier",
            "TransMILClassifier"]
@@ -21,7 +26,8 @@ __all__ = ["ABMILClassifier", "DSMILClassifier", "DeepMILClassifier", "MINetClas
 
 class DeepMILClassifier(BagClassifier):
     """Base of the deep learners: standardizes instances, holds out bags for early stopping, trains the
-    network a subclass builds in ``_network(n_features, n_classes)``, and reads scores from it.
+    network a subclass builds in ``_network(n_features, n_classes)`` (one for each of ``seeds``), and reads
+    scores from them.
 
     It streams (``accepts_streamed``): a batch reads only the instances it uses, so a cohort larger than
     memory trains and predicts with a batch in memory, with the figures of the same bags gathered.
@@ -66,17 +72,25 @@ class DeepMILClassifier(BagClassifier):
     device : str, default="auto"
         Where the network trains and predicts: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``"auto"`` is CUDA when
         torch sees a GPU, else the CPU. Set it again on a fitted model to predict elsewhere.
+    seeds : int or "auto", default="auto"
+        Networks trained, each from its own seed (weights, dropout, order of bags, held-out split), whose
+        class probabilities (and instance scores) are averaged: a deep ensemble, ``seeds`` times the cost of
+        one. ``"auto"``: ``AUTO_SEEDS`` (3) on fewer than ``SEED_AVERAGING_BAGS`` (1,000) bags, where one
+        seed's score varies most, else one.
     random_state : int, optional
-        Seeds the weights, dropout, the order of bags and the held-out split.
+        Seeds the networks: the first from ``SeedSequence(random_state)``'s first word, the next from its
+        following words.
 
     Attributes
     ----------
-    network_ : torch.nn.Module
-        The trained network: trained again on all bags for ``n_epochs_`` epochs after early stopping.
+    networks_ : list of torch.nn.Module
+        The trained networks, one a seed: each trained again on all bags for the epochs its early stopping
+        chose.
     validation_loss_ : list of float
-        The held-out bags' loss after each epoch run (empty when nothing was held out).
+        The first network's held-out loss after each epoch run (empty when nothing was held out); its epochs
+        are the ones reported to the driver's pruner.
     n_epochs_ : int
-        The epochs of the best held-out loss (``epochs`` when nothing was held out).
+        The first network's epochs of the best held-out loss (``epochs`` when nothing was held out).
     mean_, scale_ : ndarray of shape (n_features,)
         The training instances' standardization.
     device_ : str
@@ -90,7 +104,7 @@ class DeepMILClassifier(BagClassifier):
 
     def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
-                 random_state=None, min_epochs=None, class_weight="balanced"):
+                 random_state=None, min_epochs=None, class_weight="balanced", seeds="auto"):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.hidden = hidden
@@ -104,6 +118,7 @@ class DeepMILClassifier(BagClassifier):
         self.random_state = random_state
         self.min_epochs = min_epochs
         self.class_weight = class_weight
+        self.seeds = seeds
 
     def _network(self, n_features: int, n_classes: int):
         raise NotImplementedError
@@ -111,7 +126,7 @@ class DeepMILClassifier(BagClassifier):
     # ---- fitting -----------------------------------------------------------------------------------
     def _fit(self, bags, y):
         from automil import instance_moments
-        from automil_deep.training import fit_network, minimum_epochs, resolve_device, seeded_torch
+        from automil_deep.training import resolve_device
 
         if self.max_instances is not None and not (isinstance(self.max_instances, int | np.integer)
                                                    and self.max_instances >= 1):
@@ -121,26 +136,48 @@ class DeepMILClassifier(BagClassifier):
         # a block at a time (streamed bags as read): the figures of X.astype(float64).mean / .std, no copy of X
         self.mean_, std = instance_moments(bags if isinstance(bags, StreamedBags) else bags.X)
         self.scale_ = np.where(std > 0, std, 1.0)
-        seed = int(np.random.SeedSequence(self.random_state).generate_state(1)[0])
-        rng = np.random.default_rng(seed)
-        train, validation = self._held_out(y, seed, bags.groups)
         batches = self._batches(bags, device)
+        seeds = np.random.SeedSequence(self.random_state).generate_state(self._network_count(len(y)))
+        self.networks_ = []
+        for member, seed in enumerate(int(seed) for seed in seeds):
+            # the first network reports its epochs to the driver's pruner; the others train blind to it
+            network, validation_loss, n_epochs = self._fit_one(bags, y, batches, device, seed, report=member == 0)
+            self.networks_.append(network)
+            if member == 0:
+                self.validation_loss_, self.n_epochs_ = validation_loss, n_epochs
+        self.device_ = str(device)
+
+    def _network_count(self, n_bags: int) -> int:
+        """The networks to train and average: ``seeds``, or under ``"auto"`` ``AUTO_SEEDS`` below
+        ``SEED_AVERAGING_BAGS`` bags and one from there on."""
+        if self.seeds == "auto":
+            return AUTO_SEEDS if n_bags < SEED_AVERAGING_BAGS else 1
+        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int | np.integer) or self.seeds < 1:
+            raise ValueError(f"seeds={self.seeds!r}: give a whole number of networks of at least 1, or 'auto'")
+        return int(self.seeds)
+
+    def _fit_one(self, bags, y, batches, device, seed: int, report: bool):
+        """One network from ``seed`` (its weights, dropout, order of bags and held-out split): early stopping
+        on the held-out bags chooses its epochs, then it trains again on every bag for that many."""
+        from automil_deep.training import fit_network, minimum_epochs, seeded_torch
+
+        train, validation = self._held_out(y, seed, bags.groups)
         settings = dict(learning_rate=self.learning_rate, weight_decay=self.weight_decay,
                         batch_size=self.batch_size, max_instances=self.max_instances, patience=self.patience,
-                        rng=rng)
+                        rng=np.random.default_rng(seed))
         with seeded_torch(seed, device):
             network = self._network(bags.n_features, len(self.classes_)).to(device)
-            self.validation_loss_, self.n_epochs_ = fit_network(
+            validation_loss, n_epochs = fit_network(
                 network, batches, y, train, validation, epochs=self.epochs,
                 min_epochs=minimum_epochs(self.min_epochs, self.epochs), class_weight=self._class_weight(y[train]),
-                **settings)
+                report=report, **settings)
             if len(validation):
                 # Early stopping chose the number of epochs; the held-out bags are too many to waste on the
                 # small MIL sets (abmil on musk1: 84 against 90 % accuracy), so a new network trains on all.
                 network = self._network(bags.n_features, len(self.classes_)).to(device)
-                fit_network(network, batches, y, np.arange(len(y)), validation[:0], epochs=self.n_epochs_,
+                fit_network(network, batches, y, np.arange(len(y)), validation[:0], epochs=n_epochs,
                             class_weight=self._class_weight(y), **settings)
-        self.network_, self.device_ = network, str(device)
+        return network, validation_loss, n_epochs
 
     def _class_weight(self, y):
         """Each class's loss weight for the bags ``y`` (class indices): ``"balanced"`` is ``n / (K n_k)``, so
@@ -186,32 +223,37 @@ class DeepMILClassifier(BagClassifier):
 
     # ---- prediction --------------------------------------------------------------------------------
     def _evaluate(self, bags, instance_scores=True):
+        """The log of the networks' averaged class probabilities per bag, and each instance's scores averaged
+        over the networks (a list of ``(n_i, K)`` arrays; ``None`` each without ``instance_scores``)."""
         import torch
+        from scipy.special import log_softmax, logsumexp
 
         from automil_deep.training import evaluate, resolve_device, thread_count
 
         device = resolve_device(self.device)
-        self.network_.to(device)  # a model trained on a GPU predicts on the CPU, and back
         threads = torch.get_num_threads()
         torch.set_num_threads(thread_count())
         try:
-            logits, scores, _ = evaluate(self.network_, self._batches(bags, device), np.arange(bags.n_bags),
-                                         instance_scores=instance_scores)
+            batches = self._batches(bags, device)
+            # a model trained on a GPU predicts on the CPU, and back
+            runs = [evaluate(network.to(device), batches, np.arange(bags.n_bags), instance_scores=instance_scores)
+                    for network in self.networks_]
         finally:
             torch.set_num_threads(threads)
-        return logits, scores
+        log_probabilities = logsumexp([log_softmax(logits, axis=1) for logits, _, _ in runs], axis=0)
+        log_probabilities -= np.log(len(runs))
+        scores = [np.mean(bag, axis=0) if instance_scores else None for bag in zip(*(run[1] for run in runs))]
+        return log_probabilities, scores
 
     def _decision_function(self, bags):
         return self._evaluate(bags, instance_scores=False)[0]
 
     def _predict_proba(self, bags):
-        logits = self._evaluate(bags, instance_scores=False)[0]
-        e = np.exp(logits - logits.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        return np.exp(self._evaluate(bags, instance_scores=False)[0])
 
     def _witness(self, bags):
-        logits, scores = self._evaluate(bags)
-        predicted = np.argmax(logits, axis=1)
+        log_probabilities, scores = self._evaluate(bags)
+        predicted = np.argmax(log_probabilities, axis=1)
         return np.array([int(np.argmax(s[:, k])) for s, k in zip(scores, predicted)], dtype=np.int64)
 
     def _instance_scores(self, bags):
@@ -223,23 +265,28 @@ class DeepMILClassifier(BagClassifier):
     # ---- pickling: weights as CPU arrays (a loaded model moves to its device when it predicts) ---------
     def __getstate__(self):
         state = dict(self.__dict__)
-        if "network_" in state:
-            state["network_"] = {name: value.detach().cpu().numpy().copy()
-                                 for name, value in state["network_"].state_dict().items()}
+        if "networks_" in state:
+            state["networks_"] = [{name: value.detach().cpu().numpy().copy()
+                                   for name, value in network.state_dict().items()} for network in self.networks_]
         return state
 
     def __setstate__(self, state):
-        weights = state.get("network_")
-        # a model pickled before these parameters existed trained on every instance, on the CPU, unweighted,
-        # and early stopping could keep its first epoch
+        state = dict(state)
+        if "network_" in state:  # a model pickled before seeds were averaged holds its one network so
+            state["networks_"] = [state.pop("network_")]
+        weights = state.get("networks_")
+        # a model pickled before these parameters existed trained one network on every instance, on the CPU,
+        # unweighted, and early stopping could keep its first epoch
         self.__dict__.update({"max_instances": None, "device": "auto", "min_epochs": 1, "class_weight": None,
-                              **state})
+                              "seeds": 1, **state})
         if weights is not None:
             import torch
 
-            self.network_ = self._network(self.n_features_in_, len(self.classes_))
-            self.network_.load_state_dict({name: torch.from_numpy(value) for name, value in weights.items()})
-            self.network_.eval()
+            self.networks_ = []
+            for member in weights:
+                network = self._network(self.n_features_in_, len(self.classes_))
+                network.load_state_dict({name: torch.from_numpy(value) for name, value in member.items()})
+                self.networks_.append(network.eval())
 
 
 class ABMILClassifier(DeepMILClassifier):
@@ -256,9 +303,9 @@ class ABMILClassifier(DeepMILClassifier):
 
     def __init__(self, gated=False, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
-                 random_state=None, min_epochs=None, class_weight="balanced"):
+                 random_state=None, min_epochs=None, class_weight="balanced", seeds="auto"):
         super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
-                         validation_fraction, device, random_state, min_epochs, class_weight)
+                         validation_fraction, device, random_state, min_epochs, class_weight, seeds)
         self.gated = gated
 
     def _network(self, n_features, n_classes):
@@ -279,9 +326,9 @@ class PoolingClassifier(DeepMILClassifier):
 
     def __init__(self, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25,
                  epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2,
-                 device="auto", random_state=None, min_epochs=None, class_weight="balanced"):
+                 device="auto", random_state=None, min_epochs=None, class_weight="balanced", seeds="auto"):
         super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
-                         validation_fraction, device, random_state, min_epochs, class_weight)
+                         validation_fraction, device, random_state, min_epochs, class_weight, seeds)
         self.pooling = pooling
 
 
@@ -309,9 +356,9 @@ class MINetClassifier(PoolingClassifier):
     def __init__(self, deep_supervision=True, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128,
                  dropout=0.25, epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10,
                  validation_fraction=0.2, device="auto", random_state=None, min_epochs=None,
-                 class_weight="balanced"):
+                 class_weight="balanced", seeds="auto"):
         super().__init__(pooling, learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances,
-                         patience, validation_fraction, device, random_state, min_epochs, class_weight)
+                         patience, validation_fraction, device, random_state, min_epochs, class_weight, seeds)
         self.deep_supervision = deep_supervision
 
     def _network(self, n_features, n_classes):

@@ -215,11 +215,12 @@ def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndar
 
 def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
                 *, learning_rate, weight_decay, epochs, batch_size, max_instances, patience, rng,
-                min_epochs: int = 1, class_weight: np.ndarray | None = None) -> tuple[list[float], int]:
+                min_epochs: int = 1, class_weight: np.ndarray | None = None,
+                report: bool = True) -> tuple[list[float], int]:
     """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step,
     each bag's loss weighted by ``class_weight`` of its class (None: 1); after each epoch the loss on the
     ``validation`` bags (at most ``VALIDATION_FACTOR x max_instances`` instances of each, the same every epoch;
-    weighted the same way), and their balanced accuracy reported
+    weighted the same way), and with ``report`` their balanced accuracy reported
     to the driver (:func:`automil.report_epoch`, which may stop the fit). From epoch ``min_epochs`` on, the
     weights of the best validation epoch are kept, and training stops after ``patience`` epochs without a
     better one; the epochs before never stop it and are never kept. Returns the validation loss of every
@@ -243,8 +244,8 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
         logits, _, loss = evaluate(network, batches, validation, y[validation], weight, instance_scores=False,
                                    max_instances=None if max_instances is None else VALIDATION_FACTOR * max_instances)
         losses.append(loss)
-        # the driver's pruner may stop a fit whose held-out bags score below other trials' at this epoch
-        report_epoch(epoch, balanced_accuracy_score(y[validation], logits.argmax(axis=1)))
+        if report:  # the driver's pruner may stop a fit whose held-out bags score below other trials' here
+            report_epoch(epoch, balanced_accuracy_score(y[validation], logits.argmax(axis=1)))
         if epoch + 1 < min_epochs:
             continue
         # a NaN loss never compares lower, so diverged weights are never the ones kept

@@ -109,6 +109,47 @@ def test_a_fitted_model_pickles_its_weights_as_arrays_and_predicts_the_same_in_a
     np.testing.assert_array_equal(np.load(tmp_path / "witness.npy"), model.witness(test))
 
 
+def test_seeds_average_the_class_probabilities_and_instance_scores_of_networks_from_their_own_seeds():
+    train, test = witness_bags(12), witness_bags(6, seed=1)
+    spec = small_network(SPECS["abmil"])
+    held_out = {"validation_fraction": 0.25, "patience": 3, "random_state": 5}
+    one = spec.build(**held_out).fit(train)
+    three = spec.build(**held_out, seeds=3).fit(train)
+    assert len(one.networks_) == 1 and len(three.networks_) == 3
+    # the first network is the one-seed model's (same seed, same split); the others differ from it
+    weights = [{name: value.detach().numpy() for name, value in net.state_dict().items()} for net in three.networks_]
+    for name, value in one.networks_[0].state_dict().items():
+        np.testing.assert_array_equal(weights[0][name], value.detach().numpy())
+        assert not np.array_equal(weights[1][name], weights[0][name]) or value.numel() == 0
+    members = [pickle.loads(pickle.dumps(three)) for _ in range(3)]
+    for member, network in zip(members, pickle.loads(pickle.dumps(three)).networks_):
+        member.networks_ = [network]  # each network alone
+    np.testing.assert_allclose(three.predict_proba(test), np.mean([m.predict_proba(test) for m in members], axis=0),
+                               rtol=1e-6)
+    np.testing.assert_allclose(three.instance_scores(test),
+                               np.mean([m.instance_scores(test) for m in members], axis=0), rtol=1e-6)
+    np.testing.assert_array_equal(three.predict(test), three.classes_[three.predict_proba(test).argmax(axis=1)])
+    again = pickle.loads(pickle.dumps(three))  # the pickle keeps every network
+    np.testing.assert_array_equal(again.predict_proba(test), three.predict_proba(test))
+
+
+def test_only_the_first_of_several_networks_reports_its_epochs_to_the_driver():
+    heard = []
+    with epoch_listener(lambda epoch, score: heard.append(epoch) and False):
+        fitted = small_network(SPECS["mi-net"]).build(random_state=1, validation_fraction=0.25, patience=3,
+                                                      seeds=2).fit(witness_bags(10))
+    assert heard == list(range(len(fitted.validation_loss_)))
+
+
+def test_auto_seeds_average_three_networks_below_a_thousand_bags_and_train_one_from_there():
+    from automil_deep.estimators import AUTO_SEEDS, SEED_AVERAGING_BAGS
+
+    model = SPECS["abmil"].build()
+    assert model.seeds == "auto" and AUTO_SEEDS == 3 and SEED_AVERAGING_BAGS == 1000
+    assert model._network_count(999) == 3 and model._network_count(1000) == 1
+    assert model.set_params(seeds=5)._network_count(10_000) == 5
+
+
 def test_only_a_fit_worker_that_fits_a_deep_learner_imports_torch_and_its_replacement_too(monkeypatch):
     monkeypatch.setenv(plugins.LOAD_PLUGINS_ENV, "svm,deep")  # what the worker process loads
     bags = witness_bags(6)

@@ -19,7 +19,7 @@ from automil_deep.estimators import ABMILClassifier, DSMILClassifier  # noqa: E4
 from automil_deep.networks import ABMIL  # noqa: E402
 from automil_deep.training import Batches, matrix_rows, resolve_device  # noqa: E402
 
-FAST = {"hidden": 16, "epochs": 4, "batch_size": 4, "validation_fraction": 0.0, "random_state": 0}
+FAST = {"hidden": 16, "epochs": 4, "batch_size": 4, "validation_fraction": 0.0, "random_state": 0, "seeds": 1}
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without CUDA")
 
 
@@ -176,20 +176,25 @@ def test_a_model_asked_to_predict_on_cuda_without_cuda_says_so():
     ({"device": "meta"}, r"device='meta': the deep learners run on 'cpu' or 'cuda'"),
     ({"max_instances": 0}, r"max_instances=0: give a whole number of instances of at least 1"),
     ({"max_instances": 2.5}, r"max_instances=2.5: give a whole number"),
+    ({"seeds": 0}, r"seeds=0: give a whole number of networks of at least 1, or 'auto'"),
+    ({"seeds": "many"}, r"seeds='many': give a whole number of networks"),
 ])
 def test_a_bad_device_or_max_instances_is_a_clear_error(params, message):
     with pytest.raises(ValueError, match=message):
         ABMILClassifier(**{**FAST, **params}).fit(witness_bags(4))
 
 
-def test_a_model_pickled_without_device_and_max_instances_loads_and_predicts_as_before():
+def test_a_model_pickled_without_device_max_instances_and_seeds_loads_and_predicts_as_before():
     train, test = witness_bags(8), witness_bags(4, seed=1)
     model = ABMILClassifier(**FAST).fit(train)
     state = model.__getstate__()
-    del state["device"], state["max_instances"]  # what a model logged before these parameters holds
+    # what a model logged before these parameters holds: one network's weights as network_
+    del state["device"], state["max_instances"], state["seeds"]
+    state["network_"] = state.pop("networks_")[0]
     old = ABMILClassifier.__new__(ABMILClassifier)
     old.__setstate__(state)
     assert old.get_params()["max_instances"] is None and old.get_params()["device"] == "auto"
+    assert old.get_params()["seeds"] == 1 and len(old.networks_) == 1
     np.testing.assert_array_equal(old.predict_proba(test), model.predict_proba(test))
 
 
