@@ -14,11 +14,6 @@ from automil import BagClassifier, StreamedBags
 
 # Instances of a bag a training step sees at most (:class:`DeepMILClassifier`, ``max_instances``).
 MAX_INSTANCES = 512
-# ``seeds="auto"``: networks averaged when a fit has fewer bags than SEED_AVERAGING_BAGS. On a few hundred
-# bags one seed's held-out score spreads by more than the learners being chosen between differ (docs/deep.md,
-# "Seeds").
-AUTO_SEEDS = 3
-SEED_AVERAGING_BAGS = 1000
 
 __all__ = ["ABMILClassifier", "DSMILClassifier", "DeepMILClassifier", "MINetClassifier", "MiNetClassifier",
            "TransMILClassifier"]
@@ -72,11 +67,10 @@ class DeepMILClassifier(BagClassifier):
     device : str, default="auto"
         Where the network trains and predicts: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``"auto"`` is CUDA when
         torch sees a GPU, else the CPU. Set it again on a fitted model to predict elsewhere.
-    seeds : int or "auto", default="auto"
+    seeds : int, default=1
         Networks trained, each from its own seed (weights, dropout, order of bags, held-out split), whose
         class probabilities (and instance scores) are averaged: a deep ensemble, ``seeds`` times the cost of
-        one. ``"auto"``: ``AUTO_SEEDS`` (3) on fewer than ``SEED_AVERAGING_BAGS`` (1,000) bags, where one
-        seed's score varies most, else one.
+        one. One by default: under a run's budget three cost more than they gained (docs/deep.md, "Seeds").
     random_state : int, optional
         Seeds the networks: the first from ``SeedSequence(random_state)``'s first word, the next from its
         following words.
@@ -104,7 +98,7 @@ class DeepMILClassifier(BagClassifier):
 
     def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
-                 random_state=None, min_epochs=None, class_weight="balanced", seeds="auto"):
+                 random_state=None, min_epochs=None, class_weight="balanced", seeds=1):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.hidden = hidden
@@ -132,12 +126,14 @@ class DeepMILClassifier(BagClassifier):
                                                    and self.max_instances >= 1):
             raise ValueError(f"max_instances={self.max_instances!r}: give a whole number of instances of at "
                              "least 1 (or None for every instance)")
+        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int | np.integer) or self.seeds < 1:
+            raise ValueError(f"seeds={self.seeds!r}: give a whole number of networks of at least 1")
         device = resolve_device(self.device)
         # a block at a time (streamed bags as read): the figures of X.astype(float64).mean / .std, no copy of X
         self.mean_, std = instance_moments(bags if isinstance(bags, StreamedBags) else bags.X)
         self.scale_ = np.where(std > 0, std, 1.0)
         batches = self._batches(bags, device)
-        seeds = np.random.SeedSequence(self.random_state).generate_state(self._network_count(len(y)))
+        seeds = np.random.SeedSequence(self.random_state).generate_state(self.seeds)
         self.networks_ = []
         for member, seed in enumerate(int(seed) for seed in seeds):
             # the first network reports its epochs to the driver's pruner; the others train blind to it
@@ -146,15 +142,6 @@ class DeepMILClassifier(BagClassifier):
             if member == 0:
                 self.validation_loss_, self.n_epochs_ = validation_loss, n_epochs
         self.device_ = str(device)
-
-    def _network_count(self, n_bags: int) -> int:
-        """The networks to train and average: ``seeds``, or under ``"auto"`` ``AUTO_SEEDS`` below
-        ``SEED_AVERAGING_BAGS`` bags and one from there on."""
-        if self.seeds == "auto":
-            return AUTO_SEEDS if n_bags < SEED_AVERAGING_BAGS else 1
-        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int | np.integer) or self.seeds < 1:
-            raise ValueError(f"seeds={self.seeds!r}: give a whole number of networks of at least 1, or 'auto'")
-        return int(self.seeds)
 
     def _fit_one(self, bags, y, batches, device, seed: int, report: bool):
         """One network from ``seed`` (its weights, dropout, order of bags and held-out split): early stopping
@@ -272,7 +259,7 @@ class DeepMILClassifier(BagClassifier):
 
     def __setstate__(self, state):
         state = dict(state)
-        if "network_" in state:  # a model pickled before seeds were averaged holds its one network so
+        if "network_" in state:  # a model pickled before `seeds` holds its one network so
             state["networks_"] = [state.pop("network_")]
         weights = state.get("networks_")
         # a model pickled before these parameters existed trained one network on every instance, on the CPU,
@@ -303,7 +290,7 @@ class ABMILClassifier(DeepMILClassifier):
 
     def __init__(self, gated=False, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
-                 random_state=None, min_epochs=None, class_weight="balanced", seeds="auto"):
+                 random_state=None, min_epochs=None, class_weight="balanced", seeds=1):
         super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
                          validation_fraction, device, random_state, min_epochs, class_weight, seeds)
         self.gated = gated
@@ -326,7 +313,7 @@ class PoolingClassifier(DeepMILClassifier):
 
     def __init__(self, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25,
                  epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2,
-                 device="auto", random_state=None, min_epochs=None, class_weight="balanced", seeds="auto"):
+                 device="auto", random_state=None, min_epochs=None, class_weight="balanced", seeds=1):
         super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
                          validation_fraction, device, random_state, min_epochs, class_weight, seeds)
         self.pooling = pooling
@@ -356,7 +343,7 @@ class MINetClassifier(PoolingClassifier):
     def __init__(self, deep_supervision=True, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128,
                  dropout=0.25, epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10,
                  validation_fraction=0.2, device="auto", random_state=None, min_epochs=None,
-                 class_weight="balanced", seeds="auto"):
+                 class_weight="balanced", seeds=1):
         super().__init__(pooling, learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances,
                          patience, validation_fraction, device, random_state, min_epochs, class_weight, seeds)
         self.deep_supervision = deep_supervision

@@ -141,15 +141,6 @@ def test_only_the_first_of_several_networks_reports_its_epochs_to_the_driver():
     assert heard == list(range(len(fitted.validation_loss_)))
 
 
-def test_auto_seeds_average_three_networks_below_a_thousand_bags_and_train_one_from_there():
-    from automil_deep.estimators import AUTO_SEEDS, SEED_AVERAGING_BAGS
-
-    model = SPECS["abmil"].build()
-    assert model.seeds == "auto" and AUTO_SEEDS == 3 and SEED_AVERAGING_BAGS == 1000
-    assert model._network_count(999) == 3 and model._network_count(1000) == 1
-    assert model.set_params(seeds=5)._network_count(10_000) == 5
-
-
 def test_only_a_fit_worker_that_fits_a_deep_learner_imports_torch_and_its_replacement_too(monkeypatch):
     monkeypatch.setenv(plugins.LOAD_PLUGINS_ENV, "svm,deep")  # what the worker process loads
     bags = witness_bags(6)
