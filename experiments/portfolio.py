@@ -292,11 +292,9 @@ def read_matrix(storage_url: str):
 
 def run_select(args):
     from automil.tune.portfolio.members import REGIMES, regime_of
-    from automil.tune.portfolio.selection import COST_TASK_INSTANCES, defaults_fit_costs, greedy_portfolio
+    from automil.tune.portfolio.selection import greedy_portfolio
 
     tasks, features, names, configs, scores, seconds = read_matrix(args.storage)
-    defaults = {n.removesuffix(":default"): j for j, n in enumerate(names) if n.endswith(":default")}
-    costs = defaults_fit_costs(seconds, np.array([f["n_instances"] for f in features]), defaults, FOLDS)
     regimes = []
     for regime in REGIMES:
         rows = [i for i, f in enumerate(features) if regime_of(f) == regime.name]
@@ -305,10 +303,7 @@ def run_select(args):
                         "members": [{"learner": configs[j]["learner"], "params": configs[j]["params"],
                                      "config": names[j]} for j in chosen]})
     shipped = {"metric": "balanced_accuracy", "built_by": "python experiments/portfolio.py matrix && "
-               "python experiments/portfolio.py select", "configurations": len(names), "regimes": regimes,
-               "fit_costs": {"min_task_instances": COST_TASK_INSTANCES,
-                             "seconds_per_instance": {learner: float(f"{rate:.3g}")
-                                                      for learner, rate in sorted(costs.items())}}}
+               "python experiments/portfolio.py select", "configurations": len(names), "regimes": regimes}
     Path(args.out).write_text(json.dumps(shipped, indent=1) + "\n")
     for regime in regimes:
         print(f"{regime['name']} ({len(regime['tasks'])} tasks): "

@@ -66,35 +66,6 @@ def test_a_learner_estimated_past_the_end_of_the_tuning_is_not_started_though_it
     assert estimate > left and left <= 30 * (1 - FINAL_SHARE[0])
 
 
-def test_a_learner_whose_defaults_the_portfolios_costs_put_past_its_share_is_stopped_before_any_fit(tmp_path):
-    # slow-linear's defaults sleep 6 s per 1,000 instances: the cost a portfolio's matrix would have measured.
-    # Its trial fits 6 x 6,667 instances, about 240 s, far past its share of a 60 s budget: stopped without
-    # the probe's fits. centroid's cost is a microsecond a thousand instances: it runs as usual.
-    portfolio = tmp_path / "portfolio.json"
-    portfolio.write_text(json.dumps({"regimes": [{"name": "small bags", "members": []}],
-                                     "fit_costs": {"seconds_per_instance": {"slow-linear": 6e-3,
-                                                                            "centroid": 1e-9}}}))
-    journal = f"journal:{tmp_path / 'studies.journal'}"
-    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "wide-bags",
-                           "--learner", "slow-linear", "--learner", "centroid", "--storage", journal,
-                           "--timeout", "60", "--n-trials", "1", "--protocol", "tuned", "--repeats", "1",
-                           "--no-track", "--jobs", "1", "--json", "out.json", "--portfolio", str(portfolio)],
-                          cwd=tmp_path, env=plugin_env(plugin_site(), tmp_path / "records"),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
-    slow = rows["slow-linear"]
-    assert slow["status"] == "too slow", slow["error"]
-    # the portfolio's figure (600 s per 100,000 instances), not the probe's fits on samples
-    assert re.search(r"at least 600\.0 s per 100,000 instances fitted, its defaults on the portfolio's tasks",
-                     slow["error"])
-    estimate = float(re.search(r"too slow \(estimated (\d+) s\)", slow["error"]).group(1))
-    assert estimate == pytest.approx(6e-3 * 6 * 6_667, rel=0.01)
-    trial = optuna.load_study(study_name="wide-bags/slow-linear", storage=open_storage(journal)).trials[0]
-    assert trial.user_attrs["too_slow"] and trial.user_attrs["fit_seconds"] == []  # no fit of the trial ran
-    assert rows["centroid"]["status"] == "ok", rows["centroid"]["error"]
-
-
 def fixed_trial(params: dict, n_instances: int, n_classes: int = 2, n_features: int = 64):
     trial = optuna.trial.FixedTrial(params)
     for key, value in (("n_instances", n_instances), ("n_classes", n_classes), ("n_features", n_features)):

@@ -83,8 +83,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
             dataset, bags, options.folds, options.seed, options.repeats)
         folds = replace(folds, tuning=prepare_studies(storage, dataset, bags, specs, options, folds))
         plan = Plan(dataset, [s.name for s in specs], options, folds, start, _portfolio(bags, specs, options),
-                    chance_level(options.metric, bags.y) if options.metric in METRICS else None,
-                    _fit_costs(specs, options))
+                    chance_level(options.metric, bags.y) if options.metric in METRICS else None)
         tracker = open_tracking(tracking, listener)
         recorder = TrackingRecorder(plan, tracker)
         given_note = "" if given is None else f" from {given.path}"
@@ -137,16 +136,6 @@ def _portfolio(bags, specs, options: TuneOptions) -> tuple:
     from automil.tune.studies.meta_features import meta_features
 
     return members_for(meta_features(bags).to_dict(), [s.name for s in specs], options.portfolio)
-
-
-def _fit_costs(specs, options: TuneOptions) -> dict[str, float]:
-    """The portfolio's measured costs of the run's learners' defaults (none with ``--no-portfolio``)."""
-    if options.portfolio is None:
-        return {}
-    from automil.tune.portfolio.members import read_fit_costs
-
-    costs = read_fit_costs(options.portfolio)
-    return {s.name: costs[s.name] for s in specs if s.name in costs}
 
 
 def _usable_learners(bags, names, memory: int):

@@ -4,14 +4,8 @@ the points a learner's studies start from, and the order the budget runs the por
 import numpy as np
 import pytest
 
-from automil.tune.portfolio.members import REGIMES, Member, members_for, read_fit_costs, regime_of
-from automil.tune.portfolio.selection import (
-    COST_TASK_INSTANCES,
-    defaults_fit_costs,
-    greedy_portfolio,
-    leave_one_task_out,
-    normalized,
-)
+from automil.tune.portfolio.members import REGIMES, Member, members_for, regime_of
+from automil.tune.portfolio.selection import greedy_portfolio, leave_one_task_out, normalized
 from automil.tune.schedule.budget import LearnerState, StudyState, next_step
 from automil.tune.schedule.ladder import LADDER
 from automil.tune.studies.priors import first_point, later_points
@@ -83,34 +77,6 @@ def test_the_shipped_portfolio_names_registered_learners_and_points_of_their_spa
             trial = _new_trial(None, 16, enqueue=first_point(spec, [member]))
             spec.search_space(trial)
             assert trial.params == first_point(spec, [member])
-
-
-def test_a_learners_cost_is_its_lowest_seconds_per_instance_fitted_on_the_tasks_large_enough_to_show_it():
-    instances = np.array([2_000, COST_TASK_INSTANCES, 20_000])
-    # per task, the 3-fold cell's seconds of two learners' defaults and a third learner that always failed
-    seconds = np.array([[30.0, 1.0, np.nan],   # a small task: the fast learner's fixed costs dominate
-                        [40.0, 0.6, np.nan],
-                        [45.0, 1.0, np.nan]])  # 45: the slow learner's cell timed out (its limit, a bound)
-    costs = defaults_fit_costs(seconds, instances, {"slow": 0, "fast": 1, "broken": 2}, folds=3)
-    assert costs == pytest.approx({"slow": 45.0 / 40_000, "fast": 1.0 / 40_000})  # 2 x 20,000 fitted
-    assert "broken" not in costs  # no cost measured, none claimed
-
-
-def test_the_shipped_portfolio_holds_the_costs_of_the_built_in_learners_defaults():
-    from automil import plugins
-
-    costs = read_fit_costs()
-    learners = plugins.learners()
-    assert set(costs) <= set(learners) and {"midf", "nsk", "abmil"} <= set(costs)
-    assert all(rate > 0 for rate in costs.values())
-    assert costs["midf"] > 100 * costs["nsk"]  # a cascade of forests against a kernel between bag means
-
-
-def test_a_portfolio_whose_costs_are_not_positive_seconds_is_one_error_naming_it(tmp_path):
-    path = tmp_path / "mine.json"
-    path.write_text('{"regimes": [], "fit_costs": {"seconds_per_instance": {"sil": -1}}}')
-    with pytest.raises(ValueError, match=r"mine.json: 'fit_costs' .* -1 is not a positive number of seconds"):
-        read_fit_costs(str(path))
 
 
 class _Spec:

@@ -10,12 +10,12 @@ import numpy as np
 
 from automil.evaluation.folds import bag_sample
 from automil.tune.schedule.ladder import estimated_trial_seconds
-from automil.tune.schedule.probe import PRIOR_TOLERANCE, PROBE_FRACTIONS, PROBE_GROWTH, over_share, probe_limits
+from automil.tune.schedule.probe import PROBE_FRACTIONS, PROBE_GROWTH, over_share, probe_limits
 from automil.tune.studies.plan import Plan
 from automil.tune.workers.fits import fit_predict
 from automil.tune.workers.isolation import FitError, FitTimeout
 
-__all__ = ["TooSlow", "Estimate", "probe_estimate", "check_estimate", "check_prior"]
+__all__ = ["TooSlow", "Estimate", "probe_estimate", "check_estimate"]
 
 
 class TooSlow(Exception):
@@ -68,17 +68,6 @@ def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list,
         seconds.append(out.fit_seconds)
     return Estimate(estimated_trial_seconds(sizes, seconds, full, len(splits), spec.fit_growth, PROBE_GROWTH),
                     ", ".join(f"{t:.2f} s on {n} instances" for n, t in zip(sizes, seconds, strict=True)))
-
-
-def check_prior(rate: float, bags, share: float, splits: list, left: float):
-    """Raises ``TooSlow`` when the defaults' cost from the portfolio's matrix, ``rate`` seconds per instance
-    fitted times the instances the trial's ``splits`` fit, passes ``share`` (or the seconds ``left`` before
-    the tuning deadline, when fewer) by more than ``PRIOR_TOLERANCE``: stopped before any fit."""
-    fitted = sum(int(bags.sizes[np.asarray(train)].sum()) for train, _ in splits)
-    seconds, limit = rate * fitted, min(share, left)
-    if over_share(seconds, limit, PRIOR_TOLERANCE):
-        raise TooSlow(seconds, limit, f"at least {rate * 1e5:.1f} s per 100,000 instances fitted, its defaults "
-                                      "on the portfolio's tasks", left=left < share)
 
 
 def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list,

@@ -22,7 +22,7 @@ from automil.tune.backend.optuna_internals import owned_trials, study_storage, t
 from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.listener import Listener, StudyProgress
-from automil.tune.loop.cost_probe import TooSlow, check_estimate, check_prior
+from automil.tune.loop.cost_probe import TooSlow, check_estimate
 from automil.tune.options import Allocation, instance_values
 from automil.tune.schedule.budget import (
     final_reserve,
@@ -159,9 +159,6 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             _describe(trial, spec, plan, bags)
             params = _parameters(trial, spec)
             if probe:
-                if spec.name in plan.fit_costs and spec.first_trial and trial.params == dict(spec.first_trial):
-                    # its defaults, whose cost the portfolio's tasks measured: no fit if that is past the share
-                    check_prior(plan.fit_costs[spec.name], bags, share, fits.splits, deadline - time.time())
                 check_estimate(spec, params, plan, bags, worker, share, fits.splits, left=deadline - time.time())
             value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
             if fraction is not None:  # a rung's score schedules only: never a study's value

@@ -14,8 +14,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["Regime", "REGIMES", "Member", "regime_of", "members_for", "read_portfolio", "read_fit_costs",
-           "SHIPPED"]
+__all__ = ["Regime", "REGIMES", "Member", "regime_of", "members_for", "read_portfolio", "SHIPPED"]
 
 
 @dataclass(frozen=True)
@@ -61,42 +60,17 @@ def read_portfolio(source: str = SHIPPED) -> dict[str, tuple[Member, ...]]:
         When the file is not a portfolio: not JSON, no ``regimes``, a regime without a known name, or a
         member without a learner and its parameters; the message names the file and the place.
     """
-    where, content = _portfolio_file(source)
+    if source == SHIPPED:
+        where, text = "automil's portfolio.json", resources.files(__package__).joinpath("portfolio.json").read_text()
+    else:
+        where, text = source, Path(source).read_text()
     try:
-        regimes = json.loads(content)["regimes"]
+        regimes = json.loads(text)["regimes"]
         return {regime["name"]: tuple(_member(m) for m in regime["members"]) for regime in regimes
                 if _known(regime["name"])}
     except (json.JSONDecodeError, KeyError, TypeError) as error:
         raise ValueError(f"{where} is not a portfolio (a JSON object whose 'regimes' each have a 'name' and "
                          f"'members' of 'learner' and 'params'): {type(error).__name__}: {error}") from None
-
-
-@cache
-def read_fit_costs(source: str = SHIPPED) -> dict[str, float]:
-    """Each learner's seconds per instance fitted at its defaults, as the portfolio's matrix measured them
-    (``fit_costs``; none in a portfolio without them): the lowest over its tasks of 10,000 instances or
-    more, so a lower bound for a fit on more instances (``docs/tune.md``, "Knowing a learner's cost")."""
-    where, content = _portfolio_file(source)
-    try:
-        costs = json.loads(content).get("fit_costs", {}).get("seconds_per_instance", {})
-        return {str(learner): _rate(rate) for learner, rate in costs.items()}
-    except (json.JSONDecodeError, AttributeError, TypeError, ValueError) as error:
-        raise ValueError(f"{where}: 'fit_costs' should map 'seconds_per_instance' to each learner's positive "
-                         f"seconds: {type(error).__name__}: {error}") from None
-
-
-def _portfolio_file(source: str) -> tuple[str, str]:
-    """Where the portfolio ``source`` is, as a message names it, and its text."""
-    if source == SHIPPED:
-        return "automil's portfolio.json", resources.files(__package__).joinpath("portfolio.json").read_text()
-    return source, Path(source).read_text()
-
-
-def _rate(value) -> float:
-    rate = float(value)
-    if not rate > 0:
-        raise ValueError(f"{value!r} is not a positive number of seconds")
-    return rate
 
 
 def _known(name: str) -> bool:

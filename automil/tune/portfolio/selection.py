@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CHANCE", "COST_TASK_INSTANCES", "normalized", "greedy_portfolio", "leave_one_task_out",
-           "defaults_fit_costs"]
+__all__ = ["CHANCE", "normalized", "greedy_portfolio", "leave_one_task_out"]
 
 CHANCE = 0.5  # balanced accuracy of a two-class guess
 # A step must add at least this much of the normalized mean to be taken: less is noise of the matrix.
 MIN_GAIN = 1e-3
-# A learner's cost per instance is read on tasks of at least this many instances: on smaller ones a fit's
-# fixed costs (a worker's first batches, a compilation) weigh more than its instances.
-COST_TASK_INSTANCES = 10_000
 
 
 def normalized(scores: np.ndarray) -> np.ndarray:
@@ -80,21 +76,3 @@ def leave_one_task_out(scores: np.ndarray, seconds: np.ndarray, size: int,
             rows.setdefault(label, []).append((best[task] - filled[task, chosen].max(), secs[task, chosen].sum()))
     return {label: (float(np.mean([r for r, _ in values])), float(np.mean([s for _, s in values])))
             for label, values in rows.items()}
-
-
-def defaults_fit_costs(seconds: np.ndarray, instances: np.ndarray, defaults: dict[str, int],
-                       folds: int) -> dict[str, float]:
-    """Each learner's seconds per instance fitted at its defaults (``defaults``: name -> column), the lowest
-    over the tasks of at least ``COST_TASK_INSTANCES`` ``instances``: a cell's seconds (``folds`` fits and
-    their predictions; a timed-out cell's are its limit, a lower bound) over the instances its fits saw,
-    ``folds - 1`` times the task's. The lowest, so that extrapolated linearly to more instances it is a
-    lower bound for a learner no faster than linear. A learner with no such cell (refused, failed) has
-    none."""
-    large = np.asarray(instances) >= COST_TASK_INSTANCES
-    fitted = (folds - 1) * np.asarray(instances, dtype=np.float64)
-    costs = {}
-    for learner, column in defaults.items():
-        rates = seconds[large, column] / fitted[large]
-        if np.isfinite(rates).any():
-            costs[learner] = float(np.nanmin(rates))
-    return costs

@@ -7,8 +7,8 @@ from __future__ import annotations
 from automil.records import TrialAttr, TrialRecord
 from automil.tune.backend.optuna_trials import counts_toward_budget
 
-__all__ = ["PROBE_CELLS", "PROBE_FRACTIONS", "PROBE_GROWTH", "PROBE_TOLERANCE", "PROBE_SHARE", "PRIOR_TOLERANCE",
-           "worth_probing", "cost_unknown", "over_share", "probe_limits"]
+__all__ = ["PROBE_CELLS", "PROBE_FRACTIONS", "PROBE_GROWTH", "PROBE_TOLERANCE", "PROBE_SHARE", "worth_probing",
+           "cost_unknown", "over_share", "probe_limits"]
 
 # Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
 # it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
@@ -27,10 +27,6 @@ PROBE_GROWTH = 1.5
 PROBE_TOLERANCE = 1.4
 # The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
 PROBE_SHARE = 0.1
-# How far the portfolio's cost of a learner's defaults (a lower bound measured on the matrix's machine, 2 cores,
-# one thread a fit) may pass a share before the learner is stopped without a fit: a run on a machine up to
-# twice as fast a thread still lets the defaults try.
-PRIOR_TOLERANCE = 2.0
 
 
 def worth_probing(values: int, share: float | None) -> bool:
@@ -58,11 +54,10 @@ def _scored_rung(trial: TrialRecord) -> bool:
     return trial.attrs.get(TrialAttr.RUNG) is not None and trial.finished and not trial.attrs.get(TrialAttr.ERROR)
 
 
-def over_share(estimate: float, share: float, tolerance: float = PROBE_TOLERANCE) -> bool:
-    """Whether an ``estimate`` of a trial passes its ``share`` by more than the estimate's own error
-    (``tolerance``: the probe's, or ``PRIOR_TOLERANCE`` for the portfolio's costs): a learner is stopped only
-    when it would surely not finish."""
-    return estimate > tolerance * share
+def over_share(estimate: float, share: float) -> bool:
+    """Whether a probe's ``estimate`` of a trial passes its ``share`` by more than the probe's own error
+    (``PROBE_TOLERANCE``): a learner is stopped only when it would surely not finish."""
+    return estimate > PROBE_TOLERANCE * share
 
 
 def probe_limits(share: float) -> list[float]:

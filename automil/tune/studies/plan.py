@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from automil.evaluation.folds_file import RunFolds
 from automil.records.protocol import Protocol
@@ -22,8 +22,6 @@ class Plan:
     start: float  # time.time() when the run began
     portfolio: tuple = ()  # the portfolio's members for this data (automil.tune.portfolio.members.Member)
     chance: float | None = None  # what the metric scores by chance on these bags (automil.evaluation.chance)
-    # seconds per instance fitted of the run's learners' defaults, from the portfolio's matrix (a lower bound)
-    fit_costs: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.options.protocol == Protocol.AUTO:
