@@ -141,8 +141,9 @@ def test_only_the_first_of_several_networks_reports_its_epochs_to_the_driver():
     assert heard == list(range(len(fitted.validation_loss_)))
 
 
-def test_only_a_fit_worker_that_fits_a_deep_learner_imports_torch_and_its_replacement_too(monkeypatch):
-    monkeypatch.setenv(plugins.LOAD_PLUGINS_ENV, "svm,deep")  # what the worker process loads
+def test_only_a_fit_worker_that_fits_a_deep_learner_imports_torch_and_its_replacement_too(fresh_plugins):
+    # fresh_plugins: the registry this process loads under "svm,deep" is dropped after the test
+    fresh_plugins.setenv(plugins.LOAD_PLUGINS_ENV, "svm,deep")  # what the worker process loads
     bags = witness_bags(6)
     with fit_worker(TuneOptions(jobs=2)) as worker:  # a run's worker: the deep learners are registered
         worker.set_data(bags)
