@@ -210,9 +210,8 @@ class DeepMILClassifier(BagClassifier):
 
     # ---- prediction --------------------------------------------------------------------------------
     def _evaluate(self, bags, instance_scores=True):
-        """Bag scores and each instance's scores (a list of ``(n_i, K)`` arrays; ``None`` each without
-        ``instance_scores``): one network's logits and scores as they are; several networks' log of their
-        averaged class probabilities, and their instance scores averaged."""
+        """The log of the networks' averaged class probabilities per bag, and each instance's scores averaged
+        over the networks (a list of ``(n_i, K)`` arrays; ``None`` each without ``instance_scores``)."""
         import torch
         from scipy.special import log_softmax, logsumexp
 
@@ -228,22 +227,20 @@ class DeepMILClassifier(BagClassifier):
                     for network in self.networks_]
         finally:
             torch.set_num_threads(threads)
-        if len(runs) == 1:
-            return runs[0][0], runs[0][1]
-        scores = logsumexp([log_softmax(logits, axis=1) for logits, _, _ in runs], axis=0) - np.log(len(runs))
-        return scores, [np.mean(bag, axis=0) if instance_scores else None for bag in zip(*(run[1] for run in runs))]
+        log_probabilities = logsumexp([log_softmax(logits, axis=1) for logits, _, _ in runs], axis=0)
+        log_probabilities -= np.log(len(runs))
+        scores = [np.mean(bag, axis=0) if instance_scores else None for bag in zip(*(run[1] for run in runs))]
+        return log_probabilities, scores
 
     def _decision_function(self, bags):
         return self._evaluate(bags, instance_scores=False)[0]
 
     def _predict_proba(self, bags):
-        from scipy.special import softmax
-
-        return softmax(self._evaluate(bags, instance_scores=False)[0], axis=1)
+        return np.exp(self._evaluate(bags, instance_scores=False)[0])
 
     def _witness(self, bags):
-        bag_scores, scores = self._evaluate(bags)
-        predicted = np.argmax(bag_scores, axis=1)
+        log_probabilities, scores = self._evaluate(bags)
+        predicted = np.argmax(log_probabilities, axis=1)
         return np.array([int(np.argmax(s[:, k])) for s, k in zip(scores, predicted)], dtype=np.int64)
 
     def _instance_scores(self, bags):
