@@ -133,6 +133,15 @@ def test_seeds_average_the_class_probabilities_and_instance_scores_of_networks_f
     np.testing.assert_array_equal(again.predict_proba(test), three.predict_proba(test))
 
 
+def test_the_decision_function_is_the_log_of_the_probabilities_so_its_positive_column_ranks_bags_as_they_do():
+    # a binary run scores bags by the positive column of decision_function (AUC, ensembles, calibration); a raw
+    # logit of one class ignores the other's and ranks bags otherwise than the probability
+    train, test = witness_bags(10), witness_bags(8, seed=1)
+    for seeds in (1, 2):
+        model = small_network(SPECS["dsmil"]).build(random_state=0, seeds=seeds).fit(train)
+        np.testing.assert_allclose(np.exp(model.decision_function(test)), model.predict_proba(test), rtol=1e-9)
+
+
 def test_only_the_first_of_several_networks_reports_its_epochs_to_the_driver():
     heard = []
     with epoch_listener(lambda epoch, score: heard.append(epoch) and False):
