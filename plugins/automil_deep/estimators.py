@@ -213,23 +213,19 @@ class DeepMILClassifier(BagClassifier):
         """The log of the networks' averaged class probabilities per bag, and each instance's scores averaged
         over the networks (a list of ``(n_i, K)`` arrays; ``None`` each without ``instance_scores``)."""
         import torch
-        from scipy.special import log_softmax, logsumexp
 
+        from automil_deep.networks import Averaged
         from automil_deep.training import evaluate, resolve_device, thread_count
 
         device = resolve_device(self.device)
         threads = torch.get_num_threads()
         torch.set_num_threads(thread_count())
         try:
-            batches = self._batches(bags, device)
-            # a model trained on a GPU predicts on the CPU, and back
-            runs = [evaluate(network.to(device), batches, np.arange(bags.n_bags), instance_scores=instance_scores)
-                    for network in self.networks_]
+            # to the device: a model trained on a GPU predicts on the CPU, and back
+            log_probabilities, scores, _ = evaluate(Averaged(self.networks_).to(device), self._batches(bags, device),
+                                                    np.arange(bags.n_bags), instance_scores=instance_scores)
         finally:
             torch.set_num_threads(threads)
-        log_probabilities = logsumexp([log_softmax(logits, axis=1) for logits, _, _ in runs], axis=0)
-        log_probabilities -= np.log(len(runs))
-        scores = [np.mean(bag, axis=0) if instance_scores else None for bag in zip(*(run[1] for run in runs))]
         return log_probabilities, scores
 
     def _decision_function(self, bags):

@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["ABMIL", "DSMIL", "MINet", "MiNet", "TransMIL"]
+__all__ = ["ABMIL", "Averaged", "DSMIL", "MINet", "MiNet", "TransMIL"]
 
 
 def trunk(n_features: int, widths: tuple[int, ...], dropout: float) -> list[nn.Sequential]:
@@ -173,3 +173,20 @@ class TransMIL(nn.Module):
         x, weights = self._attend(1, x, padding)
         logits = self.classifier(self.norms[2](x[:, 0]))
         return [logits], weights[:, 0, 1:, None].expand(-1, -1, self.n_classes)
+
+
+class Averaged(nn.Module):
+    """Trained networks as one for prediction, a batch read once for all of them: a single head, each bag's
+    log of the networks' averaged class probabilities (each network's heads averaged first, as prediction
+    does), in float64; and the networks' instance scores averaged. One network gives its log-probabilities."""
+
+    def __init__(self, networks):
+        super().__init__()
+        self.networks = nn.ModuleList(networks)
+
+    def forward(self, X, mask):
+        outputs = [network(X, mask) for network in self.networks]
+        log_probabilities = torch.stack([torch.log_softmax(torch.stack(heads).mean(dim=0).double(), dim=1)
+                                         for heads, _ in outputs])
+        averaged = torch.logsumexp(log_probabilities, dim=0) - math.log(len(outputs))
+        return [averaged], torch.stack([scores for _, scores in outputs]).mean(dim=0)

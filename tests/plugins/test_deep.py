@@ -122,8 +122,8 @@ def test_seeds_average_the_class_probabilities_and_instance_scores_of_networks_f
         np.testing.assert_array_equal(weights[0][name], value.detach().numpy())
         assert not np.array_equal(weights[1][name], weights[0][name]) or value.numel() == 0
     members = [pickle.loads(pickle.dumps(three)) for _ in range(3)]
-    for member, network in zip(members, pickle.loads(pickle.dumps(three)).networks_):
-        member.networks_ = [network]  # each network alone
+    for k, member in enumerate(members):
+        member.networks_ = member.networks_[k:k + 1]  # each network alone
     np.testing.assert_allclose(three.predict_proba(test), np.mean([m.predict_proba(test) for m in members], axis=0),
                                rtol=1e-6)
     np.testing.assert_allclose(three.instance_scores(test),
