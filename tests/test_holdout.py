@@ -1,6 +1,7 @@
 """The hold-out protocol (what ``--protocol auto`` takes on large data, ``tests/unit/test_ladder.py``) run
-through the real CLI on the test plugin's small bags: one fold held out, the ladder of bag shares,
-promotion, and no rung's score anywhere near a headline, a chosen model or the procedure's figure."""
+through the real CLI on the test plugin's small bags: one fold held out, a trial one fit on an inner
+hold-out scored in blocks, the ladder of bag shares, promotion, and no rung's score anywhere near a headline,
+a chosen model or the procedure's figure."""
 
 import json
 
@@ -9,6 +10,8 @@ import pytest
 from test_tuning import automil, load, records
 
 from automil.tune.schedule.ladder import LADDER, rung_fraction
+from automil.tune.studies.creation import INNER_ATTR
+from automil.tune.studies.trial_folds import INNER_BLOCKS
 
 LEARNERS = ["recorder", "plain", "centroid", "onefeature"]
 
@@ -93,3 +96,48 @@ def test_tuning_and_the_rungs_never_see_the_held_out_bags(holdout_run):
             inner_train = n_bags * 2 // 4
             assert len(record["bags"]) <= np.ceil(rung_fraction(rung, inner_train) * inner_train) + 2
     assert seen
+
+
+def test_too_few_bags_for_an_inner_holdout_cross_validate_the_tuning_folds(holdout_run):
+    tmp_path, _, _ = holdout_run  # 36 tuning bags: a fifth would hold 4 of a class
+    for name in LEARNERS:
+        study = load(tmp_path, f"test-bags/{name}")
+        assert study.user_attrs.get(INNER_ATTR) is None
+        assert all(len(t.user_attrs["fit_seconds"]) == 3 for t in study.trials if t.state.name == "COMPLETE")
+
+
+def test_a_trial_is_one_fit_on_four_fifths_of_the_tuning_bags_scored_in_blocks_of_the_fifth(tmp_path):
+    done = automil(tmp_path, "--dataset", "wide-bags", "--learner", "recorder", "--learner", "centroid",
+                   "--protocol", "holdout", "--folds", "4", "--n-trials", "2", "--repeats", "1", "--no-track",
+                   "--timeout", "none", "--jobs", "1", "--json", "out.json")
+    rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
+    assert rows["automil"]["status"] == "ok", done.stderr
+    fits, scores = records(tmp_path / "records", "fit"), records(tmp_path / "records", "score")
+    checked = 0
+    for name in ("recorder", "centroid"):
+        study = load(tmp_path, f"wide-bags/{name}")
+        assert study.user_attrs[INNER_ATTR]  # the studies name the inner hold-out their trials score
+        assignment = np.asarray(study.user_attrs["fold_assignment"])
+        tuning = {str(i) for i in np.flatnonzero(assignment != 0)}
+        for trial in study.trials:
+            if trial.state.name == "COMPLETE":
+                assert len(trial.user_attrs["fit_seconds"]) == 1
+                assert len(trial.user_attrs["fold_balanced_accuracy"]) == INNER_BLOCKS
+                if "oof_scores" in trial.user_attrs:
+                    assert len(trial.user_attrs["oof_scores"]) == pytest.approx(len(tuning) / 5, abs=2)
+                checked += 1
+            tag = f"{name}#{trial.number}"  # only the recorder writes what its fits saw; its first fit is the trial's
+            fitted = [set(r["bags"]) for r in fits if r["tag"].endswith(tag)][:1]
+            scored = [set(r["bags"]) for r in scores if r["tag"].endswith(tag)][:1]
+            for trained, tested in zip(fitted, scored, strict=True):  # on a rung, a sample of the training bags
+                assert not trained & tested and trained | tested <= tuning
+                assert len(tested) == pytest.approx(len(tuning) / 5, abs=2)
+                checked += 1
+    assert checked
+    # its studies continue only with trials of their kind: a nested run's would cross-validate
+    refused = automil(tmp_path, "--dataset", "wide-bags", "--learner", "centroid", "--protocol", "nested", "--folds",
+                      "4", "--n-trials", "1", "--no-track", "--timeout", "none", "--jobs", "1", wait=False)
+    _, stderr = refused.communicate(timeout=300)
+    assert refused.returncode != 0
+    assert "'wide-bags/centroid'" in stderr and "was tuned on the inner hold-out" in stderr
+    assert "this run's trials are by cross-validation of the tuning folds" in stderr

@@ -420,13 +420,14 @@ def test_a_chosen_model_whose_full_data_fit_would_end_past_the_budget_is_its_hol
     bags = load_bags("test-bags")
     storage = open_storage(options.storage)
     folds = RunFolds.drawn("test-bags", bags, options.folds, options.seed, options.repeats)
-    prepare_studies(storage, "test-bags", bags, [plugins.get_learner("recorder")], options, folds)
+    _, validation = prepare_studies(storage, "test-bags", bags, [plugins.get_learner("recorder")], options, folds)
     worker = fit_worker(options)
     try:
         worker.wait_started()
         uri = mlflow_store(tmp_path)
         # 2 delays of the budget left: the refit ends within it, a full-data fit after it would not
-        plan = Plan("test-bags", ["recorder"], options, folds, time.time() - options.timeout + 2 * delay)
+        plan = Plan("test-bags", ["recorder"], options, folds, time.time() - options.timeout + 2 * delay,
+                    validation=validation)
         recorder = TrackingRecorder(plan, open_tracking(partial(Tracker, uri), Silent()))
         (row,), choice = final_evaluation(plan, bags, storage, worker, recorder, Silent())
     finally:

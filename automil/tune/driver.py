@@ -81,9 +81,10 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
             listener.message(note)
         folds = given.run_folds(dataset, bags, options.repeats) if given is not None else RunFolds.drawn(
             dataset, bags, options.folds, options.seed, options.repeats)
-        folds = replace(folds, tuning=prepare_studies(storage, dataset, bags, specs, options, folds))
-        plan = Plan(dataset, [s.name for s in specs], options, folds, start, _portfolio(bags, specs, options),
-                    chance_level(options.metric, bags.y) if options.metric in METRICS else None)
+        tuning, validation = prepare_studies(storage, dataset, bags, specs, options, folds)
+        plan = Plan(dataset, [s.name for s in specs], options, replace(folds, tuning=tuning), start,
+                    _portfolio(bags, specs, options),
+                    chance_level(options.metric, bags.y) if options.metric in METRICS else None, validation)
         tracker = open_tracking(tracking, listener)
         recorder = TrackingRecorder(plan, tracker)
         given_note = "" if given is None else f" from {given.path}"

@@ -4,6 +4,7 @@ the coverage over many random splits, grouped calibration, and what ``automil pr
 writes."""
 
 import json
+from functools import partial
 from types import SimpleNamespace
 
 import numpy as np
@@ -26,6 +27,7 @@ from automil.evaluation.prediction import predict_bags
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.tune.final.calibration import calibrated_model
 from automil.tune.final.ensemble_row import Candidate
+from automil.tune.studies.trial_folds import TrialFolds
 
 pytestmark = pytest.mark.unit
 
@@ -102,6 +104,7 @@ def test_the_logged_model_is_calibrated_on_its_best_trials_out_of_fold_scores_an
     best = TrialRecord(1, TrialState.COMPLETE, 0.9, {}, {TrialAttr.OOF_SCORES: oof.tolist()})
     worse = TrialRecord(0, TrialState.COMPLETE, 0.5, {}, {TrialAttr.OOF_SCORES: (-oof).tolist()})
     plan = SimpleNamespace(folds=SimpleNamespace(tuning=tuning),
+                           trial_folds=partial(TrialFolds.cross_validation, tuning),
                            options=SimpleNamespace(held_out=None, directions=("maximize",)))
     bags = _bags(scores, y)
     calibration = np.flatnonzero(tuning == 0)

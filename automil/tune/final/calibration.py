@@ -26,7 +26,6 @@ from automil.tune.final.ensemble_row import (
     held_apart_ensemble,
     log_scores,
     main_oof,
-    out_of_fold_order,
 )
 from automil.tune.final.leaderboard import Evaluation
 from automil.tune.studies.plan import Plan
@@ -41,7 +40,7 @@ def calibrated_model(plan: Plan, bags, candidate: Candidate, model):
     if model is None:
         return None
     scores = main_oof(plan, {"model": candidate})["model"]
-    order = out_of_fold_order(plan.folds.tuning, plan.options.held_out)
+    order = plan.trial_folds(plan.options.held_out).order
     return model if scores is None else _calibrated(model, scores, bags, order, candidate.held_apart.get(None))
 
 
@@ -53,7 +52,7 @@ def calibrated_ensemble(plan: Plan, bags, candidates: dict[str, Candidate], memb
     if model is None:
         return None
     scores = log_scores(members.combined(main_oof(plan, candidates)))
-    return _calibrated(model, scores, bags, out_of_fold_order(plan.folds.tuning, plan.options.held_out),
+    return _calibrated(model, scores, bags, plan.trial_folds(plan.options.held_out).order,
                        held_apart_ensemble(members, candidates, None))
 
 
@@ -86,7 +85,7 @@ def outer_calibration(plan: Plan, bags, spec, candidate: Candidate,
             continue
         model = Standardized(spec.build(**trial.attrs[TrialAttr.ESTIMATOR_PARAMS]))  # unfitted: what it scores by
         test = np.flatnonzero(plan.folds.tuning == i)
-        figures.append(split_figures(bags, out_of_fold_order(plan.folds.tuning, i), test, oof, nested[test],
+        figures.append(split_figures(bags, plan.trial_folds(i).order, test, oof, nested[test],
                                      gives_probabilities(model), held_apart=candidate.held_apart.get(i)))
     return figures
 

@@ -100,7 +100,7 @@ class Candidate:
         bags: fold ``i``'s bags are scored by neither.
         """
         options = plan.options
-        order = out_of_fold_order(plan.folds.tuning, i)
+        order = plan.trial_folds(i).order
         tuned = best_trial(self.sub_trials[i], options.directions)
         if tuned is not None:
             return Inner(tuned.value, tuned.attrs.get(TrialAttr.fold(options.metric)), _oof_scores(tuned, len(order)))
@@ -197,7 +197,7 @@ def ensemble_calibration(plan: Plan, bags, candidates: dict[str, Candidate], eva
         predicted = None if members is None else members.predict(candidates, NESTED_SCORES, test, classes)
         if predicted is None:
             continue
-        order = out_of_fold_order(plan.folds.tuning, i)
+        order = plan.trial_folds(i).order
         oof = {n: candidates[n].inner(plan, i).oof for n in members.names}
         evaluation.calibration[i] = split_figures(bags, order, test, log_scores(members.combined(oof)),
                                                   log_scores(predicted[1]), probabilities=False, raw=predicted[1],
@@ -243,14 +243,14 @@ def main_members(plan: Plan, bags, candidates: dict[str, Candidate]) -> Members 
     oof = main_oof(plan, candidates)
     if sum(scores is not None for scores in oof.values()) < 2:
         return None
-    order = out_of_fold_order(plan.folds.tuning, plan.options.held_out)
+    order = plan.trial_folds(plan.options.held_out).order
     return choose_members(oof, order, bags.y, plan.options.metric)
 
 
 def main_oof(plan: Plan, candidates: dict[str, Candidate]) -> dict[str, np.ndarray | None]:
     """Every learner's out-of-fold scores of its main study's best trial (of the bags the main studies
     scored; ``None``: none kept)."""
-    n_bags = len(out_of_fold_order(plan.folds.tuning, plan.options.held_out))
+    n_bags = len(plan.trial_folds(plan.options.held_out).order)
     return {n: _oof_scores(best_trial(c.trials, plan.options.directions), n_bags) for n, c in candidates.items()}
 
 
@@ -265,7 +265,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     chosen: list[Members | None] = [None] * len(outer)
     tuned = 0
     for i in outer:
-        order = out_of_fold_order(plan.folds.tuning, i)
+        order = plan.trial_folds(i).order
         oof = {n: c.inner(plan, i).oof for n, c in candidates.items()}
         members = choose_members(oof, order, bags.y, plan.options.metric)
         if members is None:
@@ -306,17 +306,18 @@ def held_apart_ensemble(members: Members, candidates: dict[str, Candidate], spli
 
 
 def _inner_folds(plan: Plan, bags, oof: dict[str, np.ndarray | None], i: int | None, classes) -> list[float | None]:
-    """The ensemble's counterpart of a tuning score, by fold: on each fold other than ``i`` (outer split
-    ``i``'s inner folds; ``None``: every fold, the main studies' under the nested and tuned protocols), the
-    metric of the members, calibration maps and weights selected on the out-of-fold scores ``oof`` of the
-    other folds. Selected and scored on the same bags, an ensemble would beat its members by the selection
-    alone (on a few hundred bags, by more than learners a few points apart differ); ``None`` for a fold
-    where nothing could be selected."""
-    order = out_of_fold_order(plan.folds.tuning, i)
-    fold_of = plan.folds.tuning[order]
+    """The ensemble's counterpart of a tuning score, by block: on each block of the trials that never see fold
+    ``i`` (outer split ``i``'s inner folds, or the blocks of the main studies' inner hold-out; ``None``: every
+    fold, the main studies' under the nested and tuned protocols), the metric of the members, calibration
+    maps and weights selected on the out-of-fold scores ``oof`` of the other blocks. Selected and scored on
+    the same bags, an ensemble would beat its members by the selection alone (on a few hundred bags, by more
+    than learners a few points apart differ); ``None`` for a block where nothing could be selected."""
+    folds = plan.trial_folds(i)
+    order = folds.order
     values = []
-    for _, test in fold_splits(plan.folds.tuning, exclude=i):
-        held = fold_of == plan.folds.tuning[test[0]]
+    for block in dict.fromkeys(folds.blocks.tolist()):
+        held = folds.blocks == block
+        test = order[held]
         members = choose_members({n: None if s is None else s[~held] for n, s in oof.items()}, order[~held],
                                  bags.y, plan.options.metric)
         if members is None:

@@ -8,13 +8,13 @@ import json
 import signal
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import numpy as np
 
 from automil.epochs import FitPruned
-from automil.evaluation.folds import bag_sample, fold_splits
+from automil.evaluation.folds import bag_sample
 from automil.evaluation.metrics import METRICS, fold_scores, mean_std
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.records.trials import rounded
@@ -38,6 +38,7 @@ from automil.tune.studies.creation import configure_study, study_name
 from automil.tune.studies.plan import Plan
 from automil.tune.studies.priors import first_point, queue_later_points
 from automil.tune.studies.pruner import EPOCH_STEP
+from automil.tune.studies.trial_folds import TrialFolds
 from automil.tune.studies.warm_start import WARM_START_ATTR, warm_start, warm_start_note
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, import_for
@@ -72,7 +73,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
                   for learner in plan.learners]
         # the final evaluation's share grows as the learners' costs become known
         deadline = tuning_deadline(plan, final_reserve(states, plan.options.folds, plan.options.jobs,
-                                                       plan.options.protocol))
+                                                       plan.options.protocol, plan.validation is not None))
         if deadline is not None and now >= deadline:
             break
         left = None if deadline is None else deadline - now
@@ -139,11 +140,11 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             and not any(t.state is TrialState.WAITING for t in trials):
         study.enqueue_trial(first)  # the portfolio's point or the learner's defaults first (again, if cut short)
     best = best_trial(trials, plan.options.directions)
-    splits = fold_splits(plan.folds.tuning, exclude=plan.options.held_out if split is None else split)
+    folds = plan.trial_folds(plan.options.held_out if split is None else split)
     if fraction is not None:
-        splits = [(bag_sample(bags.y, train, rung_fraction(fraction, len(train)), plan.options.seed), test)
-                  for train, test in splits]
-    fits = _Fits(splits, plan.options.fit_timeout, rung=fraction)
+        folds = replace(folds, fits=tuple((bag_sample(bags.y, train, rung_fraction(fraction, len(train)),
+                                                      plan.options.seed), test) for train, test in folds.fits))
+    fits = _Fits(folds, plan.options.fit_timeout, rung=fraction)
     # a killed worker's replacement starts and imports the learner's libraries before this trial's clock
     worker.wait_started()
     import_for(worker, (spec.name,))
@@ -159,7 +160,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             _describe(trial, spec, plan, bags)
             params = _parameters(trial, spec)
             if probe:
-                check_estimate(spec, params, plan, bags, worker, share, fits.splits, left=deadline - time.time())
+                check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits, left=deadline - time.time())
             value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None
@@ -193,9 +194,9 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
 
 @dataclass
 class _Fits:
-    """A trial's folds (on a rung: samples of their training bags) and what its fits produced so far."""
+    """A trial's fits and blocks (on a rung: samples of their training bags) and what its fits produced so far."""
 
-    splits: list
+    folds: TrialFolds
     limit: float
     rung: float | None = None
     attrs: dict = field(default_factory=lambda: {
@@ -260,19 +261,18 @@ def _parameters(trial, spec) -> dict:
 
 def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop: float,
                  fits: _Fits) -> float | list[float]:
-    """Fit and score ``params`` fold by fold in the worker, reporting each fold to the pruner (single
-    objective); the objective values. Raises ``optuna.TrialPruned`` when pruned or when a fold predicted
-    one class for every bag."""
+    """Fit ``params`` fit by fold in the worker and score each fit's blocks (a fold, or a block of the inner
+    hold-out), reporting each block to the pruner (single objective); the objective values. Raises
+    ``optuna.TrialPruned`` when pruned or when a fit predicted one class for every bag it scored."""
     import optuna
 
     multi = plan.options.multi_objective
     heard = not multi and fits.rung is None  # the pruner hears trials on all bags only
     attrs = fits.attrs
-    for fold, (train, test) in enumerate(fits.splits):
-        step = int(plan.folds.tuning[test[0]])  # the fold's identity, stable across trials
+    for k, ((train, test), blocks) in enumerate(zip(fits.folds.fits, fits.folds.fit_blocks(), strict=True)):
         fits.limit = min(plan.options.fit_timeout, max(hard_stop - time.time(), 0.01))
         # the first fit's epoch reports, if the learner makes any, go to the pruner before any fold score
-        on_epoch = None if not heard or fold else partial(_epoch_pruned, trial)
+        on_epoch = None if not heard or k else partial(_epoch_pruned, trial)
         try:
             out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed, timeout=fits.limit,
                               heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()),
@@ -281,24 +281,31 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
             if error.error_type == FitPruned.__name__:
                 raise optuna.TrialPruned() from None
             raise
-        scores = fold_scores(bags.y[test], out.y_pred, out.scores, bags.classes)
-        attrs[TrialAttr.FOLD_ACCURACY].append(scores.accuracy)
-        attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores.balanced_accuracy)
-        attrs[TrialAttr.FOLD_ROC_AUC].append(scores.roc_auc)
         attrs[TrialAttr.FIT_SECONDS].append(out.fit_seconds)
         attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
         fits.oof_scores.append(out.scores)
-        if heard and getattr(scores, plan.options.metric) is not None:
-            trial.report(getattr(scores, plan.options.metric), step=step)
-        if scores.one_class:
+        for step, where in blocks:  # the block's identity (its fold's, or its block's) is stable across trials
+            scores = fold_scores(bags.y[test[where]], out.y_pred[where], _rows(out.scores, where), bags.classes)
+            attrs[TrialAttr.FOLD_ACCURACY].append(scores.accuracy)
+            attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores.balanced_accuracy)
+            attrs[TrialAttr.FOLD_ROC_AUC].append(scores.roc_auc)
+            if heard and getattr(scores, plan.options.metric) is not None:
+                trial.report(getattr(scores, plan.options.metric), step=step)
+        if fold_scores(bags.y[test], out.y_pred).one_class:
             attrs[TrialAttr.ONE_CLASS] = True
             if fits.rung is None:  # pruned under every objective: never a result
-                attrs[TrialAttr.ERROR] = f"predicted one class for every bag of fold {step}"
+                where = f"fold {blocks[0][0]}" if len(blocks) == 1 else "the inner hold-out"
+                attrs[TrialAttr.ERROR] = f"predicted one class for every bag of {where}"
                 raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
             # on a rung, chance is a point of the learning curve like any other: it only schedules
-        if heard and fold < len(fits.splits) - 1 and trial.should_prune():
+        if heard and k < len(fits.folds.fits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
     return objective_values(attrs, plan.options)
+
+
+def _rows(scores, where):
+    """The rows ``where`` of a fit's bag scores (``None``: it gave none)."""
+    return None if scores is None else np.asarray(scores)[where]
 
 
 def _epoch_pruned(trial, epoch: int, score: float) -> bool:
@@ -312,7 +319,7 @@ def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float
     again), the run's budget (not the learner's fault), or ``--fit-timeout``."""
     if fits.limit < plan.options.fit_timeout and fair_share is not None:
         done = fits.attrs[TrialAttr.FIT_SECONDS]
-        measured = (f"{len(done)} of {len(fits.splits)} fits done, {np.mean(done):.1f} s each" if done
+        measured = (f"{len(done)} of {len(fits.folds.fits)} fits done, {np.mean(done):.1f} s each" if done
                     else f"its first fit ran {fits.limit:.1f} s without finishing")
         return {TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
                 TrialAttr.ERROR: f"too slow for the budget: its defaults did not finish within their fair share "

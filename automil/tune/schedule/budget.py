@@ -39,6 +39,7 @@ from automil.tune.schedule.ladder import (
     top_rung,
 )
 from automil.tune.studies.plan import Plan
+from automil.tune.studies.trial_folds import INNER_FIFTHS
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
@@ -225,18 +226,20 @@ def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, 
             for s in scored if s.main.best >= floor}
 
 
-def final_fits(folds: int, protocol: Protocol = Protocol.NESTED) -> float:
+def final_fits(folds: int, protocol: Protocol = Protocol.NESTED, inner_holdout: bool = False) -> float:
     """The final evaluation's essential fits of a learner in trials on all folds of its main study (cost
     linear in bags): nested, ``folds`` headline refits (one trial) and the model (``1 / folds`` trial);
     hold-out, one refit on the ``folds - 1`` training folds and the model on all, against a trial of
-    ``folds - 1`` fits on ``folds - 2`` folds each."""
+    ``folds - 1`` fits on ``folds - 2`` folds each, or with an ``inner_holdout`` one fit on 4/5 of the
+    training folds (:mod:`automil.tune.studies.trial_folds`)."""
     if protocol == Protocol.HOLDOUT:
-        return (2 * folds - 1) / ((folds - 1) * (folds - 2))
+        trial = (folds - 1) / folds * (1 - 1 / INNER_FIFTHS) if inner_holdout else (folds - 1) * (folds - 2) / folds
+        return (2 * folds - 1) / folds / trial
     return 1.0 + 1.0 / folds
 
 
 def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1,
-                  protocol: Protocol = Protocol.NESTED) -> float:
+                  protocol: Protocol = Protocol.NESTED, inner_holdout: bool = False) -> float:
     """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
     refits and its model (:func:`final_fits`), on ``jobs`` workers, stretched by ``RESERVE_MARGIN``; at least
     the costliest learner's fits that wait for one another (its model follows the choice, which waits for its
@@ -245,8 +248,9 @@ def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1,
     known = [s.expected_seconds for s in learners if s.main.best is not None and s.expected_seconds is not None]
     if not known:
         return 0.0
-    shared = sum(known) * final_fits(folds, protocol) / jobs
-    chain = final_fits(folds, protocol) if protocol == Protocol.HOLDOUT else 1.0 / jobs + 1.0 / folds
+    fits = final_fits(folds, protocol, inner_holdout)
+    shared = sum(known) * fits / jobs
+    chain = fits if protocol == Protocol.HOLDOUT else 1.0 / jobs + 1.0 / folds
     return RESERVE_MARGIN * max(shared, max(known) * chain)
 
 

@@ -13,9 +13,13 @@ from automil.tune.studies.meta_features import META_FEATURES_ATTR, meta_features
 from automil.tune.studies.plan import Plan
 from automil.tune.studies.pruner import FoldAndEpochPruner
 from automil.tune.studies.sampler import seeded_sampler
+from automil.tune.studies.trial_folds import inner_digest, inner_holdout
 from automil.uris import shown_storage
 
-__all__ = ["study_name", "changed_data_note", "prepare_studies", "configure_study"]
+__all__ = ["study_name", "changed_data_note", "prepare_studies", "configure_study", "INNER_ATTR"]
+
+# The study attribute naming its trials' inner hold-out (its digest), absent or None for cross-validated trials.
+INNER_ATTR = "inner_holdout"
 
 
 def study_name(dataset: str, learner: str, split: int | None = None) -> str:
@@ -42,12 +46,16 @@ def _labels_digest(bags) -> str:
     return hashlib.sha256("\x1f".join(map(str, bags.y)).encode()).hexdigest()[:16]
 
 
-def prepare_studies(storage, dataset, bags, specs, options, folds: RunFolds) -> np.ndarray:
-    """Create or load every study of the run; the studies' fold assignment is stored once and reused.
+def prepare_studies(storage, dataset, bags, specs, options,
+                    folds: RunFolds) -> tuple[np.ndarray, np.ndarray | None]:
+    """Create or load every study of the run; the studies' fold assignment is stored once and reused. Returns
+    it with the main studies' inner hold-out (:func:`~automil.tune.studies.trial_folds.inner_holdout`: under
+    the hold-out protocol on drawn folds, when the bags allow one; else ``None``).
 
-    The assignment of the first study that has one wins; a study made with other folds, another seed or
-    another metric is an error (its scores could not be compared), never silently overwritten. ``folds``
-    are the run's: drawn from the seed, or a folds file's (whose tuning folds must then be the stored ones).
+    The assignment of the first study that has one wins; a study made with other folds, another seed, another
+    metric or trials of another kind (an inner hold-out or cross-validation) is an error (its scores could not
+    be compared), never silently overwritten. ``folds`` are the run's: drawn from the seed, or a folds file's
+    (whose tuning folds must then be the stored ones).
     """
     import optuna
 
@@ -75,6 +83,10 @@ def prepare_studies(storage, dataset, bags, specs, options, folds: RunFolds) -> 
         # a seed of None marks folds from a file: a run drawing them from its seed is refused on them
         identity = {"n_splits": options.folds, "seed": None if folds.source else options.seed,
                     "digest": fold_digest(assignment)}
+    validation = None
+    if options.protocol == Protocol.HOLDOUT and folds.source is None:
+        validation = inner_holdout(bags.y, assignment, options.held_out, options.seed, bags.groups)
+    _check_trials([s for s, _, split in studies if split is None], options, inner_digest(validation))
     record = {"dataset": dataset, "metric": options.metric, "seed": options.seed, "folds": identity,
               "labels_digest": labels, META_FEATURES_ATTR: meta_features(bags).to_dict()}
     if options.multi_objective:  # a single-objective study stays as it was: its metric says it all
@@ -86,11 +98,28 @@ def prepare_studies(storage, dataset, bags, specs, options, folds: RunFolds) -> 
         # The fold assignment goes last: other workers opening the study at the same moment check it only
         # once it is there, so by then every attribute they compare against is written.
         wanted = {**record, "learner": spec.name, "plugin": spec.plugin, "split": split, "protocol": protocol,
+                  INNER_ATTR: inner_digest(validation) if split is None else None,
                   "fold_assignment": stored_assignment}
         for key, value in wanted.items():
             if attrs.get(key) != value:
                 study.set_user_attr(key, value)
-    return assignment
+    return assignment, validation
+
+
+def _check_trials(studies, options, inner: str | None) -> None:
+    """A main study continues only with trials of its own kind: on the inner hold-out ``inner`` names (its
+    digest), or cross-validated (``None``)."""
+    for study in studies:
+        attrs = study.user_attrs
+        if "fold_assignment" in attrs and attrs.get(INNER_ATTR) != inner:
+            raise ValueError(f"study {study.study_name!r} in {shown_storage(options.storage)} was tuned "
+                             f"{_trial_kind(attrs.get(INNER_ATTR))}; this run's trials are {_trial_kind(inner)} "
+                             '(docs/tune.md, "One fit a trial at scale"): use another --storage for studies of '
+                             "this kind")
+
+
+def _trial_kind(inner: str | None) -> str:
+    return "by cross-validation of the tuning folds" if inner is None else f"on the inner hold-out {inner}"
 
 
 def _check_folds(name: str, attrs: dict, options, folds: RunFolds) -> None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from automil.evaluation.folds_file import RunFolds
 from automil.records.protocol import Protocol
 from automil.tune.options import TuneOptions
+from automil.tune.studies.trial_folds import TrialFolds
 
 __all__ = ["Plan"]
 
@@ -22,6 +25,8 @@ class Plan:
     start: float  # time.time() when the run began
     portfolio: tuple = ()  # the portfolio's members for this data (automil.tune.portfolio.members.Member)
     chance: float | None = None  # what the metric scores by chance on these bags (automil.evaluation.chance)
+    # the main study's inner hold-out under the hold-out protocol (trial_folds.inner_holdout); None: 3-fold CV
+    validation: np.ndarray | None = None
 
     def __post_init__(self):
         if self.options.protocol == Protocol.AUTO:
@@ -32,3 +37,10 @@ class Plan:
     def prior(self) -> tuple[str, ...]:
         """The learners of the portfolio, in the order of their first member: the order their first trials run."""
         return tuple(dict.fromkeys(m.learner for m in self.portfolio))
+
+    def trial_folds(self, exclude: int | None) -> TrialFolds:
+        """What a trial that never sees fold ``exclude`` fits and scores on: the main study's inner hold-out
+        under the hold-out protocol (``exclude`` its held-out fold), else the other folds cross-validated."""
+        if self.validation is not None and exclude == self.options.held_out:
+            return TrialFolds.held_out(self.folds.tuning, exclude, self.validation)
+        return TrialFolds.cross_validation(self.folds.tuning, exclude)
