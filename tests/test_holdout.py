@@ -106,16 +106,28 @@ def test_too_few_bags_for_an_inner_holdout_cross_validate_the_tuning_folds(holdo
         assert all(len(t.user_attrs["fit_seconds"]) == 3 for t in study.trials if t.state.name == "COMPLETE")
 
 
+def _many_bags(path, n_bags: int = 1400):
+    """``n_bags`` small bags (3 instances of 4 features) in an archive: enough for an inner hold-out."""
+    rng = np.random.default_rng(5)
+    y = np.arange(n_bags) % 2
+    X = rng.standard_normal((3 * n_bags, 4)).astype(np.float32)
+    X[np.flatnonzero(y == 1) * 3, 0] += 2.0  # a witness in every positive bag
+    np.savez(path, X=X, offsets=np.arange(0, 3 * n_bags + 1, 3), y=y)
+    return path
+
+
 def test_a_trial_is_one_fit_on_four_fifths_of_the_tuning_bags_scored_in_blocks_of_the_fifth(tmp_path):
-    done = automil(tmp_path, "--dataset", "wide-bags", "--learner", "recorder", "--learner", "centroid",
+    data = str(_many_bags(tmp_path / "many.npz"))
+    done = automil(tmp_path, "--dataset", data, "--learner", "recorder", "--learner", "centroid",
                    "--protocol", "holdout", "--folds", "4", "--n-trials", "2", "--repeats", "1", "--no-track",
                    "--timeout", "none", "--jobs", "1", "--json", "out.json")
     rows = {row["learner"]: row for row in json.loads((tmp_path / "out.json").read_text())}
     assert rows["automil"]["status"] == "ok", done.stderr
+    dataset = rows["recorder"]["dataset"]
     fits, scores = records(tmp_path / "records", "fit"), records(tmp_path / "records", "score")
     checked = 0
     for name in ("recorder", "centroid"):
-        study = load(tmp_path, f"wide-bags/{name}")
+        study = load(tmp_path, f"{dataset}/{name}")
         assert study.user_attrs[INNER_ATTR]  # the studies name the inner hold-out their trials score
         assignment = np.asarray(study.user_attrs["fold_assignment"])
         tuning = {str(i) for i in np.flatnonzero(assignment != 0)}
@@ -135,9 +147,9 @@ def test_a_trial_is_one_fit_on_four_fifths_of_the_tuning_bags_scored_in_blocks_o
                 checked += 1
     assert checked
     # its studies continue only with trials of their kind: a nested run's would cross-validate
-    refused = automil(tmp_path, "--dataset", "wide-bags", "--learner", "centroid", "--protocol", "nested", "--folds",
-                      "4", "--n-trials", "1", "--no-track", "--timeout", "none", "--jobs", "1", wait=False)
+    refused = automil(tmp_path, "--dataset", data, "--learner", "centroid", "--protocol", "nested", "--folds", "4",
+                      "--n-trials", "1", "--no-track", "--timeout", "none", "--jobs", "1", wait=False)
     _, stderr = refused.communicate(timeout=300)
     assert refused.returncode != 0
-    assert "'wide-bags/centroid'" in stderr and "was tuned on the inner hold-out" in stderr
+    assert f"'{dataset}/centroid'" in stderr and "was tuned on the inner hold-out" in stderr
     assert "this run's trials are by cross-validation of the tuning folds" in stderr
