@@ -194,7 +194,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
 
 @dataclass
 class _Fits:
-    """A trial's fits and blocks (on a rung: samples of their training bags) and what its fits produced so far."""
+    """A trial's fits and blocks (on a rung: samples of their training bags) and what they produced so far."""
 
     folds: TrialFolds
     limit: float
@@ -261,9 +261,10 @@ def _parameters(trial, spec) -> dict:
 
 def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop: float,
                  fits: _Fits) -> float | list[float]:
-    """Fit ``params`` fit by fold in the worker and score each fit's blocks (a fold, or a block of the inner
-    hold-out), reporting each block to the pruner (single objective); the objective values. Raises
-    ``optuna.TrialPruned`` when pruned or when a fit predicted one class for every bag it scored."""
+    """Make the trial's fits of ``params`` one by one in the worker and score each fit's blocks (its fold, or
+    the blocks of the inner hold-out), reporting each block to the pruner (single objective); the objective
+    values. Raises ``optuna.TrialPruned`` when pruned or when a fit predicted one class for every bag it
+    scored."""
     import optuna
 
     multi = plan.options.multi_objective

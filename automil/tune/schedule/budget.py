@@ -43,8 +43,7 @@ from automil.tune.studies.trial_folds import INNER_FIFTHS
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
-           "FINAL_SHARE", "estimated_trial_seconds", "run_seconds", "GROWTH_RANGE", "final_fits", "chosen_model_fits",
-           "prior_step"]
+           "FINAL_SHARE", "estimated_trial_seconds", "run_seconds", "GROWTH_RANGE", "final_fits", "prior_step"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -232,37 +231,27 @@ def final_fits(folds: int, protocol: Protocol = Protocol.NESTED, inner_holdout: 
     linear in bags): nested, ``folds`` headline refits (one trial) and the model (``1 / folds`` trial);
     hold-out, one refit on the ``folds - 1`` training folds, against a trial of ``folds - 1`` fits on
     ``folds - 2`` folds each, or with an ``inner_holdout`` one fit on 4/5 of the training folds
-    (:mod:`automil.tune.studies.trial_folds`). The hold-out's models on all bags are extras, but the chosen
-    one's (:func:`chosen_model_fits`)."""
+    (:mod:`automil.tune.studies.trial_folds`). The hold-out's models on all bags are extras: a chosen one
+    that the budget cannot end is its hold-out refit."""
     if protocol == Protocol.HOLDOUT:
-        return (folds - 1) / folds / _trial_share(folds, inner_holdout)
+        trial = (folds - 1) / folds * (1 - 1 / INNER_FIFTHS) if inner_holdout else (folds - 1) * (folds - 2) / folds
+        return (folds - 1) / folds / trial
     return 1.0 + 1.0 / folds
-
-
-def chosen_model_fits(folds: int, inner_holdout: bool = False) -> float:
-    """The hold-out protocol's model on all bags, in trials of the main study: it waits for the choice, which
-    waits for the refits."""
-    return 1.0 / _trial_share(folds, inner_holdout)
-
-
-def _trial_share(folds: int, inner_holdout: bool) -> float:
-    """The bags a hold-out trial's fits train on, summed, as a share of all bags."""
-    return (folds - 1) / folds * (1 - 1 / INNER_FIFTHS) if inner_holdout else (folds - 1) * (folds - 2) / folds
 
 
 def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1,
                   protocol: Protocol = Protocol.NESTED, inner_holdout: bool = False) -> float:
     """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
-    refits (:func:`final_fits`), on ``jobs`` workers, stretched by ``RESERVE_MARGIN``; at least the
-    costliest learner's fits that wait for one another (its model follows the choice, which waits for its
-    refits; the hold-out protocol's one refit leaves a second worker nothing of it to share). Learners of
-    unknown cost add nothing until measured."""
+    refits and, under nested CV, its model (:func:`final_fits`), on ``jobs`` workers, stretched by
+    ``RESERVE_MARGIN``; at least the costliest learner's fits that wait for one another (nested: its model
+    follows the choice, which waits for its refits; the hold-out protocol's one refit leaves a second worker
+    nothing of it to share). Learners of unknown cost add nothing until measured."""
     known = [s.expected_seconds for s in learners if s.main.best is not None and s.expected_seconds is not None]
     if not known:
         return 0.0
     fits = final_fits(folds, protocol, inner_holdout)
     shared = sum(known) * fits / jobs
-    chain = fits + chosen_model_fits(folds, inner_holdout) if protocol == Protocol.HOLDOUT else 1.0 / jobs + 1.0 / folds
+    chain = fits if protocol == Protocol.HOLDOUT else 1.0 / jobs + 1.0 / folds
     return RESERVE_MARGIN * max(shared, max(known) * chain)
 
 
