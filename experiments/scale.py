@@ -63,6 +63,7 @@ import cohorts  # experiments/ is on sys.path when this script runs
 import numpy as np
 
 from automil.records import PROCEDURE, Status
+from automil.tune.final.ensemble_row import ENSEMBLE
 
 
 @dataclass(frozen=True)
@@ -334,9 +335,10 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
     chosen_figure = _percent(chosen.get("balanced_accuracy") if chosen else None)
     print(f"chosen model     {chosen['learner'] if chosen else '-':>8s}   "
           f"{_made_of(chosen)}, BACC {chosen_figure}; target: a chosen model at every size")
-    # no figure: no headline (a partial row may lack one too); the automil row is the procedure, no learner
+    # no figure: no headline (a partial row may lack one too); the automil row is the procedure and the
+    # ensemble's seconds are its members' fits, each counted with its learner: neither spends a budget its own
     none = [r for r in rows if r.get("balanced_accuracy") is None and r.get("status") != Status.SKIPPED
-            and r.get("learner") != PROCEDURE]
+            and r.get("learner") not in (PROCEDURE, ENSEMBLE.name)]
     spent = sum(_spent(r) for r in none)
     names = ", ".join(f"{r['learner']} ({r['status']})" for r in none) or "none"
     print(f"no figure        {spent:8.1f} s   ({100 * spent / timeout:.1f}% of the budget, {len(none)} learners: "

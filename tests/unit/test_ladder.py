@@ -12,13 +12,7 @@ from automil.evaluation.metrics import bootstrap_interval
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.tune.backend.optuna_trials import counts_toward_budget
 from automil.tune.options import HOLDOUT_CELLS, HOLDOUT_FOLDS, TuneOptions
-from automil.tune.schedule.budget import (
-    LearnerState,
-    StudyState,
-    final_fits,
-    learner_state,
-    next_step,
-)
+from automil.tune.schedule.budget import LearnerState, StudyState, final_fits, learner_state, next_step
 from automil.tune.schedule.ladder import (
     CHEAP_SHARE,
     ETA,
@@ -129,11 +123,11 @@ def test_rung_trials_never_count_never_are_best_and_are_read_back_as_rungs():
     assert learner.rungs == (RungState(LOW, 0.7, 2.0), RungState(MID, None, 8.0))
 
 
-def test_the_final_evaluation_of_a_hold_out_costs_one_refit():
-    # a trial on 4 folds held out one: 3 fits on 2 of 4 folds; the refit on 3 of 4 (the model is an extra)
-    assert final_fits(4, "holdout") == pytest.approx((3 / 4) / (3 * 2 / 4))
+def test_the_final_evaluation_of_a_hold_out_costs_one_refit_and_the_model():
+    # a trial on 4 folds held out one: 3 fits on 2 of 4 folds; the refit on 3 of 4, the model on 4 of 4
+    assert final_fits(4, "holdout") == pytest.approx((3 / 4 + 1) / (3 * 2 / 4))
     # with an inner hold-out, a trial is one fit on 4/5 of the 3 of 4 folds
-    assert final_fits(4, "holdout", inner_holdout=True) == pytest.approx((3 / 4) / (3 / 4 * 4 / 5))
+    assert final_fits(4, "holdout", inner_holdout=True) == pytest.approx((3 / 4 + 1) / (3 / 4 * 4 / 5))
     assert final_fits(6) == pytest.approx(1 + 1 / 6)
 
 

@@ -224,13 +224,9 @@ def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and
               learner("unmeasured", expected=None), learner("no score", expected=30.0)]
     # a trial's worth of refits (6 folds) and one model fit per scored learner, shared by 2 workers
     assert final_reserve(states, folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * (6.0 + 12.0) * (7 / 6) / 2)
-    # one costly learner: its hold-out refit runs on one worker, whatever the workers
+    # one costly learner: its hold-out refit and then its model run one after the other, whatever the workers
     assert final_reserve(states[1:], folds=4, jobs=2, protocol="holdout") == pytest.approx(
         RESERVE_MARGIN * 12.0 * final_fits(4, "holdout"))
-    # many learners under the hold-out protocol: every one's refit, and no model but the chosen one's
-    many = [learner(f"l{i}", best=0.7, expected=6.0) for i in range(10)]
-    assert final_reserve(many, folds=4, jobs=2, protocol="holdout", inner_holdout=True) == pytest.approx(
-        RESERVE_MARGIN * 60.0 * final_fits(4, "holdout", inner_holdout=True) / 2)
     assert final_reserve(states[1:], folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * 12.0 * (1 / 2 + 1 / 6))
     assert final_reserve(states[2:], folds=6) == 0.0
     plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0, protocol="nested"), SIX_BAGS, start=1000.0)

@@ -227,25 +227,24 @@ def contenders(learners: list[LearnerState], n_trials: int | None) -> dict[str, 
 
 
 def final_fits(folds: int, protocol: Protocol = Protocol.NESTED, inner_holdout: bool = False) -> float:
-    """The final evaluation's essential fits of every learner, in trials on all folds of its main study (cost
+    """The final evaluation's essential fits of a learner in trials on all folds of its main study (cost
     linear in bags): nested, ``folds`` headline refits (one trial) and the model (``1 / folds`` trial);
-    hold-out, one refit on the ``folds - 1`` training folds, against a trial of ``folds - 1`` fits on
-    ``folds - 2`` folds each, or with an ``inner_holdout`` one fit on 4/5 of the training folds
-    (:mod:`automil.tune.studies.trial_folds`). The hold-out's models on all bags are extras: a chosen one
-    that the budget cannot end is its hold-out refit."""
+    hold-out, one refit on the ``folds - 1`` training folds and the model on all, against a trial of
+    ``folds - 1`` fits on ``folds - 2`` folds each, or with an ``inner_holdout`` one fit on 4/5 of the
+    training folds (:mod:`automil.tune.studies.trial_folds`)."""
     if protocol == Protocol.HOLDOUT:
         trial = (folds - 1) / folds * (1 - 1 / INNER_FIFTHS) if inner_holdout else (folds - 1) * (folds - 2) / folds
-        return (folds - 1) / folds / trial
+        return (2 * folds - 1) / folds / trial
     return 1.0 + 1.0 / folds
 
 
 def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1,
                   protocol: Protocol = Protocol.NESTED, inner_holdout: bool = False) -> float:
     """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
-    refits and, under nested CV, its model (:func:`final_fits`), on ``jobs`` workers, stretched by
-    ``RESERVE_MARGIN``; at least the costliest learner's fits that wait for one another (nested: its model
-    follows the choice, which waits for its refits; the hold-out protocol's one refit leaves a second worker
-    nothing of it to share). Learners of unknown cost add nothing until measured."""
+    refits and its model (:func:`final_fits`), on ``jobs`` workers, stretched by ``RESERVE_MARGIN``; at least
+    the costliest learner's fits that wait for one another (its model follows the choice, which waits for its
+    refits; the hold-out protocol's one refit leaves a second worker nothing of it to share). Learners of
+    unknown cost add nothing until measured."""
     known = [s.expected_seconds for s in learners if s.main.best is not None and s.expected_seconds is not None]
     if not known:
         return 0.0
