@@ -112,7 +112,8 @@ def _many_bags(path, n_bags: int = 1400):
     y = np.arange(n_bags) % 2
     X = rng.standard_normal((3 * n_bags, 4)).astype(np.float32)
     X[np.flatnonzero(y == 1) * 3, 0] += 2.0  # a witness in every positive bag
-    np.savez(path, X=X, offsets=np.arange(0, 3 * n_bags + 1, 3), y=y)
+    names = np.array([f"bag-{i:04d}" for i in range(n_bags)])  # the recorder writes the names of what it saw
+    np.savez(path, X=X, offsets=np.arange(0, 3 * n_bags + 1, 3), y=y, bag_names=names)
     return path
 
 
@@ -125,19 +126,19 @@ def test_a_trial_is_one_fit_on_four_fifths_of_the_tuning_bags_scored_in_blocks_o
     assert rows["automil"]["status"] == "ok", done.stderr
     dataset = rows["recorder"]["dataset"]
     fits, scores = records(tmp_path / "records", "fit"), records(tmp_path / "records", "score")
-    checked = 0
+    completed, checked = 0, 0
     for name in ("recorder", "centroid"):
         study = load(tmp_path, f"{dataset}/{name}")
         assert study.user_attrs[INNER_ATTR]  # the studies name the inner hold-out their trials score
         assignment = np.asarray(study.user_attrs["fold_assignment"])
-        tuning = {str(i) for i in np.flatnonzero(assignment != 0)}
+        tuning = {f"bag-{i:04d}" for i in np.flatnonzero(assignment != 0)}
         for trial in study.trials:
             if trial.state.name == "COMPLETE":
                 assert len(trial.user_attrs["fit_seconds"]) == 1
                 assert len(trial.user_attrs["fold_balanced_accuracy"]) == INNER_BLOCKS
                 if "oof_scores" in trial.user_attrs:
                     assert len(trial.user_attrs["oof_scores"]) == pytest.approx(len(tuning) / 5, abs=2)
-                checked += 1
+                completed += 1
             tag = f"{name}#{trial.number}"  # only the recorder writes what its fits saw; its first fit is the trial's
             fitted = [set(r["bags"]) for r in fits if r["tag"].endswith(tag)][:1]
             scored = [set(r["bags"]) for r in scores if r["tag"].endswith(tag)][:1]
@@ -145,7 +146,7 @@ def test_a_trial_is_one_fit_on_four_fifths_of_the_tuning_bags_scored_in_blocks_o
                 assert not trained & tested and trained | tested <= tuning
                 assert len(tested) == pytest.approx(len(tuning) / 5, abs=2)
                 checked += 1
-    assert checked
+    assert completed and checked  # trials on all the bags, and fits the recorder saw
     # its studies continue only with trials of their kind: a nested run's would cross-validate
     refused = automil(tmp_path, "--dataset", data, "--learner", "centroid", "--protocol", "nested", "--folds", "4",
                       "--n-trials", "1", "--no-track", "--timeout", "none", "--jobs", "1", wait=False)

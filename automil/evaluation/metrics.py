@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["METRICS", "LABELS", "FoldScores", "fold_scores", "roc_auc", "score", "log_loss", "mean_std",
+__all__ = ["METRICS", "LABELS", "FoldScores", "fold_scores", "one_class", "roc_auc", "score", "log_loss", "mean_std",
            "bootstrap_interval"]
 
 # The metrics every fold is scored with (each a field of FoldScores; --metric names one), and their labels.
@@ -34,8 +34,13 @@ def fold_scores(y_true, y_pred, scores=None, classes=None) -> FoldScores:
 
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
     return FoldScores(float(accuracy_score(y_true, y_pred)), float(balanced_accuracy_score(y_true, y_pred)),
-                      bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1),
-                      None if scores is None else roc_auc(y_true, scores, classes))
+                      one_class(y_true, y_pred), None if scores is None else roc_auc(y_true, scores, classes))
+
+
+def one_class(y_true, y_pred) -> bool:
+    """Whether predictions ``y_pred`` give every bag one class where the labels ``y_true`` hold several: a
+    degenerate fit."""
+    return bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1)
 
 
 def roc_auc(y_true, scores, classes) -> float | None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from automil.epochs import FitPruned
 from automil.evaluation.folds import bag_sample
-from automil.evaluation.metrics import METRICS, fold_scores, mean_std
+from automil.evaluation.metrics import METRICS, fold_scores, mean_std, one_class
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.records.trials import rounded
 from automil.tune.backend.optuna_internals import owned_trials, study_storage, trial_id
@@ -286,13 +286,13 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
         attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
         fits.oof_scores.append(out.scores)
         for step, where in blocks:  # the block's identity (its fold's, or its block's) is stable across trials
-            scores = fold_scores(bags.y[test[where]], out.y_pred[where], _rows(out.scores, where), bags.classes)
+            scores = fold_scores(bags.y[test[where]], out.y_pred[where], out.scores[where], bags.classes)
             attrs[TrialAttr.FOLD_ACCURACY].append(scores.accuracy)
             attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores.balanced_accuracy)
             attrs[TrialAttr.FOLD_ROC_AUC].append(scores.roc_auc)
             if heard and getattr(scores, plan.options.metric) is not None:
                 trial.report(getattr(scores, plan.options.metric), step=step)
-        if fold_scores(bags.y[test], out.y_pred).one_class:
+        if one_class(bags.y[test], out.y_pred):
             attrs[TrialAttr.ONE_CLASS] = True
             if fits.rung is None:  # pruned under every objective: never a result
                 where = f"fold {blocks[0][0]}" if len(blocks) == 1 else "the inner hold-out"
@@ -302,11 +302,6 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
         if heard and k < len(fits.folds.fits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
     return objective_values(attrs, plan.options)
-
-
-def _rows(scores, where):
-    """The rows ``where`` of a fit's bag scores (``None``: it gave none)."""
-    return None if scores is None else np.asarray(scores)[where]
 
 
 def _epoch_pruned(trial, epoch: int, score: float) -> bool:
