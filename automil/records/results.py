@@ -126,9 +126,9 @@ class Figure:
 class OuterSplit:
     """One outer split of a nested figure: the score its inner folds gave the parameters refitted there
     (``None``: none, so the procedure cannot choose by it), the refit's scores on the outer fold, each
-    inner fold's score behind ``inner`` (its uncertainty, which the procedure's choice weighs against
-    chance), for the ensemble, the learners its selection combined in the split, and the calibration of
-    the refit's probabilities and prediction sets on the outer fold (``None``: not measured)."""
+    inner fold's score behind ``inner`` (their spread), for the ensemble, the learners its selection
+    combined in the split, and the calibration of the refit's probabilities and prediction sets on the
+    outer fold (``None``: not measured)."""
 
     inner: float | None
     accuracy: float

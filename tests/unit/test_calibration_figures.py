@@ -187,7 +187,7 @@ def test_a_row_pools_its_outer_splits_and_the_procedure_pools_the_splits_it_chos
     a, b = _splits(5), _splits(6)
     rows = [_row("a", [0.9, 0.6], a), _row("b", [0.7, 0.8], b)]
     assert rows[0].calibration == pooled(a) and rows[0].nested.outer_splits[1].calibration == a[1]
-    procedure = procedure_row(rows)
+    procedure = procedure_row(rows, [np.array([100, 100])] * 2)
     assert procedure.choices == ["a", "b"]
     assert procedure.calibration == pooled([a[0], b[1]])
     # the row round-trips through JSON (a study's stored result) with its figures and its splits'

@@ -4,10 +4,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from scipy.stats import rankdata
 
+from automil.evaluation.chance import score_stderr
 from automil.evaluation.metrics import FoldScores
 from automil.records import Headline, LearnerResult, Member, Status, TrialRecord, TrialState
-from automil.tune.final.chance_rule import lower_bound, row_chance
+from automil.tune.final.chance_rule import bag_bound, lower_bound, row_chance
 from automil.tune.final.choice import Choice, choose
 from automil.tune.final.leaderboard import Evaluation, Refit, rank, result_row
 from automil.tune.options import TuneOptions
@@ -170,6 +172,23 @@ def test_a_score_claims_its_mean_less_twice_its_standard_error_over_its_folds():
     assert lower_bound(0.7, folds) == pytest.approx(0.7 - 2 * np.std(folds, ddof=1) / np.sqrt(3))
     assert lower_bound(0.7, [0.7, None]) == 0.7, "one scored fold: no spread measured, the score claims itself"
     assert lower_bound(None, folds) is None
+
+
+@pytest.mark.parametrize("metric", ["balanced_accuracy", "accuracy", "roc_auc"])
+@pytest.mark.parametrize("skill", [0.0, 1.0])
+def test_an_inner_scores_standard_error_over_its_bags_is_the_spread_of_such_scores_on_such_bags(metric, skill):
+    # 60 bags of one class and 140 of the other, scored by predictions that ignore them (skill 0) or lean
+    # towards the truth (skill 1): the spread of 2,000 draws' scores against the closed form at their mean
+    y = np.repeat([0, 1], [60, 140])
+    scores = np.random.default_rng(3).normal(size=(2000, len(y))) + skill * y
+    hits = (scores > 0.5 * skill) == y
+    draws = {"accuracy": hits.mean(axis=1),
+             "balanced_accuracy": (hits[:, y == 0].mean(axis=1) + hits[:, y == 1].mean(axis=1)) / 2,
+             "roc_auc": (rankdata(scores, axis=1)[:, y == 1].sum(axis=1) - 140 * 141 / 2) / (60 * 140)}[metric]
+    stderr = score_stderr(metric, float(np.mean(draws)), [60, 140])
+    assert np.std(draws) == pytest.approx(stderr, rel=0.08)  # Hanley and McNeil's AUC at 0.76: 7% above
+    assert bag_bound(np.mean(draws), metric, [60, 140]) == pytest.approx(np.mean(draws) - 2 * stderr)
+    assert bag_bound(None, metric, [60, 140]) is None
 
 
 def test_the_best_row_is_not_chosen_when_its_figure_is_within_its_own_uncertainty_of_chance():

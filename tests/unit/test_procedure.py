@@ -23,6 +23,9 @@ from automil.tune.studies.plan import Plan
 pytestmark = pytest.mark.unit
 
 OPTIONS = TuneOptions(folds=3, repeats=1, protocol="nested", metric="balanced_accuracy", jobs=1)
+# every outer split's inner scores cover 100 bags of each class: BACC 0.6 is above chance by twice its
+# standard error there (0.07), 0.55 is not
+INNER_BAGS = [np.array([100, 100])] * 3
 
 
 def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), members=()):
@@ -43,7 +46,7 @@ def test_each_outer_split_chooses_by_its_inner_scores_and_is_scored_on_its_outer
             _row("b", inner=[0.70, 0.90, 0.70], outer=[0.90, 0.60, 0.80], fit_seconds=1.0),
             # best inner scores everywhere, but a fold predicted one class: the final choice never takes it
             _row("c", inner=[0.99, 0.99, 0.99], outer=[1.0, 1.0, 1.0], fit_seconds=0.1, one_class=True)]
-    procedure = procedure_row(rows)
+    procedure = procedure_row(rows, INNER_BAGS)
     # split 0: a (0.80 > 0.70); split 1: b (0.90); split 2: a tie at 0.70 goes to the cheaper b
     assert procedure.choices == ["a", "b", "b"]
     assert [s.inner for s in procedure.nested.outer_splits] == [0.80, 0.90, 0.70]
@@ -60,30 +63,33 @@ def test_each_outer_split_chooses_by_its_inner_scores_and_is_scored_on_its_outer
 
 def test_a_split_where_no_row_can_be_chosen_leaves_the_procedure_without_a_figure_and_says_why():
     rows = [_row("a", inner=[0.8, None, 0.7], outer=[0.5, 0.9, 0.6], fit_seconds=1.0)]
-    procedure = procedure_row(rows)
+    procedure = procedure_row(rows, INNER_BAGS)
     assert procedure.choices == ["a", None, "a"]
     assert procedure.status == Status.NO_RESULT and procedure.headline.balanced_accuracy is None
     assert "outer split(s) 1" in procedure.error
 
 
 def test_a_split_where_no_inner_score_clears_chance_by_its_own_uncertainty_ships_nothing_and_scores_chance():
-    # split 1: a's inner 0.60 rests on folds 0.2 and 1.0 (twice its standard error: 0.8), b's on 0.5 and 0.5
-    rows = [_row("a", inner=[0.80, 0.60, 0.70], outer=[0.70, 0.90, 0.80], fit_seconds=1.0,
-                 inner_folds=[[0.8, 0.8], [0.2, 1.0], [0.7, 0.7]]),
-            _row("b", inner=[0.60, 0.50, 0.90], outer=[0.60, 0.95, 0.85], fit_seconds=1.0,
-                 inner_folds=[[0.6, 0.6], [0.5, 0.5], [0.9, 0.9]])]
-    procedure = procedure_row(rows)
+    # split 1: a's 0.55 and b's 0.50 are within twice their standard errors over 200 bags of chance; split 0:
+    # a's 0.60 clears it though its two inner folds scored 0.2 and 1.0 (the bags, not their spread, decide)
+    rows = [_row("a", inner=[0.60, 0.55, 0.70], outer=[0.70, 0.90, 0.80], fit_seconds=1.0,
+                 inner_folds=[[0.2, 1.0], [0.55, 0.55], [0.7, 0.7]]),
+            _row("b", inner=[0.58, 0.50, 0.90], outer=[0.60, 0.95, 0.85], fit_seconds=1.0,
+                 inner_folds=[[0.58, 0.58], [0.5, 0.5], [0.9, 0.9]])]
+    procedure = procedure_row(rows, INNER_BAGS)
     assert procedure.choices == ["a", None, "b"]
     chance = procedure.nested.outer_splits[1]
     assert chance.inner is None and (chance.accuracy, chance.balanced_accuracy, chance.roc_auc) == (0.5, 0.5, 0.5)
     assert procedure.headline.balanced_accuracy == pytest.approx(np.mean([0.70, 0.5, 0.85]))
     assert procedure.status == Status.OK and "outer split(s) 1" in procedure.error
     assert "scored as chance" in procedure.error
+    # the same scores on 20 bags of each class: a's 0.60 no longer clears chance, b's 0.90 still does
+    assert procedure_row(rows, [np.array([20, 20])] * 3).choices == [None, None, "b"]
 
 
 def test_nothing_above_chance_anywhere_leaves_the_procedure_at_chance_and_says_no_model_is_registered():
     rows = [_row("a", inner=[0.50, 0.45, 0.40], outer=[0.5, 0.4, 0.6], fit_seconds=1.0)]
-    procedure = procedure_row(rows)
+    procedure = procedure_row(rows, INNER_BAGS)
     assert procedure.choices == [None, None, None] and procedure.headline.balanced_accuracy == pytest.approx(0.5)
     assert "outer split(s) 0, 1, 2" in procedure.error
     assert procedure.error.endswith("no model is registered") and choose(rows).learner is None
@@ -96,13 +102,14 @@ def test_the_ensemble_is_chosen_in_a_split_only_where_its_inner_score_beats_its_
             # is the best inner score there; split 2 combines a and b and beats both
             _row("ensemble", inner=[0.80, 0.85, 0.75], outer=[0.9, 0.9, 0.9], fit_seconds=0.1,
                  members=[["a", "b"], ["a"], ["a", "b"]])]
-    assert procedure_row(rows).choices == ["a", "b", "ensemble"]
+    assert procedure_row(rows, INNER_BAGS).choices == ["a", "b", "ensemble"]
 
 
 def test_the_tuned_protocol_has_no_procedure_row_and_rows_round_trip_through_json():
     tuned = LearnerResult(dataset="fox", learner="a", protocol="tuned", status=Status.OK)
-    assert procedure_row([tuned]) is None
-    procedure = procedure_row([_row("a", inner=[0.8, 0.6, 0.7], outer=[0.5, 0.9, 0.6], fit_seconds=1.0)])
+    assert procedure_row([tuned], INNER_BAGS) is None
+    procedure = procedure_row([_row("a", inner=[0.8, 0.6, 0.7], outer=[0.5, 0.9, 0.6], fit_seconds=1.0)],
+                              INNER_BAGS)
     assert LearnerResult.from_dict(procedure.to_dict()) == procedure
 
 

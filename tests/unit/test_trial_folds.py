@@ -5,6 +5,9 @@ import numpy as np
 import pytest
 
 from automil.evaluation.folds import bag_folds, fold_splits
+from automil.evaluation.folds_file import RunFolds
+from automil.tune.options import TuneOptions
+from automil.tune.studies.plan import Plan
 from automil.tune.studies.trial_folds import INNER_BLOCKS, INNER_FIFTHS, INNER_MIN_CLASS_BAGS, TrialFolds, inner_holdout
 
 
@@ -71,3 +74,17 @@ def test_cross_validation_is_a_block_a_fold():
     for (train, test), (want_train, want_test), blocks in zip(folds.fits, expected, folds.fit_blocks(), strict=True):
         assert np.array_equal(train, want_train) and np.array_equal(test, want_test)
         assert len(blocks) == 1 and blocks[0][0] == assignment[test[0]] and len(blocks[0][1]) == len(test)
+
+
+def test_the_bags_an_inner_score_covers_are_the_tuning_bags_or_under_the_holdout_the_fifth():
+    y = np.array([0] * 900 + [1] * 1100)
+    assignment = bag_folds(y, 4, seed=0)
+    folds = RunFolds("set", tuple(str(i) for i in range(len(y))), assignment, ())
+    nested = Plan("set", [], TuneOptions(folds=4, protocol="nested"), folds, 0.0)
+    for i, counts in enumerate(nested.inner_bags(y)):  # nested: every bag outside outer fold i
+        assert counts.tolist() == [np.sum((y == c) & (assignment != i)) for c in (0, 1)]
+    validation = inner_holdout(y, assignment, 0, seed=0)
+    holdout = Plan("set", [], TuneOptions(folds=4, protocol="holdout"), folds, 0.0, validation=validation)
+    [counts] = holdout.inner_bags(y)  # hold-out: the inner fifth alone
+    assert counts.tolist() == [np.sum((y == c) & (validation >= 0)) for c in (0, 1)]
+    assert 100 <= counts.min() < np.sum((y == 0) & (assignment != 0))

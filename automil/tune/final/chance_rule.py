@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from automil.evaluation.chance import CHANCE_SIGMAS, chance_level
+from automil.evaluation.chance import CHANCE_SIGMAS, chance_level, score_stderr
 from automil.evaluation.metrics import METRICS, bootstrap_interval
 from automil.records import LearnerResult, OuterSplit
 from automil.records.protocol import Protocol
 
-__all__ = ["row_chance", "lower_bound", "above", "headline_bound", "beats_members", "chance_split"]
+__all__ = ["row_chance", "lower_bound", "bag_bound", "above", "headline_bound", "beats_members", "chance_split"]
 
 
 def row_chance(row: LearnerResult, metric: str | None = None) -> float | None:
@@ -32,6 +32,13 @@ def lower_bound(score: float | None, folds) -> float | None:
     if score is None or len(values) < 2:
         return score
     return score - CHANCE_SIGMAS * float(np.std(values, ddof=1) / np.sqrt(len(values)))
+
+
+def bag_bound(score: float | None, metric: str, counts) -> float | None:
+    """``score`` less ``CHANCE_SIGMAS`` of its standard errors over the bags it scored (``counts`` of each
+    class, :func:`~automil.evaluation.chance.score_stderr`): what an inner score can claim, whatever the
+    spread of its few folds."""
+    return None if score is None else score - CHANCE_SIGMAS * score_stderr(metric, score, counts)
 
 
 def above(bound: float | None, chance: float | None) -> bool:

@@ -139,8 +139,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
         choice = choose(list(now.values()))
         # the sets of the chosen row and of the procedure's choices, measured on the outer folds as they are made
-        sets = coverage_tasks(plan, outer_best, measured_learners(plan, choice, procedure_row(list(now.values())),
-                                                                  ensemble)) if nested else []
+        procedure = procedure_row(list(now.values()), plan.inner_bags(bags.y))
+        sets = coverage_tasks(plan, outer_best, measured_learners(plan, choice, procedure, ensemble)) if nested else []
         later = []
         if recorder.enabled:
             first, rest = _model_order(choice, [*pending, *modelless], members)

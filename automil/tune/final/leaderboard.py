@@ -38,7 +38,7 @@ from automil.records import (
 )
 from automil.records.protocol import Protocol
 from automil.tune.backend.optuna_trials import counts_toward_budget, trial_counts
-from automil.tune.final.chance_rule import above, beats_members, chance_split, lower_bound, row_chance
+from automil.tune.final.chance_rule import above, bag_bound, beats_members, chance_split, row_chance
 from automil.tune.final.choice import admissible, choose, preference
 from automil.tune.options import METRICS, TuneOptions
 from automil.tune.schedule.ladder import rung_states, screened_note
@@ -282,13 +282,14 @@ def rank(result: LearnerResult):
     return (value is None, -(value or 0.0), result.learner)
 
 
-def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
+def procedure_row(rows: list[LearnerResult], inner_bags: list) -> LearnerResult | None:
     """automil's own nested figure: the row ``automil``, or ``None`` without nested rows.
 
     A learner's nested figure is honest for that learner, but the run then picks the best of many such
     figures. Here outer split ``i`` makes that choice blind to its outer fold: among the rows
     :func:`choose` considers (the ensemble's too), those whose score on split ``i``'s inner folds is above
-    chance by its own uncertainty (over those folds), the ensemble only above its best member there, the
+    chance by its own uncertainty (over the bags they scored, ``inner_bags[i]`` of each class:
+    :meth:`~automil.tune.studies.plan.Plan.inner_bags`), the ensemble only above its best member there, the
     best inner score wins (ties: cheaper, then by name), and that row's score on outer fold ``i`` is the
     procedure's. A split where no row passes ships nothing: it is scored as chance (a prediction of the
     majority class), its choice is ``None``, and the row's ``error`` names it. ``choices`` names the row
@@ -304,11 +305,12 @@ def procedure_row(rows: list[LearnerResult]) -> LearnerResult | None:
                         protocol=first.protocol, metric=first.metric, seed=first.seed, folds=first.folds,
                         headline=Headline(kind=Protocol(first.protocol).headline, one_class=False))
     candidates = [r for r in nested if admissible(r) and r.nested.outer_splits]
+    metric = first.metric or "balanced_accuracy"
     choices, outer_splits, at_chance = [], [], []
     for i in range((first.folds or 0) if first.protocol == Protocol.NESTED else 1):
         scored = [(r, s) for r in candidates if (s := _split(r, i)) is not None and s.inner is not None]
         inner = {r.learner: s.inner for r in nested if (s := _split(r, i)) is not None}
-        passed = [(r, s) for r, s in scored if above(lower_bound(s.inner, s.inner_folds), row_chance(r))
+        passed = [(r, s) for r, s in scored if above(bag_bound(s.inner, metric, inner_bags[i]), row_chance(r))
                   and beats_members(r, s.inner, inner, s.members)]
         chosen = min(passed, key=lambda pair: preference(pair[0], pair[1].inner), default=(None, None))
         split = chosen[1] if chosen[0] is not None or not scored else chance_split(scored)

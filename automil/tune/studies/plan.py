@@ -44,3 +44,12 @@ class Plan:
         if self.validation is not None and exclude == self.options.held_out:
             return TrialFolds.held_out(self.folds.tuning, exclude, self.validation)
         return TrialFolds.cross_validation(self.folds.tuning, exclude)
+
+    def inner_bags(self, y) -> list[np.ndarray]:
+        """For every outer split (``options.outer_folds``), how many bags of each class of ``y`` its inner
+        scores cover (its trials', its refit's, the ensemble's): the uncertainty the procedure's chance rule
+        weighs an inner score by."""
+        y = np.asarray(y)
+        classes = np.unique(y)
+        scored = (y[self.trial_folds(i).order] for i in self.options.outer_folds)
+        return [np.array([np.sum(part == c) for c in classes]) for part in scored]
