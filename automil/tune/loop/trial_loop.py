@@ -128,8 +128,9 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     with its ``rung`` and never counts, so its score only schedules (no pruner hears it, no best is it).
 
     A fit still running ``share`` seconds after the trial started is stopped: the learner is too slow for
-    its fair share of the budget (the trial says so, with its fits' times). A fit still running at the
-    tuning ``deadline`` is stopped too: the run's budget ended. A completed trial at least as good as the
+    its fair share of the budget (the trial says so, with its fits' times); on all the bags, so is a trial
+    whose fits so far say that the others cannot end within it (:func:`_beyond_share`). A fit still running
+    at the tuning ``deadline`` is stopped too: the run's budget ended. A completed trial at least as good as the
     best so far keeps its out-of-fold scores, so the best trial always has them for ensemble selection
     while the storage does not grow with every trial.
     """
@@ -149,6 +150,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     worker.wait_started()
     import_for(worker, (spec.name,))
     hard_stop, fair_share = trial_stop(time.time(), share, deadline)
+    fits.share = share if fair_share and fraction is None else None
     probe = cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol), plan.prior) \
         and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
@@ -199,6 +201,7 @@ class _Fits:
     folds: TrialFolds
     limit: float
     rung: float | None = None
+    share: float | None = None  # the learner's own fair share that stops the trial (a defaults trial on all bags)
     attrs: dict = field(default_factory=lambda: {
         TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FOLD_ROC_AUC: [],
         TrialAttr.FIT_SECONDS: [], TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False,
@@ -301,7 +304,23 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
             # on a rung, chance is a point of the learning curve like any other: it only schedules
         if heard and k < len(fits.folds.fits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
+        _beyond_share(fits, hard_stop)
     return objective_values(attrs, plan.options)
+
+
+def _beyond_share(fits: _Fits, hard_stop: float):
+    """Raise :class:`TooSlow` when the trial's fits so far, at their mean seconds (fit and prediction), say
+    that its remaining fits cannot end before ``hard_stop``, the end of its learner's fair share. Why: the
+    share would stop the last of them anyway, and the seconds until then would buy no figure."""
+    done = len(fits.attrs[TrialAttr.FIT_SECONDS])
+    left = len(fits.folds.fits) - done
+    if fits.share is None or not left:
+        return
+    each = float(np.mean(fits.attrs[TrialAttr.FIT_SECONDS]) + np.mean(fits.attrs[TrialAttr.PREDICT_SECONDS]))
+    now = time.time()
+    if now + left * each > hard_stop:
+        raise TooSlow(now - (hard_stop - fits.share) + left * each, fits.share,
+                      f"{done} of {done + left} fits done, {each:.1f} s each")
 
 
 def _epoch_pruned(trial, epoch: int, score: float) -> bool:
