@@ -33,7 +33,7 @@ from automil.tune.schedule.budget import (
     tuning_deadline,
 )
 from automil.tune.schedule.ladder import run_ladder, rung_fraction
-from automil.tune.schedule.probe import cost_unknown, worth_probing
+from automil.tune.schedule.probe import cost_unknown, over_share, worth_probing
 from automil.tune.studies.creation import configure_study, study_name
 from automil.tune.studies.plan import Plan
 from automil.tune.studies.priors import first_point, queue_later_points
@@ -310,17 +310,18 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
 
 def _beyond_share(fits: _Fits, hard_stop: float):
     """Raise :class:`TooSlow` when the trial's fits so far, at their mean seconds (fit and prediction), say
-    that its remaining fits cannot end before ``hard_stop``, the end of its learner's fair share. Why: the
-    share would stop the last of them anyway, and the seconds until then would buy no figure."""
+    that all its fits would pass its learner's fair share (ending at ``hard_stop``) by more than a cost
+    estimate's error (:func:`~automil.tune.schedule.probe.over_share`, the probe's rule). Why: the share
+    would stop the last of them anyway, and the seconds until then would buy no figure; a first fit carries
+    one-time costs, so an estimate just over the share may still end within it."""
     done = len(fits.attrs[TrialAttr.FIT_SECONDS])
     left = len(fits.folds.fits) - done
     if fits.share is None or not left:
         return
     each = float(np.mean(fits.attrs[TrialAttr.FIT_SECONDS]) + np.mean(fits.attrs[TrialAttr.PREDICT_SECONDS]))
-    now = time.time()
-    if now + left * each > hard_stop:
-        raise TooSlow(now - (hard_stop - fits.share) + left * each, fits.share,
-                      f"{done} of {done + left} fits done, {each:.1f} s each")
+    estimate = time.time() - (hard_stop - fits.share) + left * each
+    if over_share(estimate, fits.share):
+        raise TooSlow(estimate, fits.share, f"{done} of {done + left} fits done, {each:.1f} s each")
 
 
 def _epoch_pruned(trial, epoch: int, score: float) -> bool:
