@@ -325,9 +325,7 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
               f"{_against(figure, oracle)}; {target})")
     else:
         print("automil BACC            -   (no automil row with a figure: the procedure has no headline)")
-    # a headline of a refit that predicted one class is flagged, never a result: not a figure here either
-    learners = [r for r in rows if r.get("balanced_accuracy") is not None and not r.get("one_class")
-                and r.get("learner") != PROCEDURE]
+    learners = [r for r in rows if _has_figure(r) and r.get("learner") != PROCEDURE]
     best = max(learners, key=lambda r: r["balanced_accuracy"], default=None)
     if best is not None:
         value = best["balanced_accuracy"]
@@ -337,13 +335,12 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
     chosen_figure = _percent(chosen.get("balanced_accuracy") if chosen else None)
     print(f"chosen model     {chosen['learner'] if chosen else '-':>8s}   "
           f"{_made_of(chosen)}, BACC {chosen_figure}; target: a chosen model at every size")
-    # no figure: no headline (a partial row may lack one too) or a one-class one; the automil row is the
-    # procedure and the ensemble's seconds are its members' fits, each counted with its learner: neither
-    # spends a budget its own
-    none = [r for r in rows if (r.get("balanced_accuracy") is None or r.get("one_class"))
-            and r.get("status") != Status.SKIPPED and r.get("learner") not in (PROCEDURE, ENSEMBLE.name)]
+    # the automil row is the procedure and the ensemble's seconds are its members' fits, each counted with its
+    # learner: neither spends a budget its own
+    none = [r for r in rows if not _has_figure(r) and r.get("status") != Status.SKIPPED
+            and r.get("learner") not in (PROCEDURE, ENSEMBLE.name)]
     spent = sum(_spent(r) for r in none)
-    names = ", ".join(f"{r['learner']} ({'one class' if r.get('one_class') else r['status']})" for r in none) or "none"
+    names = ", ".join(f"{r['learner']} ({_status(r)})" for r in none) or "none"
     print(f"no figure        {spent:8.1f} s   ({100 * spent / timeout:.1f}% of the budget, {len(none)} learners: "
           f"{names}; target <= 10%)")
 
@@ -365,9 +362,19 @@ def print_learners(rows: list[dict]):
         if row.get("status") == Status.SKIPPED:
             continue
         rung = row.get("rung")
-        status = "one class" if row.get("one_class") else row.get("status") or "-"  # flagged, never a choice
-        print(f"{row['learner']:22s} {status:>10s} {_percent(row.get('balanced_accuracy')):>6s} "
+        print(f"{row['learner']:22s} {_status(row):>10s} {_percent(row.get('balanced_accuracy')):>6s} "
               f"{'-' if rung is None else str(rung):>8s} {_seconds(row):>8s}")
+
+
+def _has_figure(row: dict) -> bool:
+    """Whether the row has a headline that is a result: one whose refit predicted one class is flagged, never a
+    result (partial rows may have none)."""
+    return row.get("balanced_accuracy") is not None and not row.get("one_class")
+
+
+def _status(row: dict) -> str:
+    """The row's status, ``one class`` where its headline refit predicted one class (flagged, never a choice)."""
+    return "one class" if row.get("one_class") else row.get("status") or "-"
 
 
 def _spent(row: dict) -> float:

@@ -87,4 +87,4 @@ def test_the_bags_an_inner_score_covers_are_the_tuning_bags_or_under_the_holdout
     holdout = Plan("set", [], TuneOptions(folds=4, protocol="holdout"), folds, 0.0, validation=validation)
     [counts] = holdout.inner_bags(y)  # hold-out: the inner fifth alone
     assert counts.tolist() == [np.sum((y == c) & (validation >= 0)) for c in (0, 1)]
-    assert 100 <= counts.min() < np.sum((y == 0) & (assignment != 0))
+    assert INNER_MIN_CLASS_BAGS <= counts.min() < np.sum((y == 0) & (assignment != 0))

@@ -145,12 +145,12 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     if fraction is not None:
         folds = replace(folds, fits=tuple((bag_sample(bags.y, train, rung_fraction(fraction, len(train)),
                                                       plan.options.seed), test) for train, test in folds.fits))
-    fits = _Fits(folds, plan.options.fit_timeout, rung=fraction)
     # a killed worker's replacement starts and imports the learner's libraries before this trial's clock
     worker.wait_started()
     import_for(worker, (spec.name,))
     hard_stop, fair_share = trial_stop(time.time(), share, deadline)
-    fits.share = share if fair_share and fraction is None else None
+    own_share = share if fair_share and fraction is None else None  # a defaults trial's on all the bags
+    fits = _Fits(folds, plan.options.fit_timeout, rung=fraction, share=own_share)
     probe = cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol), plan.prior) \
         and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
