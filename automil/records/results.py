@@ -39,19 +39,21 @@ class Status(StrEnum):
 
 # The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
 _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
-# only when there are out-of-fold predictions, several objectives, (members) on the ensemble's row,
-# (choices) on the procedure's, or (interval, rung) under the hold-out protocol
-_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices", "interval", "rung")
+# only when there are out-of-fold predictions, several objectives, (members, tuning_gain_stderr) on the
+# ensemble's row, (choices) on the procedure's, or (interval, rung) under the hold-out protocol
+_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices", "interval", "rung",
+                  "tuning_gain_stderr")
 # The keys of a row in the order ``automil tune --json`` writes them (documented in docs/reference/leaderboard-row.md).
 _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
-             "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score", "best_trial",
-             "best_params", "nested_accuracy", "nested_accuracy_std", "nested_balanced_accuracy",
-             "nested_balanced_accuracy_std", "nested_roc_auc", "nested_roc_auc_std", "repeated_accuracy",
-             "repeated_accuracy_std", "repeated_balanced_accuracy", "repeated_balanced_accuracy_std",
-             "repeated_roc_auc", "repeated_roc_auc_std", "accuracy", "accuracy_std", "balanced_accuracy",
-             "balanced_accuracy_std", "roc_auc", "roc_auc_std", "repeats", "headline", "fit_seconds", "budget_seconds",
-             "one_class", "error", "trials_stopped", "classes", "confusion_matrix", "tuned_splits", "outer_splits",
-             "pareto_front", "members", "choices", "model_uri", "selected", "registered_model", "status")
+             "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score",
+             "tuning_gain_stderr", "best_trial", "best_params", "nested_accuracy", "nested_accuracy_std",
+             "nested_balanced_accuracy", "nested_balanced_accuracy_std", "nested_roc_auc", "nested_roc_auc_std",
+             "repeated_accuracy", "repeated_accuracy_std", "repeated_balanced_accuracy",
+             "repeated_balanced_accuracy_std", "repeated_roc_auc", "repeated_roc_auc_std", "accuracy", "accuracy_std",
+             "balanced_accuracy", "balanced_accuracy_std", "roc_auc", "roc_auc_std", "repeats", "headline",
+             "fit_seconds", "budget_seconds", "one_class", "error", "trials_stopped", "classes", "confusion_matrix",
+             "tuned_splits", "outer_splits", "pareto_front", "members", "choices", "model_uri", "selected",
+             "registered_model", "status")
 # Field metadata: a part's prefix in the row's flat keys, and a field's own flat key where it is not the prefix
 # and the field's name.
 _PREFIX, _KEY = "automil.prefix", "automil.key"
@@ -99,9 +101,12 @@ class ParetoPoint:
 @dataclass(frozen=True)
 class Tuning:
     """What tuning found in the main study: the best trial's value of the metric on the tuning folds
-    (``score``, optimistic), its number and parameters, and with several objectives the Pareto front."""
+    (``score``, optimistic), its number and parameters, and with several objectives the Pareto front; on the
+    ensemble's row, the standard error over the bags of its score's gain over its best member's
+    (``gain_stderr``, paired: :func:`~automil.evaluation.chance.gain_stderr`)."""
 
     score: float | None = _keyed("tuning_score")
+    gain_stderr: float | None = _keyed("tuning_gain_stderr")
     best_trial: int | None = None
     best_params: dict | None = None
     pareto_front: list[ParetoPoint] | None = None
@@ -127,8 +132,9 @@ class OuterSplit:
     """One outer split of a nested figure: the score its inner folds gave the parameters refitted there
     (``None``: none, so the procedure cannot choose by it), the refit's scores on the outer fold, each
     inner fold's score behind ``inner`` (their spread), for the ensemble, the learners its selection
-    combined in the split, and the calibration of the refit's probabilities and prediction sets on the
-    outer fold (``None``: not measured)."""
+    combined in the split and the standard error of its inner score's gain over its best member's
+    (``gain_stderr``), and the calibration of the refit's probabilities and prediction sets on the outer
+    fold (``None``: not measured)."""
 
     inner: float | None
     accuracy: float
@@ -137,6 +143,7 @@ class OuterSplit:
     inner_folds: list[float | None] | None = None
     members: list[str] | None = None
     calibration: CalibrationFigures | None = None
+    gain_stderr: float | None = None
 
     def __post_init__(self):
         if isinstance(self.calibration, dict):

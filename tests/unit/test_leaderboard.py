@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata
 
-from automil.evaluation.chance import score_stderr
-from automil.evaluation.metrics import FoldScores
+from automil.evaluation.chance import gain_stderr, score_stderr
+from automil.evaluation.metrics import FoldScores, score
 from automil.records import Headline, LearnerResult, Member, Status, TrialRecord, TrialState
 from automil.tune.final.chance_rule import bag_bound, lower_bound, row_chance
 from automil.tune.final.choice import Choice, choose
@@ -239,3 +239,30 @@ def test_the_ensemble_is_chosen_only_when_it_beats_its_best_member_on_the_tuning
     assert choose([a, b, ensemble]) == Choice("ensemble")
     ensemble.tuning = replace(ensemble.tuning, score=None)
     assert choose([a, b, ensemble]) == Choice("a"), "no tuning score: nothing says it beats its members"
+    # a gain of 0.03 over a: within twice its standard error of 0.02 over the bags, past twice 0.01
+    ensemble.tuning = replace(ensemble.tuning, score=0.83, gain_stderr=0.02)
+    assert choose([a, b, ensemble]) == Choice("a")
+    ensemble.tuning = replace(ensemble.tuning, gain_stderr=0.01)
+    assert choose([a, b, ensemble]) == Choice("ensemble")
+
+
+@pytest.mark.parametrize("metric", ["balanced_accuracy", "roc_auc"])
+def test_a_gains_standard_error_is_the_spread_of_the_difference_of_two_scores_on_the_same_bags(metric):
+    # two predictors of 200 bags that share most of their errors (a common part of each bag's score): the
+    # spread of their scores' difference over 400 draws of the bags against the paired bootstrap of one
+    # draw (the mean of four), and far below what two independent scores' errors would add up to
+    y = np.repeat([0, 1], [60, 140])
+    rng = np.random.default_rng(5)
+    shared = rng.normal(size=(400, len(y))) + y
+    ours, theirs = shared + 0.3 * rng.normal(size=shared.shape) + 0.1 * y, shared + 0.3 * rng.normal(size=shared.shape)
+
+    def proba(scores):
+        return np.stack([-scores, scores - 0.5], axis=-1)
+
+    levels = np.array([[score(y, proba(o), metric), score(y, proba(t), metric)] for o, t in zip(ours, theirs,
+                                                                                              strict=True)])
+    bootstrapped = [gain_stderr(metric, y, proba(ours[d]), proba(theirs[d]), seed=d) for d in range(4)]
+    spread = np.std(levels[:, 0] - levels[:, 1])
+    assert np.mean(bootstrapped) == pytest.approx(spread, rel=0.15)
+    unpaired = np.sqrt(2) * score_stderr(metric, float(levels[:, 1].mean()), [60, 140])
+    assert spread < 0.6 * unpaired

@@ -28,7 +28,7 @@ OPTIONS = TuneOptions(folds=3, repeats=1, protocol="nested", metric="balanced_ac
 INNER_BAGS = [np.array([100, 100])] * 3
 
 
-def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), members=()):
+def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), members=(), gain_stderr=()):
     """A learner's row whose outer split ``i`` scored ``inner[i]`` on its inner folds (``inner_folds[i]`` on
     each) and ``outer[i]`` (BACC; ACC is BACC + 0.05) on outer fold ``i``, its folds holding two bags of
     each of two classes (chance: BACC 0.5)."""
@@ -38,7 +38,7 @@ def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), me
     return result_row("fox", OPTIONS, Evaluation(learner, "p", f"fox/{learner}", [best], best, outer_best=[best] * 3,
                                                  nested=nested, inner=inner, fit_seconds=[fit_seconds],
                                                  inner_folds=list(inner_folds), members=list(members),
-                                                 predictions={Refit.NESTED: [(truth, truth)] * 3}))
+                                                 gain_stderr=list(gain_stderr), predictions={Refit.NESTED: [(truth, truth)] * 3}))
 
 
 def test_each_outer_split_chooses_by_its_inner_scores_and_is_scored_on_its_outer_fold():
@@ -103,6 +103,10 @@ def test_the_ensemble_is_chosen_in_a_split_only_where_its_inner_score_beats_its_
             _row("ensemble", inner=[0.80, 0.85, 0.75], outer=[0.9, 0.9, 0.9], fit_seconds=0.1,
                  members=[["a", "b"], ["a"], ["a", "b"]])]
     assert procedure_row(rows, INNER_BAGS).choices == ["a", "b", "ensemble"]
+    # split 2's gain of 0.05 over a is within twice its standard error over the bags there (0.03): a
+    rows[2] = _row("ensemble", inner=[0.80, 0.85, 0.75], outer=[0.9, 0.9, 0.9], fit_seconds=0.1,
+                   members=[["a", "b"], ["a"], ["a", "b"]], gain_stderr=[0.01, 0.01, 0.03])
+    assert procedure_row(rows, INNER_BAGS).choices == ["a", "b", "a"]
 
 
 def test_the_tuned_protocol_has_no_procedure_row_and_rows_round_trip_through_json():
@@ -147,6 +151,10 @@ def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults(
     assert [np.mean(folds) for folds in evaluation.inner_folds] == pytest.approx(evaluation.inner)
     assert all(len(folds) == 2 and set(members) <= {"a", "b"}
                for folds, members in zip(evaluation.inner_folds, evaluation.members, strict=True))
+    # and the standard error of its gain over its best member over the six bags each split's inner folds
+    # hold: none where the selections of every block agree with that member on every bag
+    assert all(stderr is not None and stderr >= 0 for stderr in evaluation.gain_stderr)
+    assert max(evaluation.gain_stderr) > 0
 
 
 def _folds(assignment) -> RunFolds:

@@ -1,6 +1,6 @@
 """The rule every choice of a run follows, so that it never ships chance: a row is chosen only when its score
 is above chance by its own uncertainty (``docs/tune.md``, "The chosen model"), an ensemble only when it beats
-its best member; and what a choice that found nothing scores (chance itself)."""
+its best member by the uncertainty of its gain; and what a choice that found nothing scores (chance itself)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from automil.evaluation.metrics import METRICS, bootstrap_interval
 from automil.records import LearnerResult, OuterSplit
 from automil.records.protocol import Protocol
 
-__all__ = ["row_chance", "lower_bound", "bag_bound", "above", "headline_bound", "beats_members", "chance_split"]
+__all__ = ["row_chance", "lower_bound", "bag_bound", "above", "headline_bound", "best_member", "beats_members",
+           "chance_split"]
 
 
 def row_chance(row: LearnerResult, metric: str | None = None) -> float | None:
@@ -61,15 +62,22 @@ def headline_bound(row: LearnerResult) -> float | None:
     return interval[0]
 
 
+def best_member(members: list[str], scores: dict[str, float | None]) -> str | None:
+    """The member of an ensemble with the best inner score among ``scores`` (``None``: none has one)."""
+    scored = [n for n in members if scores.get(n) is not None]
+    return max(scored, key=lambda n: scores[n], default=None)
+
+
 def beats_members(row: LearnerResult, score: float | None, scores: dict[str, float | None],
-                   members: list[str] | None = None) -> bool:
+                  members: list[str] | None = None, gain_stderr: float | None = None) -> bool:
     """Whether a row that is an ensemble (``members``, else its row's) beats its best member on the inner
-    estimate (``score`` against the members' ``scores``); any other row does."""
+    estimate (``score`` against the members' ``scores``) by ``CHANCE_SIGMAS`` standard errors of the gain
+    (``gain_stderr``, over the bags both scored; ``None``: not measured, any gain); any other row does."""
     members = members if members is not None else [m.learner for m in row.members or ()]
     if not members:
         return True
-    best = max((v for n in members if (v := scores.get(n)) is not None), default=None)
-    return score is not None and (best is None or score > best)
+    best = best_member(members, scores)
+    return score is not None and (best is None or score - CHANCE_SIGMAS * (gain_stderr or 0.0) > scores[best])
 
 
 def chance_split(scored: list[tuple[LearnerResult, OuterSplit]]) -> OuterSplit | None:

@@ -13,12 +13,14 @@ import numpy as np
 
 from automil.evaluation.calibrated import HeldApart
 from automil.evaluation.calibration_figures import split_figures
+from automil.evaluation.chance import gain_stderr
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.metrics import fold_scores, mean_std, score
 from automil.evaluation.prediction import one_column_if_binary
 from automil.records import LearnerResult, Member, Status, TrialAttr, TrialCounts, TrialRecord
 from automil.records.trials import rounded
 from automil.tune.backend.optuna_trials import best_trial, defaults_trial
+from automil.tune.final.chance_rule import best_member
 from automil.tune.final.ensemble_selection import Ensemble, calibrate, calibrated, select
 from automil.tune.final.leaderboard import Evaluation, Refit, RowSpec, result_row
 from automil.tune.studies.plan import Plan
@@ -225,8 +227,10 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
     row = result_row(plan.dataset, options, evaluation)
     row.members = [Member(n, w) for n, w in zip(main.names, main.weights, strict=True)]
     # its counterpart of a tuning score, which the run's choice holds against its members' (choice.choose)
-    folds = _inner_folds(plan, bags, main_oof(plan, candidates), options.held_out, classes)
-    row.tuning = replace(row.tuning, score=mean_std(folds)[0])
+    best = best_member(main.names, {n: None if (t := best_trial(c.trials, options.directions)) is None else t.value
+                                    for n, c in candidates.items()})
+    folds, gain = _inner_folds(plan, bags, main_oof(plan, candidates), options.held_out, classes, best)
+    row.tuning = replace(row.tuning, score=mean_std(folds)[0], gain_stderr=gain)
     row.error = evaluation.errors[0] if evaluation.errors else None
     row.status = (Status.NO_RESULT if row.headline.accuracy is None
                   else Status.PARTIAL if evaluation.errors else Status.OK)
@@ -262,18 +266,21 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     outer = plan.options.outer_folds
     evaluation.nested, evaluation.inner = [None] * len(outer), [None] * len(outer)
     evaluation.inner_folds, evaluation.members = [None] * len(outer), [None] * len(outer)
+    evaluation.gain_stderr = [None] * len(outer)
     chosen: list[Members | None] = [None] * len(outer)
     tuned = 0
     for i in outer:
         order = plan.trial_folds(i).order
-        oof = {n: c.inner(plan, i).oof for n, c in candidates.items()}
+        inner = {n: c.inner(plan, i) for n, c in candidates.items()}
+        oof = {n: seen.oof for n, seen in inner.items()}
         members = choose_members(oof, order, bags.y, plan.options.metric)
         if members is None:
             evaluation.errors.append(f"no learner with out-of-fold scores in outer split {i}: no nested figure")
             continue
         tuned += 1
         chosen[i] = members
-        evaluation.inner_folds[i] = _inner_folds(plan, bags, oof, i, classes)
+        best = best_member(members.names, {n: seen.score for n, seen in inner.items()})
+        evaluation.inner_folds[i], evaluation.gain_stderr[i] = _inner_folds(plan, bags, oof, i, classes, best)
         evaluation.inner[i], evaluation.members[i] = mean_std(evaluation.inner_folds[i])[0], members.names
         test = np.flatnonzero(plan.folds.tuning == i)
         predicted = members.predict(candidates, NESTED_SCORES, test, classes)
@@ -305,28 +312,37 @@ def held_apart_ensemble(members: Members, candidates: dict[str, Candidate], spli
     return HeldApart(parts[0].calibration, every, model)
 
 
-def _inner_folds(plan: Plan, bags, oof: dict[str, np.ndarray | None], i: int | None, classes) -> list[float | None]:
+def _inner_folds(plan: Plan, bags, oof: dict[str, np.ndarray | None], i: int | None, classes,
+                 best: str | None) -> tuple[list[float | None], float | None]:
     """The ensemble's counterpart of a tuning score, by block: on each block of the trials that never see fold
     ``i`` (outer split ``i``'s inner folds, or the blocks of the main studies' inner hold-out; ``None``: every
     fold, the main studies' under the nested and tuned protocols), the metric of the members, calibration
     maps and weights selected on the out-of-fold scores ``oof`` of the other blocks. Selected and scored on
     the same bags, an ensemble would beat its members by the selection alone (on a few hundred bags, by more
-    than learners a few points apart differ); ``None`` for a block where nothing could be selected."""
+    than learners a few points apart differ); ``None`` for a block where nothing could be selected. Also the
+    standard error of its gain over its ``best`` member, calibrated the same way, over the bags of the blocks
+    (:func:`~automil.evaluation.chance.gain_stderr`; ``None`` without that member)."""
     folds = plan.trial_folds(i)
-    order = folds.order
-    values = []
+    order, metric = folds.order, plan.options.metric
+    values, paired = [], []
     for block in dict.fromkeys(folds.blocks.tolist()):
         held = folds.blocks == block
         test = order[held]
         members = choose_members({n: None if s is None else s[~held] for n, s in oof.items()}, order[~held],
-                                 bags.y, plan.options.metric)
+                                 bags.y, metric)
         if members is None:
             values.append(None)
             continue
         total = members.combined({n: oof[n][held] for n in members.names})
         y_pred = classes[np.argmax(total, axis=1)]
-        values.append(getattr(fold_scores(bags.y[test], y_pred, total, classes), plan.options.metric))
-    return values
+        values.append(getattr(fold_scores(bags.y[test], y_pred, total, classes), metric))
+        if best is not None and oof.get(best) is not None:
+            alone = choose_members({best: oof[best][~held]}, order[~held], bags.y, metric)
+            paired.append((test, total, alone.combined({best: oof[best][held]})))
+    if not paired:
+        return values, None
+    test, ours, theirs = (np.concatenate(part) for part in zip(*paired, strict=True))
+    return values, gain_stderr(metric, np.searchsorted(classes, bags.y[test]), ours, theirs, plan.options.seed)
 
 
 def log_scores(proba) -> np.ndarray:
