@@ -88,6 +88,18 @@ def test_a_first_trial_running_in_another_process_is_not_run_twice():
     assert next_step(states, 20, 100.0, jobs=2, prior=("first", "second")).learner == "first"
 
 
+def test_no_trial_starts_that_its_learners_measured_seconds_say_the_deadline_would_cut():
+    # 60 s left: the leader's trials take 90 s, so its next goes to the rival's 20 s ones; a second try of
+    # defaults that completed nothing in 110 s waits too, as does a portfolio member's
+    states = [learner("leader", best=0.90, expected=90.0), learner("rival", best=0.89, expected=20.0),
+              LearnerState("retry", (StudyState(trials=1),), expected_seconds=110.0)]
+    assert next_step(states, 20, 60.0).learner == "rival"
+    assert next_step(states, 20, 60.0, prior=("retry",)).learner == "rival"
+    assert next_step(states, 20, 120.0).learner == "retry", "with the time to end it, the second try first"
+    assert next_step(states[:1], 20, 60.0) is None, "nothing that ends: no trial"
+    assert next_step([learner("new")], 20, 1.0).phase == "defaults", "a cost not yet measured may try"
+
+
 def test_only_learners_within_the_margin_of_the_leader_contend():
     states = [learner("leader", best=0.90, stderr=0.02), learner("close", best=0.87),
               learner("edge", best=0.86), learner("behind", best=0.80)]

@@ -43,7 +43,8 @@ from automil.tune.studies.trial_folds import INNER_FIFTHS
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
-           "FINAL_SHARE", "estimated_trial_seconds", "run_seconds", "GROWTH_RANGE", "final_fits", "prior_step"]
+           "FINAL_SHARE", "estimated_trial_seconds", "run_seconds", "GROWTH_RANGE", "final_fits", "prior_step",
+           "ends_in_time"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -147,6 +148,9 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     With a ``ladder`` (the hold-out protocol), every learner's defaults first climb its rungs
     (:func:`~automil.tune.schedule.ladder.ladder_step`), and only the learners promoted to the top rung
     (:func:`~automil.tune.schedule.ladder.top_rung`) take part in what follows.
+
+    No learner's trial that its measured seconds say cannot end before the deadline is started
+    (:func:`ends_in_time`): it would buy nothing, and the seconds go to a trial that ends, or to none.
     """
     first = prior_step(learners, n_trials, time_left, jobs, prior)
     if first is not None:
@@ -158,6 +162,7 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
             return Step(rung.learner, 0, "rung", rung.time_limit, rung.fraction)
         top = top_rung(learners, climbing, time_left, jobs)
         learners = [s for s in learners if s.name in top]
+    learners = [s for s in learners if ends_in_time(s, time_left)]
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
         # on the ladder, a cost estimated from the learner's rungs until it has run on all bags
@@ -178,11 +183,20 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     return Step(learner.name, learner.next_study(n_trials), "rest")
 
 
+def ends_in_time(learner: LearnerState, time_left: float | None) -> bool:
+    """Whether a trial of ``learner`` on all the bags, at the mean seconds of its trials there so far, ends
+    within the ``time_left`` before the tuning deadline (a learner of unknown cost may try). Why: the
+    deadline cuts a trial that does not, and a cut trial counts for nothing (no figure, no score), while the
+    worker it held could have run a trial that ends."""
+    return time_left is None or learner.expected_seconds is None or learner.expected_seconds <= time_left
+
+
 def prior_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None, jobs: int,
                prior: tuple[str, ...]) -> Step | None:
     """The first trial of the portfolio's next learner (``prior`` order) that waits for one, within the time
     left times ``jobs`` divided by the portfolio's learners still waiting; ``None`` when none waits."""
-    waiting = [s for s in learners if s.name in prior and waits_for_defaults(s, n_trials)]
+    waiting = [s for s in learners if s.name in prior and waits_for_defaults(s, n_trials)
+               and ends_in_time(s, time_left)]
     if not waiting:
         return None
     first = min(waiting, key=lambda s: prior.index(s.name))
