@@ -38,7 +38,8 @@ def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), me
     return result_row("fox", OPTIONS, Evaluation(learner, "p", f"fox/{learner}", [best], best, outer_best=[best] * 3,
                                                  nested=nested, inner=inner, fit_seconds=[fit_seconds],
                                                  inner_folds=list(inner_folds), members=list(members),
-                                                 gain_stderr=list(gain_stderr), predictions={Refit.NESTED: [(truth, truth)] * 3}))
+                                                 gain_stderr=list(gain_stderr),
+                                                 predictions={Refit.NESTED: [(truth, truth)] * 3}))
 
 
 def test_each_outer_split_chooses_by_its_inner_scores_and_is_scored_on_its_outer_fold():
