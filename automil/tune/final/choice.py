@@ -1,5 +1,5 @@
 """The one model a run hands the user: the rule that chooses it among the leaderboard's rows (never a row
-at chance, an ensemble only when it beats its best member)."""
+at chance, an ensemble only when it beats its best member by the uncertainty of its gain)."""
 
 from __future__ import annotations
 
