@@ -43,8 +43,8 @@ def summary(rows: list[dict], metric: str) -> str:
 
     best_text = "-" if best is None else f"{best['learner']} {shown(best)}"
     return (f"automil {shown(procedure)} (choices {procedure.get('choices')}), ensemble {shown(ensemble)} "
-            f"(tuning score {ensemble.get('tuning_score')}, its gain's standard error "
-            f"{ensemble.get('tuning_gain_stderr')}), best learner {best_text}")
+            f"(tuning score {ensemble.get('tuning_score')}, its gain's lower bound "
+            f"{ensemble.get('tuning_gain_bound')}), best learner {best_text}")
 
 
 def main(argv=None) -> int:

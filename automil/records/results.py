@@ -39,14 +39,14 @@ class Status(StrEnum):
 
 # The keys of a skipped learner's row, in their order (it has no trials, so none of the others).
 _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
-# only when there are out-of-fold predictions, several objectives, (members, tuning_gain_stderr) on the
+# only when there are out-of-fold predictions, several objectives, (members, tuning_gain_bound) on the
 # ensemble's row, (choices) on the procedure's, or (interval, rung) under the hold-out protocol
 _OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices", "interval", "rung",
-                  "tuning_gain_stderr")
+                  "tuning_gain_bound")
 # The keys of a row in the order ``automil tune --json`` writes them (documented in docs/reference/leaderboard-row.md).
 _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
              "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score",
-             "tuning_gain_stderr", "best_trial", "best_params", "nested_accuracy", "nested_accuracy_std",
+             "tuning_gain_bound", "best_trial", "best_params", "nested_accuracy", "nested_accuracy_std",
              "nested_balanced_accuracy", "nested_balanced_accuracy_std", "nested_roc_auc", "nested_roc_auc_std",
              "repeated_accuracy", "repeated_accuracy_std", "repeated_balanced_accuracy",
              "repeated_balanced_accuracy_std", "repeated_roc_auc", "repeated_roc_auc_std", "accuracy", "accuracy_std",
@@ -102,11 +102,11 @@ class ParetoPoint:
 class Tuning:
     """What tuning found in the main study: the best trial's value of the metric on the tuning folds
     (``score``, optimistic), its number and parameters, and with several objectives the Pareto front; on the
-    ensemble's row, the standard error over the bags of its score's gain over its best member's
-    (``gain_stderr``, paired: :func:`~automil.evaluation.chance.gain_stderr`)."""
+    ensemble's row, the lower bound of its gain over its best member alone (``gain_bound``: the gain less
+    twice its paired standard error over the bags, :func:`~automil.evaluation.chance.gain_stderr`)."""
 
     score: float | None = _keyed("tuning_score")
-    gain_stderr: float | None = _keyed("tuning_gain_stderr")
+    gain_bound: float | None = _keyed("tuning_gain_bound")
     best_trial: int | None = None
     best_params: dict | None = None
     pareto_front: list[ParetoPoint] | None = None
@@ -132,8 +132,8 @@ class OuterSplit:
     """One outer split of a nested figure: the score its inner folds gave the parameters refitted there
     (``None``: none, so the procedure cannot choose by it), the refit's scores on the outer fold, each
     inner fold's score behind ``inner`` (their spread), for the ensemble, the learners its selection
-    combined in the split and the standard error of its inner score's gain over its best member's
-    (``gain_stderr``), and the calibration of the refit's probabilities and prediction sets on the outer
+    combined in the split and the lower bound of its inner score's gain over its best member alone
+    (``gain_bound``), and the calibration of the refit's probabilities and prediction sets on the outer
     fold (``None``: not measured)."""
 
     inner: float | None
@@ -143,7 +143,7 @@ class OuterSplit:
     inner_folds: list[float | None] | None = None
     members: list[str] | None = None
     calibration: CalibrationFigures | None = None
-    gain_stderr: float | None = None
+    gain_bound: float | None = None
 
     def __post_init__(self):
         if isinstance(self.calibration, dict):

@@ -28,7 +28,7 @@ OPTIONS = TuneOptions(folds=3, repeats=1, protocol="nested", metric="balanced_ac
 INNER_BAGS = [np.array([100, 100])] * 3
 
 
-def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), members=(), gain_stderr=()):
+def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), members=(), gain_bound=()):
     """A learner's row whose outer split ``i`` scored ``inner[i]`` on its inner folds (``inner_folds[i]`` on
     each) and ``outer[i]`` (BACC; ACC is BACC + 0.05) on outer fold ``i``, its folds holding two bags of
     each of two classes (chance: BACC 0.5)."""
@@ -38,7 +38,7 @@ def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), me
     return result_row("fox", OPTIONS, Evaluation(learner, "p", f"fox/{learner}", [best], best, outer_best=[best] * 3,
                                                  nested=nested, inner=inner, fit_seconds=[fit_seconds],
                                                  inner_folds=list(inner_folds), members=list(members),
-                                                 gain_stderr=list(gain_stderr),
+                                                 gain_bound=list(gain_bound),
                                                  predictions={Refit.NESTED: [(truth, truth)] * 3}))
 
 
@@ -104,9 +104,9 @@ def test_the_ensemble_is_chosen_in_a_split_only_where_its_inner_score_beats_its_
             _row("ensemble", inner=[0.80, 0.85, 0.75], outer=[0.9, 0.9, 0.9], fit_seconds=0.1,
                  members=[["a", "b"], ["a"], ["a", "b"]])]
     assert procedure_row(rows, INNER_BAGS).choices == ["a", "b", "ensemble"]
-    # split 2's gain of 0.05 over a is within twice its standard error over the bags there (0.03): a
+    # split 2's gain over a alone is within twice its standard error over the bags there: a
     rows[2] = _row("ensemble", inner=[0.80, 0.85, 0.75], outer=[0.9, 0.9, 0.9], fit_seconds=0.1,
-                   members=[["a", "b"], ["a"], ["a", "b"]], gain_stderr=[0.01, 0.01, 0.03])
+                   members=[["a", "b"], ["a"], ["a", "b"]], gain_bound=[0.01, 0.01, -0.01])
     assert procedure_row(rows, INNER_BAGS).choices == ["a", "b", "a"]
 
 
@@ -152,10 +152,9 @@ def test_the_ensemble_selects_in_splits_left_untuned_from_the_learners_defaults(
     assert [np.mean(folds) for folds in evaluation.inner_folds] == pytest.approx(evaluation.inner)
     assert all(len(folds) == 2 and set(members) <= {"a", "b"}
                for folds, members in zip(evaluation.inner_folds, evaluation.members, strict=True))
-    # and the standard error of its gain over its best member over the six bags each split's inner folds
-    # hold: none where the selections of every block agree with that member on every bag
-    assert all(stderr is not None and stderr >= 0 for stderr in evaluation.gain_stderr)
-    assert max(evaluation.gain_stderr) > 0
+    # and the lower bound of its gain over its best member alone: 0 where every block's selection is that
+    # member alone (no gain, no spread), below it where six bags cannot tell a combination from the member
+    assert evaluation.gain_bound[1] == 0 and all(bound < 0 for bound in evaluation.gain_bound[::2])
 
 
 def _folds(assignment) -> RunFolds:

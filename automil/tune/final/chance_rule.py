@@ -1,6 +1,7 @@
 """The rule every choice of a run follows, so that it never ships chance: a row is chosen only when its score
 is above chance by its own uncertainty (``docs/tune.md``, "The chosen model"), an ensemble only when it beats
-its best member by the uncertainty of its gain; and what a choice that found nothing scores (chance itself)."""
+its best member, and that member alone calibrated as the ensemble is by the uncertainty of the gain; and what
+a choice that found nothing scores (chance itself)."""
 
 from __future__ import annotations
 
@@ -69,15 +70,16 @@ def best_member(members: list[str], scores: dict[str, float | None]) -> str | No
 
 
 def beats_members(row: LearnerResult, score: float | None, scores: dict[str, float | None],
-                  members: list[str] | None = None, gain_stderr: float | None = None) -> bool:
+                  members: list[str] | None = None, gain_bound: float | None = None) -> bool:
     """Whether a row that is an ensemble (``members``, else its row's) beats its best member on the inner
-    estimate (``score`` against the members' ``scores``) by ``CHANCE_SIGMAS`` standard errors of the gain
-    (``gain_stderr``, over the bags both scored; ``None``: not measured, any gain); any other row does."""
+    estimate (``score`` against the members' ``scores``) and its gain over that member alone, calibrated
+    and cross-validated as the ensemble is, passes twice its standard error (``gain_bound`` above 0;
+    ``None``: not measured); any other row does."""
     members = members if members is not None else [m.learner for m in row.members or ()]
     if not members:
         return True
     best = best_member(members, scores)
-    return score is not None and (best is None or score - CHANCE_SIGMAS * (gain_stderr or 0.0) > scores[best])
+    return score is not None and (best is None or score > scores[best]) and (gain_bound is None or gain_bound > 0)
 
 
 def chance_split(scored: list[tuple[LearnerResult, OuterSplit]]) -> OuterSplit | None:

@@ -32,16 +32,16 @@ def choose(rows: list[LearnerResult]) -> Choice:
     Candidates have status ``ok``, a headline figure (nested CV under the nested protocol) and never
     predicted one class for every bag of a headline fold; of them, a row is chosen only when its figure
     is above chance by its own uncertainty (:func:`~automil.tune.final.chance_rule.headline_bound`), and
-    the ensemble only when its tuning score beats its best member's by twice the standard error of the gain
-    (its cost buys nothing otherwise). The best headline value of the run's metric wins; ties go to the
-    cheaper learner (lower mean fit seconds), then to the name.
+    the ensemble only when its tuning score beats its best member's and its gain over that member alone
+    passes twice its standard error (its cost buys nothing otherwise). The best headline value of the run's
+    metric wins; ties go to the cheaper learner (lower mean fit seconds), then to the name.
     """
     candidates = [r for r in rows if admissible(r)]
     if not candidates:
         return Choice(None, "no learner has a figure to choose a model by")
     clear = [r for r in candidates if above(headline_bound(r), row_chance(r))]
     tuning = {r.learner: r.tuning.score for r in rows}
-    chosen = [r for r in clear if beats_members(r, r.tuning.score, tuning, gain_stderr=r.tuning.gain_stderr)]
+    chosen = [r for r in clear if beats_members(r, r.tuning.score, tuning, gain_bound=r.tuning.gain_bound)]
     if chosen:
         return Choice(min(chosen, key=lambda r: preference(r, r.metric_value())).learner)
     if clear:

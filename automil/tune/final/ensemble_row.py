@@ -13,7 +13,7 @@ import numpy as np
 
 from automil.evaluation.calibrated import HeldApart
 from automil.evaluation.calibration_figures import split_figures
-from automil.evaluation.chance import gain_stderr
+from automil.evaluation.chance import CHANCE_SIGMAS, gain_stderr
 from automil.evaluation.folds import fold_splits
 from automil.evaluation.metrics import fold_scores, mean_std, score
 from automil.evaluation.prediction import one_column_if_binary
@@ -230,7 +230,7 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
     best = best_member(main.names, {n: None if (t := best_trial(c.trials, options.directions)) is None else t.value
                                     for n, c in candidates.items()})
     folds, gain = _inner_folds(plan, bags, main_oof(plan, candidates), options.held_out, classes, best)
-    row.tuning = replace(row.tuning, score=mean_std(folds)[0], gain_stderr=gain)
+    row.tuning = replace(row.tuning, score=mean_std(folds)[0], gain_bound=gain)
     row.error = evaluation.errors[0] if evaluation.errors else None
     row.status = (Status.NO_RESULT if row.headline.accuracy is None
                   else Status.PARTIAL if evaluation.errors else Status.OK)
@@ -266,7 +266,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
     outer = plan.options.outer_folds
     evaluation.nested, evaluation.inner = [None] * len(outer), [None] * len(outer)
     evaluation.inner_folds, evaluation.members = [None] * len(outer), [None] * len(outer)
-    evaluation.gain_stderr = [None] * len(outer)
+    evaluation.gain_bound = [None] * len(outer)
     chosen: list[Members | None] = [None] * len(outer)
     tuned = 0
     for i in outer:
@@ -280,7 +280,7 @@ def _nested(plan: Plan, bags, candidates: dict[str, Candidate], evaluation: Eval
         tuned += 1
         chosen[i] = members
         best = best_member(members.names, {n: seen.score for n, seen in inner.items()})
-        evaluation.inner_folds[i], evaluation.gain_stderr[i] = _inner_folds(plan, bags, oof, i, classes, best)
+        evaluation.inner_folds[i], evaluation.gain_bound[i] = _inner_folds(plan, bags, oof, i, classes, best)
         evaluation.inner[i], evaluation.members[i] = mean_std(evaluation.inner_folds[i])[0], members.names
         test = np.flatnonzero(plan.folds.tuning == i)
         predicted = members.predict(candidates, NESTED_SCORES, test, classes)
@@ -320,8 +320,10 @@ def _inner_folds(plan: Plan, bags, oof: dict[str, np.ndarray | None], i: int | N
     maps and weights selected on the out-of-fold scores ``oof`` of the other blocks. Selected and scored on
     the same bags, an ensemble would beat its members by the selection alone (on a few hundred bags, by more
     than learners a few points apart differ); ``None`` for a block where nothing could be selected. Also the
-    standard error of its gain over its ``best`` member, calibrated the same way, over the bags of the blocks
-    (:func:`~automil.evaluation.chance.gain_stderr`; ``None`` without that member)."""
+    lower bound of its gain over its ``best`` member alone, selected (calibrated) the same way: the gain of
+    the pooled blocks' metric less ``CHANCE_SIGMAS`` of its paired standard error over their bags
+    (:func:`~automil.evaluation.chance.gain_stderr`; ``None`` without that member). Against the member
+    alone, a gain that its calibration map alone buys is no gain of the combination."""
     folds = plan.trial_folds(i)
     order, metric = folds.order, plan.options.metric
     values, paired = [], []
@@ -342,7 +344,9 @@ def _inner_folds(plan: Plan, bags, oof: dict[str, np.ndarray | None], i: int | N
     if not paired:
         return values, None
     test, ours, theirs = (np.concatenate(part) for part in zip(*paired, strict=True))
-    return values, gain_stderr(metric, np.searchsorted(classes, bags.y[test]), ours, theirs, plan.options.seed)
+    y_index = np.searchsorted(classes, bags.y[test])
+    gain = score(y_index, ours, metric) - score(y_index, theirs, metric)
+    return values, gain - CHANCE_SIGMAS * gain_stderr(metric, y_index, ours, theirs, plan.options.seed)
 
 
 def log_scores(proba) -> np.ndarray:

@@ -78,8 +78,8 @@ class Evaluation:
     ``instance[i]`` outer fold ``i``'s instance figures (``None`` without instance labels or output);
     ``inner[i]`` is the score outer split ``i``'s inner folds gave the parameters refitted there (what the
     procedure chooses by, :func:`procedure_row`), ``inner_folds[i]`` that score on each inner fold, and
-    ``members[i]`` (the ensemble's) the learners combined in split ``i`` and ``gain_stderr[i]`` the
-    standard error of its inner score's gain over its best member's, ``calibration[i]`` the calibration
+    ``members[i]`` (the ensemble's) the learners combined in split ``i`` and ``gain_bound[i]`` the lower
+    bound of its inner score's gain over its best member alone, ``calibration[i]`` the calibration
     figures of outer fold ``i`` (:func:`~automil.tune.final.calibration.outer_calibration`);
     ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
     out-of-fold predictions (of the first repeat); ``errors`` are the final evaluation's failures,
@@ -106,7 +106,7 @@ class Evaluation:
     inner_folds: list[list[float | None] | None] = field(default_factory=list)
     members: list[list[str] | None] = field(default_factory=list)
     calibration: list[CalibrationFigures | None] = field(default_factory=list)
-    gain_stderr: list[float | None] = field(default_factory=list)
+    gain_bound: list[float | None] = field(default_factory=list)
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
@@ -193,7 +193,7 @@ def _outer_splits(job: Evaluation) -> list[OuterSplit | None]:
     return [None if s is None else OuterSplit(_at(job.inner, i), s.accuracy, s.balanced_accuracy, s.roc_auc,
                                               inner_folds=_at(job.inner_folds, i), members=_at(job.members, i),
                                               calibration=_at(job.calibration, i),
-                                              gain_stderr=_at(job.gain_stderr, i))
+                                              gain_bound=_at(job.gain_bound, i))
             for i, s in enumerate(job.nested)]
 
 
@@ -292,12 +292,12 @@ def procedure_row(rows: list[LearnerResult], inner_bags: list) -> LearnerResult 
     figures. Here outer split ``i`` makes that choice blind to its outer fold: among the rows
     :func:`choose` considers (the ensemble's too), those whose score on split ``i``'s inner folds is above
     chance by its own uncertainty (over the bags they scored, ``inner_bags[i]`` of each class:
-    :meth:`~automil.tune.studies.plan.Plan.inner_bags`), the ensemble only above its best member there by
-    twice the standard error of its gain, the best inner score wins (ties: cheaper, then by name), and that
-    row's score on outer fold ``i`` is the procedure's. A split where no row passes ships nothing: it is
-    scored as chance (a prediction of the majority class), its choice is ``None``, and the row's ``error``
-    names it. ``choices`` names the row chosen in each split; ``outer_splits`` holds the chosen row's inner
-    and outer scores. No fit.
+    :meth:`~automil.tune.studies.plan.Plan.inner_bags`), the ensemble only above its best member there, its
+    gain over that member alone above twice its standard error, the best inner score wins (ties: cheaper,
+    then by name), and that row's score on outer fold ``i`` is the procedure's. A split where no row passes
+    ships nothing: it is scored as chance (a prediction of the majority class), its choice is ``None``, and
+    the row's ``error`` names it. ``choices`` names the row chosen in each split; ``outer_splits`` holds the
+    chosen row's inner and outer scores. No fit.
     """
     nested = [r for r in rows if Protocol(r.protocol).held_out and r.learner != PROCEDURE
               and r.status != Status.SKIPPED]
@@ -315,7 +315,7 @@ def procedure_row(rows: list[LearnerResult], inner_bags: list) -> LearnerResult 
         scored = [(r, s) for r in candidates if (s := _split(r, i)) is not None and s.inner is not None]
         inner = {r.learner: s.inner for r in nested if (s := _split(r, i)) is not None}
         passed = [(r, s) for r, s in scored if above(bag_bound(s.inner, metric, inner_bags[i]), row_chance(r))
-                  and beats_members(r, s.inner, inner, s.members, s.gain_stderr)]
+                  and beats_members(r, s.inner, inner, s.members, s.gain_bound)]
         chosen = min(passed, key=lambda pair: preference(pair[0], pair[1].inner), default=(None, None))
         split = chosen[1] if chosen[0] is not None or not scored else chance_split(scored)
         if chosen[0] is None and split is not None:
