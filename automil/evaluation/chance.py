@@ -66,8 +66,28 @@ def gain_stderr(metric: str, y_index, ours, theirs, seed: int = 0) -> float:
     y_index = np.asarray(y_index)
     rng = np.random.default_rng(seed)
     by_class = [np.flatnonzero(y_index == k) for k in np.unique(y_index)]
-    gains = np.empty(GAIN_RESAMPLES)
-    for r in range(GAIN_RESAMPLES):
-        drawn = np.concatenate([rng.choice(members, size=len(members)) for members in by_class])
-        gains[r] = score(y_index[drawn], ours[drawn], metric) - score(y_index[drawn], theirs[drawn], metric)
+    drawn = [[rng.choice(members, size=len(members)) for members in by_class] for _ in range(GAIN_RESAMPLES)]
+    draws = [np.array(rows) for rows in zip(*drawn, strict=True)]  # each class's bags, a row a resample
+    gains = _resampled(metric, y_index, ours, draws) - _resampled(metric, y_index, theirs, draws)
     return float(np.std(gains, ddof=1))
+
+
+def _resampled(metric: str, y_index: np.ndarray, proba, draws: list[np.ndarray]) -> np.ndarray:
+    """``metric`` of ``proba`` on every resample (``draws``: each class's drawn bags, a row a resample), as
+    :func:`~automil.evaluation.metrics.score` gives it: at once over the resamples, but ROC AUC of more than
+    two classes, which :func:`~automil.evaluation.metrics.score` computes one resample at a time."""
+    proba = np.asarray(proba)
+    hit = np.argmax(proba, axis=1) == y_index
+    if metric == "accuracy":
+        return np.concatenate([hit[rows] for rows in draws], axis=1).mean(axis=1)
+    if metric == "balanced_accuracy":
+        return np.mean([hit[rows].mean(axis=1) for rows in draws], axis=0)
+    if metric == "roc_auc" and len(draws) == proba.shape[1] == 2:  # Mann-Whitney: the positives' mean rank
+        from scipy.stats import rankdata
+
+        negative, positive = proba[draws[0], 1], proba[draws[1], 1]
+        n_negative, n_positive = negative.shape[1], positive.shape[1]
+        ranks = rankdata(np.concatenate([negative, positive], axis=1), axis=1)[:, n_negative:]
+        return (ranks.sum(axis=1) - n_positive * (n_positive + 1) / 2) / (n_negative * n_positive)
+    rows = np.concatenate(draws, axis=1)
+    return np.array([score(y_index[drawn], proba[drawn], metric) for drawn in rows])

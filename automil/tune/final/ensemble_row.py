@@ -227,8 +227,8 @@ def ensemble_row(plan: Plan, bags, candidates: dict[str, Candidate], main: Membe
     row = result_row(plan.dataset, options, evaluation)
     row.members = [Member(n, w) for n, w in zip(main.names, main.weights, strict=True)]
     # its counterpart of a tuning score, which the run's choice holds against its members' (choice.choose)
-    best = best_member(main.names, {n: None if (t := best_trial(c.trials, options.directions)) is None else t.value
-                                    for n, c in candidates.items()})
+    trials = {n: best_trial(candidates[n].trials, options.directions) for n in main.names}
+    best = best_member(main.names, {n: None if t is None else t.value for n, t in trials.items()})
     folds, gain = _inner_folds(plan, bags, main_oof(plan, candidates), options.held_out, classes, best)
     row.tuning = replace(row.tuning, score=mean_std(folds)[0], gain_bound=gain)
     row.error = evaluation.errors[0] if evaluation.errors else None
