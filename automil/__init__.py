@@ -31,6 +31,7 @@ _EXPORTS = {
     "fold_splits": "automil.evaluation.folds",
     "report_epoch": "automil.epochs",
     "FitPruned": "automil.epochs",
+    "time_left": "automil.epochs",
     "StreamedBags": "automil.streamed_bags",
     "instance_moments": "automil.evaluation.standardized",
 }

@@ -188,6 +188,10 @@ class LearnerSpec:
         Bytes a fit holds for each pair of instances of one bag, when its memory grows with the square of a
         bag (exact self-attention: TransMIL about 40); ``--memory`` adds it times the largest bag's
         instances squared. 0 for the learners whose memory is linear in their bags.
+    anytime : bool
+        Its fits end within the time the driver gives them (:func:`automil.time_left`), keeping what they
+        learned and saying how far they got (``time_limited_params_``: the deep learners' epochs): the cost
+        probe does not stop it, since a fit of it never runs past its share.
     imports : tuple of str
         Modules a fit worker imports before its first fit of this learner, outside the fit's time limit (and
         its replacements at their start): a heavy library the estimator imports lazily (so that listing
@@ -212,6 +216,7 @@ class LearnerSpec:
     fit_growth: float | None = None
     memory_factor: float = 2.0
     pair_bytes: float = 0.0
+    anytime: bool = False
     imports: tuple[str, ...] = ()
     published: Published | None = None
     plugin: str = ""

@@ -1,5 +1,6 @@
-"""Pruning inside a fit: a learner that trains in epochs reports each to the driver, whose pruner stops a
-fit whose held-out score is below the median of the completed trials' at the same epoch."""
+"""Progress inside a fit: a learner that trains in epochs reports each to the driver, whose pruner stops a
+fit whose held-out score is below the median of the completed trials' at the same epoch; and an anytime
+learner ends each fit in the time the driver gives it, keeping what it learned."""
 
 import json
 import subprocess
@@ -66,3 +67,30 @@ def test_report_epoch_outside_a_driver_is_a_no_op_and_a_listener_can_stop_the_fi
             automil.report_epoch(2, 0.7)
     assert heard == [(0, 0.5), (1, 0.6), (2, 0.7)]
     automil.report_epoch(3, 0.1)  # the listener is gone with its block
+
+
+def test_an_anytime_fit_ends_in_its_time_with_a_figure_and_the_refit_trains_as_far(tmp_path):
+    # the learner's epochs would take 14 hours: every fit of the run ends because its time ran out
+    journal = f"journal:{tmp_path / 'studies.journal'}"
+    records = tmp_path / "records"
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
+                           "--learner", "anytime", "--storage", journal, "--timeout", "15", "--protocol", "holdout",
+                           "--no-track", "--jobs", "1", "--json", "out.json"],
+                          cwd=tmp_path, env=plugin_env(plugin_site(), records), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    trials = optuna.load_study(study_name="test-bags/anytime", storage=open_storage(journal)).trials
+    complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    assert complete  # a figure, not a fit killed at its limit
+    for trial in complete:  # what it reached is what it stored for the refit
+        reached = trial.user_attrs["time_limited"]["epochs"]
+        assert trial.user_attrs["estimator_params"]["epochs"] == reached
+        assert 0 < reached < 10**6
+    fits = [json.loads(p.read_text()) for p in records.glob("anytime-*.json")]
+    assert fits and all(fit["limited"] for fit in fits if fit["epochs"] == 10**6)
+    row = json.loads((tmp_path / "out.json").read_text())[-1]
+    assert row["learner"] == "anytime" and row["status"] == "ok"
+    best = next(t for t in complete if t.number == row["best_trial"])
+    # the hold-out refit is given the epochs the best trial reached, and never trains further
+    refits = [fit for fit in fits if fit["epochs"] == best.user_attrs["time_limited"]["epochs"]]
+    assert refits and all(fit["ran"] <= fit["epochs"] for fit in refits)

@@ -12,7 +12,14 @@ import pytest
 from driver_support import load_in_process
 
 from automil import plugins
-from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, FitWorker, WorkerDied
+from automil.tune.workers.isolation import (
+    BUDGET_MARGIN,
+    FitError,
+    FitMemoryExceeded,
+    FitTimeout,
+    FitWorker,
+    WorkerDied,
+)
 from automil.tune.workers.processes import process_alive, process_identity
 from automil.tune.workers.task_pool import run_tasks
 
@@ -121,6 +128,17 @@ def test_task_over_the_memory_limit_is_killed(tasks):
         with pytest.raises(FitMemoryExceeded, match="over the limit of 300 MiB"):
             worker.call(tasks.hold_memory, timeout=60)
         assert gone(pid)
+
+
+def test_a_task_sees_the_time_it_was_given_and_run_tasks_gives_it_where_the_budget_ends_first(worker, tasks):
+    worker.set_data(None)
+    assert worker.call(tasks.time_left, timeout=30) is None  # no budget: only the timeout's kill
+    seen = worker.call(tasks.time_left, timeout=30, budget=20.0)
+    assert 0 < seen <= 20.0 * (1 - BUDGET_MARGIN)
+    # run_tasks tells a task the budget only where it ends before the task's own timeout
+    (_, within), = run_tasks([worker], [(tasks.time_left,)], timeout=30.0, budget=600.0)
+    (_, cut), = run_tasks([worker], [(tasks.time_left,)], timeout=600.0, budget=30.0)
+    assert within is None and 0 < cut <= 30.0
 
 
 def test_run_tasks_goes_on_after_a_timeout(tasks):

@@ -63,6 +63,7 @@ class TrialAttr(StrEnum):
     FIT_SECONDS = "fit_seconds"
     PREDICT_SECONDS = "predict_seconds"
     TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
+    TIME_LIMITED = "time_limited"  # a fit ended in its time, short of its own end: the parameters it reached
     INTERRUPTED = "interrupted"  # Ctrl-C, SIGTERM or the run's budget stopped it: not counted
     TOO_SLOW = "too_slow"  # its defaults passed their fair share of the budget (also interrupted)
     ESTIMATED_SECONDS = "estimated_seconds"  # its defaults' trial as estimated from fits on samples of bags

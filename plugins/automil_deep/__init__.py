@@ -30,31 +30,37 @@ def register_learners(register):
     # evidence. An epoch costs in proportion to the instances (whole bags: their sizes stay) and the epochs
     # are bounded: linear growth (fit_growth=1.0), declared, since two small samples' times differ by their
     # early stopping. torch, and torch._dynamo that Adam's first step imports, take seconds to import: in a
-    # fit worker's start-up, not inside the first deep fit's fair share.
+    # fit worker's start-up, not inside the first deep fit's fair share. anytime: a fit ends with the epochs
+    # its time allowed (automil.time_left), so no share is too small for a first figure.
     # memory_factor: `python experiments/memory_factors.py`, the larger size's factor x 1.25 (docs/benchmarks.md)
     register(automil.LearnerSpec(
         name="abmil", memory_factor=8.5, estimator=ABMILClassifier, search_space=spaces.abmil_space,
         description="attention-based deep MIL pooling, gated or not (Ilse, Tomczak & Welling 2018)",
-        first_trial=spaces.FIRST_TRIALS["abmil"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        first_trial=spaces.FIRST_TRIALS["abmil"], fit_growth=1.0, anytime=True,
+        imports=("torch", "torch._dynamo"),
         published=published.PUBLISHED.get("abmil")))
     register(automil.LearnerSpec(
         name="mi-net", memory_factor=8.5, estimator=MiNetClassifier, search_space=spaces.mi_net_space,
         description="mi-Net: instance network, max or mean pooling of instance scores (Wang et al. 2018)",
-        first_trial=spaces.FIRST_TRIALS["mi-net"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        first_trial=spaces.FIRST_TRIALS["mi-net"], fit_growth=1.0, anytime=True,
+        imports=("torch", "torch._dynamo"),
         published=published.PUBLISHED.get("mi-net")))
     register(automil.LearnerSpec(
         name="MI-Net", memory_factor=8.5, estimator=MINetClassifier, search_space=spaces.MI_net_space,
         description="MI-Net: embedding network with pooled instance embeddings, deep supervision (Wang et al. 2018)",
-        first_trial=spaces.FIRST_TRIALS["MI-Net"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        first_trial=spaces.FIRST_TRIALS["MI-Net"], fit_growth=1.0, anytime=True,
+        imports=("torch", "torch._dynamo"),
         published=published.PUBLISHED.get("MI-Net")))
     register(automil.LearnerSpec(
         name="transmil", memory_factor=10.5, pair_bytes=TransMILClassifier.pair_bytes, estimator=TransMILClassifier,
         search_space=spaces.training_space, ordered=True,
         description="TransMIL: self-attention over the instances with a class token (Shao et al. 2021)",
-        first_trial=spaces.FIRST_TRIALS["transmil"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        first_trial=spaces.FIRST_TRIALS["transmil"], fit_growth=1.0, anytime=True,
+        imports=("torch", "torch._dynamo"),
         published=published.PUBLISHED.get("transmil")))
     register(automil.LearnerSpec(
         name="dsmil", memory_factor=8.5, estimator=DSMILClassifier, search_space=spaces.training_space,
         description="DSMIL: dual-stream MIL, critical instance and attention by similarity (Li, Li & Eliceiri 2021)",
-        first_trial=spaces.FIRST_TRIALS["dsmil"], fit_growth=1.0, imports=("torch", "torch._dynamo"),
+        first_trial=spaces.FIRST_TRIALS["dsmil"], fit_growth=1.0, anytime=True,
+        imports=("torch", "torch._dynamo"),
         published=published.PUBLISHED.get("dsmil")))

@@ -7,10 +7,12 @@ torch object, and loads in any process that has torch, with or without the GPU i
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 import automil
-from automil import BagClassifier, StreamedBags
+from automil import BagClassifier, StreamedBags, time_left
 
 # Instances of a bag a training step sees at most (:class:`DeepMILClassifier`, ``max_instances``).
 MAX_INSTANCES = 512
@@ -85,6 +87,10 @@ class DeepMILClassifier(BagClassifier):
         are the ones reported to the driver's pruner.
     n_epochs_ : int
         The first network's epochs of the best held-out loss (``epochs`` when nothing was held out).
+    time_limited_params_ : dict
+        Empty when training ended by its own rules. In a driver's fit whose time ran out first
+        (:func:`automil.time_left`), the training stopped short and kept what it had learned: ``epochs`` (the
+        fewest any network ran) and ``min_epochs`` that make a new fit train as far as this one did.
     mean_, scale_ : ndarray of shape (n_features,)
         The training instances' standardization.
     device_ : str
@@ -120,7 +126,7 @@ class DeepMILClassifier(BagClassifier):
     # ---- fitting -----------------------------------------------------------------------------------
     def _fit(self, bags, y):
         from automil import instance_moments
-        from automil_deep.training import resolve_device
+        from automil_deep.training import minimum_epochs, resolve_device
 
         if self.max_instances is not None and not (isinstance(self.max_instances, int | np.integer)
                                                    and self.max_instances >= 1):
@@ -134,37 +140,53 @@ class DeepMILClassifier(BagClassifier):
         self.scale_ = np.where(std > 0, std, 1.0)
         batches = self._batches(bags, device)
         seeds = np.random.SeedSequence(self.random_state).generate_state(self.seeds)
-        self.networks_ = []
+        left = time_left()  # a driver's fit ends in its time: the networks share what is left
+        end = None if left is None else time.monotonic() + left
+        self.networks_, self.time_limited_params_ = [], {}
         for member, seed in enumerate(int(seed) for seed in seeds):
+            own = None if end is None else time.monotonic() + (end - time.monotonic()) / (self.seeds - member)
             # the first network reports its epochs to the driver's pruner; the others train blind to it
-            network, validation_loss, n_epochs = self._fit_one(bags, y, batches, device, seed, report=member == 0)
+            network, training = self._fit_one(bags, y, batches, device, seed, report=member == 0, end=own)
             self.networks_.append(network)
             if member == 0:
-                self.validation_loss_, self.n_epochs_ = validation_loss, n_epochs
+                self.validation_loss_, self.n_epochs_ = training.validation_loss, training.kept
+            if training.out_of_time:
+                ran = min(training.run, self.time_limited_params_.get("epochs", training.run))
+                self.time_limited_params_ = {
+                    "epochs": ran, "min_epochs": min(minimum_epochs(self.min_epochs, self.epochs), ran)}
         self.device_ = str(device)
 
-    def _fit_one(self, bags, y, batches, device, seed: int, report: bool):
+    def _fit_one(self, bags, y, batches, device, seed: int, report: bool, end: float | None):
         """One network from ``seed`` (its weights, dropout, order of bags and held-out split): early stopping
-        on the held-out bags chooses its epochs, then it trains again on every bag for that many."""
+        on the held-out bags chooses its epochs, then it trains again on every bag for that many. By ``end``
+        (a ``time.monotonic()`` time, ``None``: no limit) its prediction must be possible: early stopping's
+        training stops short when the time runs out, and the network it chose is kept as it is when
+        training again on every bag would not end in time. Returns the network and the first training."""
         from automil_deep.training import fit_network, minimum_epochs, seeded_torch
 
         train, validation = self._held_out(y, seed, bags.groups)
         settings = dict(learning_rate=self.learning_rate, weight_decay=self.weight_decay,
                         batch_size=self.batch_size, max_instances=self.max_instances, patience=self.patience,
                         rng=np.random.default_rng(seed))
+        growth = len(y) / max(len(train), 1)  # an epoch on every bag against one on the training bags
         with seeded_torch(seed, device):
+            started = time.monotonic()
             network = self._network(bags.n_features, len(self.classes_)).to(device)
-            validation_loss, n_epochs = fit_network(
+            training = fit_network(
                 network, batches, y, train, validation, epochs=self.epochs,
                 min_epochs=minimum_epochs(self.min_epochs, self.epochs), class_weight=self._class_weight(y[train]),
-                report=report, **settings)
-            if len(validation):
+                report=report, end=end, after_each_kept=growth if len(validation) else 0.0, **settings)
+            each = (time.monotonic() - started) / max(training.run, 1)
+            if len(validation) and (end is None or time.monotonic() + each * (1 + growth * training.kept) <= end):
                 # Early stopping chose the number of epochs; the held-out bags are too many to waste on the
                 # small MIL sets (abmil on musk1: 84 against 90 % accuracy), so a new network trains on all.
                 network = self._network(bags.n_features, len(self.classes_)).to(device)
-                fit_network(network, batches, y, np.arange(len(y)), validation[:0], epochs=n_epochs,
-                            class_weight=self._class_weight(y), **settings)
-        return network, validation_loss, n_epochs
+                again = fit_network(network, batches, y, np.arange(len(y)), validation[:0], epochs=training.kept,
+                                    class_weight=self._class_weight(y), end=end, **settings)
+                training = training._replace(out_of_time=training.out_of_time or again.out_of_time)
+            elif len(validation):
+                training = training._replace(out_of_time=True)  # no time to train again: the first network stays
+        return network, training
 
     def _class_weight(self, y):
         """Each class's loss weight for the bags ``y`` (class indices): ``"balanced"`` is ``n / (K n_k)``, so

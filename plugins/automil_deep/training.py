@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -15,7 +17,7 @@ from torch import nn
 
 from automil import report_epoch
 
-__all__ = ["Batches", "evaluate", "fit_network", "matrix_rows", "minimum_epochs", "resolve_device",
+__all__ = ["Batches", "Training", "evaluate", "fit_network", "matrix_rows", "minimum_epochs", "resolve_device",
            "seeded_torch"]
 
 # Padded instances per prediction batch: large enough to amortize the per-call overhead, small enough that a
@@ -213,26 +215,47 @@ def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndar
     return np.array(logits, dtype=np.float64), scores, loss
 
 
+class Training(NamedTuple):
+    """What :func:`fit_network` did: the validation loss of every epoch run (empty without validation bags),
+    the epochs of the weights kept, the epochs run, and whether the time ran out before training ended."""
+
+    validation_loss: list[float]
+    kept: int
+    run: int
+    out_of_time: bool
+
+
 def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
                 *, learning_rate, weight_decay, epochs, batch_size, max_instances, patience, rng,
-                min_epochs: int = 1, class_weight: np.ndarray | None = None,
-                report: bool = True) -> tuple[list[float], int]:
+                min_epochs: int = 1, class_weight: np.ndarray | None = None, report: bool = True,
+                end: float | None = None, after: float = 1.0, after_each_kept: float = 0.0) -> Training:
     """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step,
     each bag's loss weighted by ``class_weight`` of its class (None: 1); after each epoch the loss on the
     ``validation`` bags (at most ``VALIDATION_FACTOR x max_instances`` instances of each, the same every epoch;
     weighted the same way), and with ``report`` their balanced accuracy reported
     to the driver (:func:`automil.report_epoch`, which may stop the fit). From epoch ``min_epochs`` on, the
     weights of the best validation epoch are kept, and training stops after ``patience`` epochs without a
-    better one; the epochs before never stop it and are never kept. Returns the validation loss of every
-    epoch run (empty without validation bags: then all epochs run) and the number of epochs of the weights
-    kept."""
+    better one; the epochs before never stop it and are never kept.
+
+    With an ``end`` (a ``time.monotonic()`` time), training also stops, keeping the best weights so far (or
+    the last, before ``min_epochs``), when another epoch would leave less than ``after`` epochs' time, plus
+    ``after_each_kept`` per epoch of the weights it would keep, before ``end``: what must follow the training
+    (a prediction, the caller's training again on every bag). An epoch's time is the mean of those run."""
     # foreach: one kernel per update over all parameters instead of one per tensor (the step's cost on small nets)
     optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate, weight_decay=weight_decay, foreach=True)
     labels = torch.from_numpy(y).to(batches.device)
     weight = None if class_weight is None else torch.as_tensor(class_weight, dtype=torch.float32,
                                                                 device=batches.device)
     losses, best, best_state, best_epochs, waited = [], np.inf, None, epochs, 0
+    started, run, out_of_time = time.monotonic(), 0, False
     for epoch in range(epochs):
+        if epoch and end is not None:
+            each = (time.monotonic() - started) / epoch
+            keep = epoch + 1 if best_state is None else best_epochs  # the weights kept after the next epoch
+            if time.monotonic() + each * (1 + after + after_each_kept * keep) > end:
+                out_of_time = True
+                break
+        run = epoch + 1
         network.train()
         for part, X, mask in batches.training_batches(train, batch_size, max_instances, rng):
             heads, _ = network(X, mask)
@@ -258,8 +281,10 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
                 break
     if best_state is not None:
         network.load_state_dict(best_state)
+    elif out_of_time:
+        best_epochs = run  # stopped before early stopping kept any weights: the last ones stay
     network.eval()
-    return losses, best_epochs
+    return Training(losses, best_epochs, run, out_of_time)
 
 
 def thread_count() -> int:

@@ -20,7 +20,7 @@ import automil_deep  # noqa: E402 - after the skip: the plugin's tests need torc
 from automil import FitPruned, plugins  # noqa: E402
 from automil.checks import witness_bags  # noqa: E402
 from automil.cli.main import main  # noqa: E402
-from automil.epochs import epoch_listener  # noqa: E402
+from automil.epochs import epoch_listener, time_limit  # noqa: E402
 from automil.tune.options import TuneOptions  # noqa: E402
 from automil.tune.workers.fits import fit_predict, fit_worker, import_for  # noqa: E402
 
@@ -71,6 +71,25 @@ def test_each_epoch_is_reported_to_the_driver_which_can_stop_the_fit():
     assert all(0.0 <= score <= 1.0 for _, score in heard)  # the held-out bags' balanced accuracy
     with epoch_listener(lambda epoch, score: epoch == 1), pytest.raises(FitPruned, match="after epoch 2"):
         spec.build(random_state=3, **held_out).fit(train)
+
+
+def test_a_fit_whose_time_ran_out_keeps_its_first_epoch_and_says_how_far_it_got():
+    train, test = witness_bags(10), witness_bags(5, seed=1)
+    spec = small_network(SPECS["abmil"])
+    settings = {"validation_fraction": 0.2, "patience": 3, "random_state": 3}
+    free = spec.build(**settings).fit(train)
+    assert free.time_limited_params_ == {}  # no driver's limit: training ends by its own rules
+    with time_limit(0.0):  # no time left at all: one epoch, and no second training on every bag
+        short = spec.build(**settings).fit(train)
+    assert short.time_limited_params_ == {"epochs": 1, "min_epochs": 1}
+    assert len(short.validation_loss_) == short.n_epochs_ == 1 < len(free.validation_loss_)
+    assert np.isfinite(short.predict_proba(test)).all()
+    # the parameters it reached make a fit without a limit train as far: one epoch, then one on every bag
+    again = spec.build(**settings, **short.time_limited_params_).fit(train)
+    assert again.time_limited_params_ == {} and len(again.validation_loss_) == again.n_epochs_ == 1
+    with time_limit(3600.0):  # time to spare: the same model as without a limit
+        spared = spec.build(**settings).fit(train)
+    np.testing.assert_array_equal(spared.predict_proba(test), free.predict_proba(test))
 
 
 def test_instance_scores_give_the_witness_and_attention_sums_to_one_per_bag():

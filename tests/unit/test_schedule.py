@@ -8,6 +8,7 @@ import pytest
 
 from automil.evaluation.folds_file import RunFolds
 from automil.records import TrialRecord, TrialState
+from automil.tune.final.tasks import longest_first, nested_tasks
 from automil.tune.options import TuneOptions
 from automil.tune.schedule.budget import (
     EDGE_WEIGHT,
@@ -335,3 +336,16 @@ def test_a_probe_stops_a_learner_only_when_its_estimate_passes_the_share_by_more
     assert not over_share(100.0, 100.0)
     assert not over_share(PROBE_TOLERANCE * 100.0, 100.0)  # within the probe's measured overestimate
     assert over_share(PROBE_TOLERANCE * 100.0 + 1.0, 100.0)
+
+
+def test_the_headline_refits_run_the_longest_first_by_their_trials_fit_seconds():
+    folds = RunFolds("d", tuple("abcdef"), np.array([0, 1, 0, 1, 0, 1]), ())
+    plan = Plan("d", ["fast", "slow"], TuneOptions(protocol="nested"), folds, start=0.0)
+
+    def trial(seconds):
+        return TrialRecord(0, TrialState.COMPLETE, 0.8, attrs={"estimator_params": {}, "fit_seconds": seconds})
+
+    tasks = nested_tasks(plan, {"fast": [trial([1.0, 3.0]), trial([2.0])], "slow": [trial([30.0]), None]})
+    assert [(t.learner, t.index, t.seconds) for t in tasks] == [("fast", 0, 2.0), ("fast", 1, 2.0), ("slow", 0, 30.0)]
+    # the long refit first; the two of equal seconds keep their order
+    assert [(t.learner, t.index) for t in longest_first(tasks)] == [("slow", 0), ("fast", 0), ("fast", 1)]

@@ -38,6 +38,7 @@ from automil.tune.final.tasks import (
     FitTask,
     coverage_tasks,
     held_apart_tasks,
+    longest_first,
     model_tasks,
     nested_tasks,
     repeat_tasks,
@@ -133,7 +134,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         outer_best = {learner: job.evaluation.outer_best for learner, job in pending.items()}
         # a hold-out refit's model comes back, to stand in for a chosen full-data fit the budget cannot end
         keep = recorder.enabled and options.protocol == Protocol.HOLDOUT
-        run(nested_tasks(plan, outer_best, keep) if nested else _repeat_tasks(plan, pending, 0))
+        run(longest_first(nested_tasks(plan, outer_best, keep)) if nested else _repeat_tasks(plan, pending, 0))
         ensemble, chosen = ensemble_nested(plan, bags, candidates) if members is not None else (None, [])
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first

@@ -15,7 +15,8 @@ from automil.tune.final.leaderboard import Refit
 from automil.tune.studies.plan import Plan
 from automil.tune.workers.fits import fit_predict
 
-__all__ = ["FitTask", "nested_tasks", "repeat_tasks", "model_tasks", "held_apart_tasks", "coverage_tasks"]
+__all__ = ["FitTask", "nested_tasks", "longest_first", "repeat_tasks", "model_tasks", "held_apart_tasks",
+           "coverage_tasks"]
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,8 @@ class FitTask:
     """One fit of the final evaluation: ``learner``'s ``params`` fitted on the ``train`` bags and scored
     on the ``test`` bags (none for a model); ``index`` is the outer split (nested, held-apart) or the repeat;
     ``calibration`` the bags among ``test`` a held-apart fit holds apart for its prediction sets;
-    ``keep_model``: the fit's model comes back (a hold-out refit, to stand in for a full-data fit)."""
+    ``keep_model``: the fit's model comes back (a hold-out refit, to stand in for a full-data fit);
+    ``seconds``: what its trial's fits took on average (0: not known), for :func:`longest_first`."""
 
     learner: str
     refit: Refit
@@ -33,6 +35,7 @@ class FitTask:
     index: int | None = None
     calibration: np.ndarray | None = None
     keep_model: bool = False
+    seconds: float = 0.0
 
     def call(self, seed: int) -> tuple:
         """The task as a fit worker runs it: :func:`~automil.tune.workers.fits.fit_predict` and its arguments."""
@@ -48,8 +51,15 @@ def nested_tasks(plan: Plan, outer_best: dict[str, list[TrialRecord | None]],
     with ``keep_models``, each brings its model back."""
     outer = fold_splits(plan.folds.tuning)
     return [FitTask(learner, Refit.NESTED, trial.attrs[TrialAttr.ESTIMATOR_PARAMS], *outer[i], index=i,
-                    keep_model=keep_models)
+                    keep_model=keep_models, seconds=float(np.mean(trial.attrs.get(TrialAttr.FIT_SECONDS) or [0.0])))
             for learner, trials in outer_best.items() for i, trial in enumerate(trials) if trial is not None]
+
+
+def longest_first(tasks: list[FitTask]) -> list[FitTask]:
+    """``tasks`` in the order that ends them soonest on several workers: the longest first (by their trials'
+    seconds), the short ones filling in after. Why: taken in any other order, a long fit that starts last
+    ends past a deadline that all of them fitted within (Graham's longest-processing-time rule)."""
+    return sorted(tasks, key=lambda task: -task.seconds)
 
 
 def repeat_tasks(best: dict[str, TrialRecord | None], r: int, assignment) -> list[FitTask]:

@@ -151,8 +151,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     hard_stop, fair_share = trial_stop(time.time(), share, deadline)
     own_share = share if fair_share and fraction is None else None  # a defaults trial's on all the bags
     fits = _Fits(folds, plan.options.fit_timeout, rung=fraction, share=own_share)
-    probe = cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol), plan.prior) \
-        and worth_probing(instance_values(bags), share)
+    probe = not spec.anytime and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
+                                              plan.prior) and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
     with trial_heartbeat(study_storage(study), trial_id(trial)):
         state, value = TrialState.COMPLETE, None
@@ -273,18 +273,27 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
     multi = plan.options.multi_objective
     heard = not multi and fits.rung is None  # the pruner hears trials on all bags only
     attrs = fits.attrs
+    n_fits = len(fits.folds.fits)
     for k, ((train, test), blocks) in enumerate(zip(fits.folds.fits, fits.folds.fit_blocks(), strict=True)):
-        fits.limit = min(plan.options.fit_timeout, max(hard_stop - time.time(), 0.01))
+        left = max(hard_stop - time.time(), 0.01)
+        fits.limit = min(plan.options.fit_timeout, left)
+        # an anytime learner ends each fit on all the bags in its part of the time left (automil.time_left);
+        # on a rung it is stopped as any learner is (a fit cut short says nothing of the learning curve), and
+        # --fit-timeout stays a kill, the protocol's T/O
+        budget = left / (n_fits - k)
+        budget = budget if fits.rung is None and budget < plan.options.fit_timeout else None
         # the first fit's epoch reports, if the learner makes any, go to the pruner before any fold score
         on_epoch = None if not heard or k else partial(_epoch_pruned, trial)
         try:
             out = worker.call(fit_predict, spec.name, params, train, test, plan.options.seed, timeout=fits.limit,
                               heartbeat=lambda: trial.set_user_attr(TrialAttr.HEARTBEAT, time.time()),
-                              on_epoch=on_epoch)
+                              on_epoch=on_epoch, budget=budget)
         except FitError as error:
             if error.error_type == FitPruned.__name__:
                 raise optuna.TrialPruned() from None
             raise
+        if out.time_limited:
+            _time_limited(trial, attrs, out.time_limited)
         attrs[TrialAttr.FIT_SECONDS].append(out.fit_seconds)
         attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
         fits.oof_scores.append(out.scores)
@@ -306,6 +315,16 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
             raise optuna.TrialPruned()
         _beyond_share(fits, hard_stop)
     return objective_values(attrs, plan.options)
+
+
+def _time_limited(trial, attrs: dict, limited: dict):
+    """Store that a fit of the trial ended when its time ran out (:func:`automil.time_left`), and the
+    parameters under which a new fit trains as far (the least over the trial's fits) in the trial's
+    estimator parameters: what it scored is what the final evaluation refits."""
+    so_far = attrs.get(TrialAttr.TIME_LIMITED, {})
+    limited = {name: min(value, so_far.get(name, value)) for name, value in limited.items()}
+    attrs[TrialAttr.TIME_LIMITED] = {**so_far, **limited}
+    attrs[TrialAttr.ESTIMATOR_PARAMS] = {**trial.user_attrs[TrialAttr.ESTIMATOR_PARAMS], **limited}
 
 
 def _beyond_share(fits: _Fits, hard_stop: float):

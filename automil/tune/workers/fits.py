@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -26,7 +26,9 @@ class FitResult:
     ``y_pred`` and scores (:func:`automil.evaluation.prediction.bag_scores`, what ensembles
     combine) and the seconds that took; the fitted ``model`` when asked for, and the test bags'
     ``instance`` figures when asked for and the data and learner have them (made in the worker, so that
-    the model never leaves it for them)."""
+    the model never leaves it for them); ``time_limited``, the parameters under which a new fit trains as far
+    as this one did when its time ran out first (an anytime learner's ``time_limited_params_``; empty when
+    it ended by its own rules)."""
 
     fit_seconds: float
     predict_seconds: float = 0.0
@@ -34,6 +36,7 @@ class FitResult:
     scores: np.ndarray | None = None
     model: object = None
     instance: InstanceFold | None = None
+    time_limited: dict = field(default_factory=dict)
 
 
 def load_learners(_=None, learners: tuple[str, ...] | None = None):
@@ -101,7 +104,9 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         if unknown.size:
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
                              f"trained on: {unknown[:5].tolist()}")
-    return FitResult(fit_seconds, predict_seconds, y_pred, scores, model if return_model else None, instance)
+    limited = dict(getattr(model.estimator_, "time_limited_params_", None) or {})
+    return FitResult(fit_seconds, predict_seconds, y_pred, scores, model if return_model else None, instance,
+                     limited)
 
 
 def fit_worker(options: TuneOptions, spare: bool = True) -> FitWorker:

@@ -25,15 +25,18 @@ import warnings
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
-from automil.epochs import epoch_listener
+from automil.epochs import epoch_listener, time_limit
 from automil.tune.workers.processes import die_with_parent, exit_reason, resident_bytes
 
-__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "MEMORY_POLL_SECONDS"]
+__all__ = ["FitWorker", "FitTimeout", "FitMemoryExceeded", "FitError", "WorkerDied", "MEMORY_POLL_SECONDS",
+           "BUDGET_MARGIN"]
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
                     "VECLIB_MAXIMUM_THREADS")
 MEMORY_POLL_SECONDS = 0.1  # how often the parent looks at the child's memory while it waits (with a limit)
 HEARTBEAT_SECONDS = 30.0  # how often a waiting caller is told the fit is alive (a study's trial heartbeat)
+# the share of a task's budget kept back from it: the result's pickling and transfer, the parent's wake-up
+BUDGET_MARGIN = 0.03
 _EPOCH = object()  # what collect() returns for an epoch report it answered: the task is still running
 
 
@@ -155,7 +158,7 @@ class FitWorker:
             os.close(task_read)
             os.close(reply_write)
         send, recv = Connection(task_write, readable=False), Connection(reply_read, writable=False)
-        send.send(("call", self.preload or _ready, (), False))
+        send.send(("call", self.preload or _ready, (), False, None))
         return process, send, recv
 
     def wait_started(self):
@@ -231,9 +234,12 @@ class FitWorker:
 
     # ---- tasks ---------------------------------------------------------------------------------------
     def submit(self, fn: Callable, *args, timeout: float | None = None,
-               on_epoch: Callable[[int, float], bool] | None = None):
+               on_epoch: Callable[[int, float], bool] | None = None, budget: float | None = None):
         """Send one task; collect it with :meth:`result`. ``timeout`` counts from now. ``on_epoch`` answers
-        the task's :func:`automil.report_epoch` calls (true: stop the fit, a :class:`FitError` FitPruned)."""
+        the task's :func:`automil.report_epoch` calls (true: stop the fit, a :class:`FitError` FitPruned).
+        ``budget``: the seconds the task should end in (:func:`automil.time_left` inside it, less
+        :data:`BUDGET_MARGIN` for sending its result back), where an anytime learner may stop early instead of
+        being killed at ``timeout``; ``None``: no limit but the timeout's kill."""
         if self.busy:
             raise RuntimeError("this worker is still running a task")
         for attempt in (0, 1):
@@ -243,7 +249,8 @@ class FitWorker:
                 if not self._data_sent:
                     self._send.send(("data", self._data))
                     self._data_sent = True
-                self._send.send(("call", fn, args, on_epoch is not None))
+                self._send.send(("call", fn, args, on_epoch is not None,
+                                 None if budget is None else budget * (1 - BUDGET_MARGIN)))
                 break
             except (BrokenPipeError, OSError, WorkerDied) as error:  # an idle child died: replace it once
                 self.kill()
@@ -305,9 +312,10 @@ class FitWorker:
                                     f"{self.memory_limit / 2**20:.0f} MiB; its process was killed")
         raise FitTimeout("the fit ran past its time limit; its process was killed")
 
-    def call(self, fn: Callable, *args, timeout: float | None = None, heartbeat=None, on_epoch=None):
+    def call(self, fn: Callable, *args, timeout: float | None = None, heartbeat=None, on_epoch=None,
+             budget: float | None = None):
         """:meth:`submit` then :meth:`result`."""
-        self.submit(fn, *args, timeout=timeout, on_epoch=on_epoch)
+        self.submit(fn, *args, timeout=timeout, on_epoch=on_epoch, budget=budget)
         return self.result(heartbeat=heartbeat)
 
     def _over_memory(self) -> bool:
@@ -342,9 +350,9 @@ def _serve(tasks: Connection, replies: Connection, parent_pid: int):
         if kind == "data":
             data = payload[0]
             continue
-        fn, args, epochs = payload
+        fn, args, epochs, budget = payload
         try:
-            with warnings.catch_warnings(), epoch_listener(ask if epochs else None):
+            with warnings.catch_warnings(), epoch_listener(ask if epochs else None), time_limit(budget):
                 warnings.simplefilter("ignore")
                 reply = ("ok", fn(data, *args))
         except Exception as error:  # noqa: BLE001 - reported to the parent, the worker lives on

@@ -45,7 +45,8 @@ def run_tasks(workers: list[FitWorker], tasks, timeout: float | None = None, bud
                 if left <= 0:
                     yield index, OutOfTime("not started: the time budget ran out")
                     continue
-                worker.submit(fn, *args, timeout=min(timeout, left))
+                # where the budget ends first, an anytime learner is told so and ends in it (automil.time_left)
+                worker.submit(fn, *args, timeout=min(timeout, left), budget=left if left < timeout else None)
                 running[worker] = (index, left < timeout)
         if not running:
             continue

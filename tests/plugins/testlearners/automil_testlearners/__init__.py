@@ -1,5 +1,6 @@
 """Test-only learners for the driver: one that works, one that sleeps, one that crashes, one that records,
-one that reports epochs, and a plain scikit-learn estimator on lists of arrays (``plain``: no automil in it).
+one that reports epochs, one that trains until its time runs out, and a plain scikit-learn estimator on
+lists of arrays (``plain``: no automil in it).
 
 Installed into a temporary directory by the tests (like any third-party plugin) so that the driver's worker
 processes load it exactly as they load real plugins.
@@ -46,6 +47,9 @@ def register_learners(register):
     register(automil.LearnerSpec(name="epochs", estimator=learners.Epochs, search_space=learners.epochs_space,
                                  first_trial={"quality": 0.5},
                                  description="trains in epochs, reporting its quality after each"))
+    register(automil.LearnerSpec(name="anytime", estimator=learners.Anytime, search_space=learners.anytime_space,
+                                 first_trial={"shrink": 0.0}, anytime=True,
+                                 description="trains in epochs until its fit's time runs out"))
     register(automil.LearnerSpec(name="hungry", estimator=learners.Centroid, search_space=learners.centroid_space,
                                  memory_factor=1e6, description="a centroid that declares a working set of a "
                                                                 "million times its instances"))

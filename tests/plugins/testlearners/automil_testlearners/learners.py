@@ -187,3 +187,32 @@ class Epochs(Centroid):
             _record("epoch", {"quality": self.quality, "epoch": epoch})
             automil.report_epoch(epoch, self.quality)
         super()._fit(bags, y)
+
+
+EPOCH_SECONDS = 0.05  # an anytime learner's epoch of work
+
+
+def anytime_space(trial):
+    return {"shrink": trial.suggest_float("shrink", 0.0, 1.0)}
+
+
+class Anytime(Centroid):
+    """A centroid trained in ``epochs`` epochs of ``EPOCH_SECONDS`` each, far more than any budget holds, that
+    stops when the driver's time for the fit would not hold another (automil.time_left) and says how far it
+    got (``time_limited_params_``); it records every fit's epochs."""
+
+    def __init__(self, epochs=10**6, shrink=0.0):
+        self.epochs = epochs
+        self.shrink = shrink
+
+    def _fit(self, bags, y):
+        ran, self.time_limited_params_ = 0, {}
+        for _ in range(self.epochs):
+            left = automil.time_left()
+            if left is not None and left < 2 * EPOCH_SECONDS:
+                self.time_limited_params_ = {"epochs": ran}
+                break
+            time.sleep(EPOCH_SECONDS)
+            ran += 1
+        _record("anytime", {"epochs": self.epochs, "ran": ran, "limited": bool(self.time_limited_params_)})
+        super()._fit(bags, y)

@@ -16,3 +16,10 @@ def nap(data, seconds):
     """Sleep, then echo the data (a task that outlives a time limit)."""
     time.sleep(seconds)
     return data
+
+
+def time_left(data):
+    """The seconds the task was given, as the task sees them (automil.time_left)."""
+    import automil
+
+    return automil.time_left()
