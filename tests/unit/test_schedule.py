@@ -345,7 +345,10 @@ def test_the_headline_refits_run_the_longest_first_by_their_trials_fit_seconds()
     def trial(seconds):
         return TrialRecord(0, TrialState.COMPLETE, 0.8, attrs={"estimator_params": {}, "fit_seconds": seconds})
 
-    tasks = nested_tasks(plan, {"fast": [trial([1.0, 3.0]), trial([2.0])], "slow": [trial([30.0]), None]})
-    assert [(t.learner, t.index, t.seconds) for t in tasks] == [("fast", 0, 2.0), ("fast", 1, 2.0), ("slow", 0, 30.0)]
-    # the long refit first; the two of equal seconds keep their order
-    assert [(t.learner, t.index) for t in longest_first(tasks)] == [("slow", 0), ("fast", 0), ("fast", 1)]
+    tasks = nested_tasks(plan, {"fast": [trial([1.0, 3.0]), trial([2.5])], "slow": [trial([30.0]), None],
+                                "instant": [trial([0.2]), trial([0.9])]})
+    assert [(t.learner, t.index, t.seconds) for t in tasks] == \
+        [("fast", 0, 2.0), ("fast", 1, 2.5), ("slow", 0, 30.0), ("instant", 0, 0.2), ("instant", 1, 0.9)]
+    # the long refit first; those of the same whole seconds keep their order
+    assert [(t.learner, t.index) for t in longest_first(tasks)] == \
+        [("slow", 0), ("fast", 0), ("fast", 1), ("instant", 0), ("instant", 1)]

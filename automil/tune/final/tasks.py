@@ -57,9 +57,10 @@ def nested_tasks(plan: Plan, outer_best: dict[str, list[TrialRecord | None]],
 
 def longest_first(tasks: list[FitTask]) -> list[FitTask]:
     """``tasks`` in the order that ends them soonest on several workers: the longest first (by their trials'
-    seconds), the short ones filling in after. Why: taken in any other order, a long fit that starts last
-    ends past a deadline that all of them fitted within (Graham's longest-processing-time rule)."""
-    return sorted(tasks, key=lambda task: -task.seconds)
+    whole seconds), the short ones filling in after; tasks of the same whole seconds keep their order. Why:
+    taken in any other order, a long fit that starts last ends past a deadline that all of them fitted
+    within (Graham's longest-processing-time rule), while fits of under a second change no ending."""
+    return sorted(tasks, key=lambda task: -int(task.seconds))
 
 
 def repeat_tasks(best: dict[str, TrialRecord | None], r: int, assignment) -> list[FitTask]:
