@@ -31,7 +31,7 @@ def register_learners(register):
     # are bounded: linear growth (fit_growth=1.0), declared, since two small samples' times differ by their
     # early stopping. torch, and torch._dynamo that Adam's first step imports, take seconds to import: in a
     # fit worker's start-up, not inside the first deep fit's fair share. anytime: a fit ends with the epochs
-    # its time allowed (automil.time_left), so no share is too small for a first figure.
+    # its time allowed (automil.time_left), so a share too short for all its epochs still gives a figure.
     # memory_factor: `python experiments/memory_factors.py`, the larger size's factor x 1.25 (docs/benchmarks.md)
     register(automil.LearnerSpec(
         name="abmil", memory_factor=8.5, estimator=ABMILClassifier, search_space=spaces.abmil_space,
