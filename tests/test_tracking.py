@@ -75,6 +75,8 @@ def _objective(bags, folds):
         for metric in ("accuracy", "balanced_accuracy"):
             record[metric], record[f"{metric}_std"] = mean_std(record[f"fold_{metric}"])
         record.update(learner="meanpool", plugin="tests", dataset="digits-bags", seed=0, timed_out=False)
+        if trial.number == 0:  # as an anytime learner's fit that ended in its time records how far it got
+            record["time_limited"] = {"epochs": 3}
         for key, value in record.items():
             trial.set_user_attr(key, value)
         return record["balanced_accuracy"]
@@ -172,6 +174,7 @@ def test_every_trial_is_a_nested_run_with_its_params_fold_metrics_and_tags(logge
                ("meanpool", "digits-bags", "0")
         assert tags["automil.n_features"] == "64"
         assert tags["automil.version"] == automil.__version__
+        assert tags.get("automil.time_limited") == ('{"epochs": 3}' if trial.number == 0 else None)
         assert run.info.status == "FINISHED"
 
 

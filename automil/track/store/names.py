@@ -38,7 +38,7 @@ RUN_STATUS = {TrialState.COMPLETE: "FINISHED", TrialState.PRUNED: "KILLED", Tria
 # Trial user attributes logged as tags ``automil.<key>`` (the driver writes them, see automil.records.TrialAttr).
 TRIAL_TAG_ATTRS = (TrialAttr.LEARNER, TrialAttr.PLUGIN, TrialAttr.DATASET, TrialAttr.SEED, TrialAttr.N_FEATURES,
                    TrialAttr.N_CLASSES, TrialAttr.TIMED_OUT, TrialAttr.ONE_CLASS, TrialAttr.OUT_OF_MEMORY,
-                   TrialAttr.INTERRUPTED, TrialAttr.ERROR, TrialAttr.WARM_START_FROM)
+                   TrialAttr.INTERRUPTED, TrialAttr.ERROR, TrialAttr.WARM_START_FROM, TrialAttr.TIME_LIMITED)
 # Numbers of a leaderboard row that describe the set-up rather than measure anything: tags, not metrics.
 RESULT_TAG_KEYS = ("seed", "folds", "best_trial")
 

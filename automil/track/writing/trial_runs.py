@@ -53,7 +53,7 @@ class TrialLogging:
           ``predict_seconds`` (mean over folds), ``objective`` (the trial's value) and ``trial_seconds``;
         - tags: learner, plugin and its version, dataset, study, trial number, state (COMPLETE, PRUNED,
           FAIL or T/O), automil version, seed, ``n_features``, ``n_classes``, and ``timed_out``,
-          ``one_class`` and ``error`` when set.
+          ``one_class``, ``error`` and ``time_limited`` (as JSON) when set.
 
         Everything after the run's creation goes in one ``log_batch`` call.
         """
