@@ -170,14 +170,13 @@ class DeepMILClassifier(BagClassifier):
                         rng=np.random.default_rng(seed))
         growth = len(y) / max(len(train), 1)  # an epoch on every bag against one on the training bags
         with seeded_torch(seed, device):
-            started = time.monotonic()
             network = self._network(bags.n_features, len(self.classes_)).to(device)
             training = fit_network(
                 network, batches, y, train, validation, epochs=self.epochs,
                 min_epochs=minimum_epochs(self.min_epochs, self.epochs), class_weight=self._class_weight(y[train]),
                 report=report, end=end, after_each_kept=growth if len(validation) else 0.0, **settings)
-            each = (time.monotonic() - started) / max(training.run, 1)
-            if len(validation) and (end is None or time.monotonic() + each * (1 + growth * training.kept) <= end):
+            again_seconds = training.epoch_seconds * (1 + growth * training.kept)  # and one epoch to predict
+            if len(validation) and (end is None or time.monotonic() + again_seconds <= end):
                 # Early stopping chose the number of epochs; the held-out bags are too many to waste on the
                 # small MIL sets (abmil on musk1: 84 against 90 % accuracy), so a new network trains on all.
                 network = self._network(bags.n_features, len(self.classes_)).to(device)

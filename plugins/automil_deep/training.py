@@ -217,12 +217,14 @@ def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndar
 
 class Training(NamedTuple):
     """What :func:`fit_network` did: the validation loss of every epoch run (empty without validation bags),
-    the epochs of the weights kept, the epochs run, and whether the time ran out before training ended."""
+    the epochs of the weights kept, the epochs run, whether the time ran out before training ended, and the
+    mean seconds of an epoch run."""
 
     validation_loss: list[float]
     kept: int
     run: int
     out_of_time: bool
+    epoch_seconds: float
 
 
 def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
@@ -284,7 +286,7 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
     elif out_of_time:
         best_epochs = run  # stopped before early stopping kept any weights: the last ones stay
     network.eval()
-    return Training(losses, best_epochs, run, out_of_time)
+    return Training(losses, best_epochs, run, out_of_time, (time.monotonic() - started) / max(run, 1))
 
 
 def thread_count() -> int:
