@@ -190,8 +190,8 @@ class LearnerSpec:
         instances squared. 0 for the learners whose memory is linear in their bags.
     anytime : bool
         Its fits end within the time the driver gives them (:func:`automil.time_left`), keeping what they
-        learned and saying how far they got (``time_limited_params_``: the deep learners' epochs): the cost
-        probe does not stop it, since a fit of it never runs past its share.
+        learned and saying how far they got (``time_limited_params_``: the deep learners' epochs, the forests'
+        trees): the cost probe does not stop it, since a fit of it never runs past its share.
     imports : tuple of str
         Modules a fit worker imports before its first fit of this learner, outside the fit's time limit (and
         its replacements at their start): a heavy library the estimator imports lazily (so that listing

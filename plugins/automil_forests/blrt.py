@@ -8,11 +8,12 @@ from automil_forests.blrt_tree import blrt_bag_proba, grow_blrt_tree
 from automil_forests.forest import (
     TreeEnsemble,
     check_int,
-    map_threads,
+    grow_in_time,
     resolve_max_depth,
     resolve_max_features,
     resolve_n_jobs,
     stack_trees,
+    time_limited,
     tree_seeds,
 )
 
@@ -44,6 +45,9 @@ class BLRTClassifier(TreeEnsemble):
     ----------
     forest_ : tuple of ndarray
         All trees' nodes ``(feature, threshold, left, right, value, ratio, roots)``.
+    time_limited_params_ : dict
+        ``{"n_estimators": n_trees}`` when a driver's fit ran out of time (:func:`automil.time_left`) before
+        every tree was grown, and kept the trees grown; empty otherwise.
     classes_ : ndarray of shape (n_classes,)
 
     References
@@ -73,8 +77,11 @@ class BLRTClassifier(TreeEnsemble):
             _, draw_seed = seeds
             return grow_blrt_tree(XT, bags.offsets, y, n_classes, m, n_rules, min_samples, depth, draw_seed)
 
-        seeds = tree_seeds(self.random_state, check_int("n_estimators", self.n_estimators, 1))
-        self.forest_ = stack_trees(map_threads(grow, seeds, resolve_n_jobs(self.n_jobs)))
+        n_estimators = check_int("n_estimators", self.n_estimators, 1)
+        trees = grow_in_time(grow, tree_seeds(self.random_state, n_estimators), resolve_n_jobs(self.n_jobs),
+                             lambda tree: blrt_bag_proba(bags.X, bags.offsets, *stack_trees([tree])))
+        self.forest_ = stack_trees(trees)
+        self.time_limited_params_ = time_limited(len(trees), n_estimators)
 
     def _forest_proba(self, X, offsets):
         return blrt_bag_proba(X, offsets, *self.forest_)

@@ -1,15 +1,21 @@
-"""What every forest here shares: parameter resolution, per-tree seeds, growing trees on threads, and
-the flat storage of a whole forest (its trees' node arrays concatenated)."""
+"""What every forest here shares: parameter resolution, per-tree seeds, growing trees on threads (as many as
+the fit's time allows), and the flat storage of a whole forest (its trees' node arrays concatenated)."""
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
 
-from automil import BagClassifier
+from automil import BagClassifier, time_left
+
+# what follows the growing scores about twice the training bags with every tree: the out-of-bag threshold on
+# the training bags, and the fit's predictions (a test fold is smaller than its training bags)
+SCORED_AFTER = 2.0
 
 
 def resolve_max_features(max_features, n_features: int) -> int:
@@ -87,6 +93,54 @@ def map_threads(function, items, n_jobs: int) -> list:
         return [function(item) for item in items]
     with ThreadPoolExecutor(max_workers=min(n_jobs, len(items))) as pool:
         return list(pool.map(function, items))
+
+
+def grow_in_time(grow, seeds: list, n_jobs: int, score_one) -> list:
+    """``map_threads(grow, seeds, n_jobs)``, or where the driver gives the fit a time
+    (:func:`automil.time_left`), the trees of the first seeds that end in it: a thread starts tree ``k`` only
+    when growing it, at the mean seconds of the trees grown, and then scoring :data:`SCORED_AFTER` x the
+    training bags with ``k + 1`` trees, at the seconds ``score_one(first_tree)`` took, would end in time.
+    Why: a forest stopped at its time by a kill has nothing, one stopped here keeps its trees; and trees
+    ``0..k`` are those of the same fit with ``n_estimators=k + 1``, so a refit with that count reproduces it."""
+    left = time_left()
+    if left is None:
+        return map_threads(grow, seeds, n_jobs)
+    end = time.monotonic() + left
+    trees, grown_seconds, score_seconds = [None] * len(seeds), [], []
+    lock, started = threading.Lock(), 0
+
+    def work():
+        nonlocal started
+        while True:
+            with lock:
+                k = started
+                if k == len(seeds) or (score_seconds and time.monotonic() + np.mean(grown_seconds)
+                                       + SCORED_AFTER * (k + 1) * score_seconds[0] > end):
+                    return
+                started += 1
+            begun = time.monotonic()
+            trees[k] = grow(seeds[k])
+            seconds = time.monotonic() - begun
+            scored = None
+            if k == 0:
+                begun = time.monotonic()
+                score_one(trees[0])
+                scored = time.monotonic() - begun
+            with lock:
+                grown_seconds.append(seconds)
+                score_seconds.extend([] if scored is None else [scored])
+
+    threads = max(1, min(n_jobs, len(seeds)))
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for thread in [pool.submit(work) for _ in range(threads)]:
+            thread.result()
+    return trees[:started]
+
+
+def time_limited(n_trees: int, n_estimators: int) -> dict:
+    """A forest's ``time_limited_params_``: the tree count a refit grows to reproduce a forest that ran out
+    of time (the driver stores it over the trial's parameters), nothing for a whole forest."""
+    return {"n_estimators": n_trees} if n_trees < n_estimators else {}
 
 
 def stack_trees(trees: list[tuple]) -> tuple:

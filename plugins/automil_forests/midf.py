@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from automil import BagClassifier, Bags, bag_folds, fold_splits
+from automil.epochs import time_limit
 from automil_forests.blrt import BLRTClassifier
 from automil_forests.forest import check_int, seed_sequence
 from automil_forests.mirf import MIRFClassifier
@@ -89,9 +90,12 @@ class MIDFClassifier(BagClassifier):
         self.n_jobs = n_jobs
 
     def _fold_model(self, bags: Bags, seeds) -> list:
-        """Four forests (13.1), each seeded by its own child seed, fitted on ``bags``."""
-        return [kind(n_estimators=self.n_estimators, random_state=int(seed.generate_state(1)[0]),
-                     n_jobs=self.n_jobs).fit(bags) for kind, seed in zip(LEVEL, seeds.spawn(len(LEVEL)), strict=True)]
+        """Four forests (13.1), each seeded by its own child seed, fitted on ``bags``, every tree grown: a
+        driver's time for the fit (:func:`automil.time_left`) is the cascade's, not its forests'."""
+        with time_limit(None):
+            return [kind(n_estimators=self.n_estimators, random_state=int(seed.generate_state(1)[0]),
+                         n_jobs=self.n_jobs).fit(bags)
+                    for kind, seed in zip(LEVEL, seeds.spawn(len(LEVEL)), strict=True)]
 
     def _fit(self, bags, y):
         check_int("n_estimators", self.n_estimators, 1)

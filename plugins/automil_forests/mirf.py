@@ -8,11 +8,12 @@ from automil import witness
 from automil_forests.forest import (
     TreeEnsemble,
     check_int,
-    map_threads,
+    grow_in_time,
     resolve_max_depth,
     resolve_max_features,
     resolve_n_jobs,
     stack_trees,
+    time_limited,
     tree_seeds,
 )
 from automil_forests.id3mi_tree import CHILDREN, INSTANCES, NODE, grow_id3mi_tree, id3mi_bag_proba, id3mi_instance_proba
@@ -52,8 +53,9 @@ def move_threshold(proba: np.ndarray, t: float) -> np.ndarray:
 def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_features, max_depth,
                       min_samples_split, split_weights, random_state, n_jobs, tree="id3-mi"):
     """Grow ``n_estimators`` ID3-MI trees (or with ``tree="instance"`` CART trees on instances labelled by
-    their bag); returns the stacked forest and each tree's bags (the bootstrap sample of N bags drawn with
-    replacement, or all bags in order), shape (T, N)."""
+    their bag), or the first of them that end in the fit's time (:func:`grow_in_time`); returns the stacked
+    forest and each tree's bags (the bootstrap sample of N bags drawn with replacement, or all bags in
+    order), shape (T, N)."""
     m = resolve_max_features(max_features, bags.n_features)
     depth = resolve_max_depth(max_depth)
     min_split = check_int("min_samples_split", min_samples_split, 1)
@@ -61,6 +63,11 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
         raise ValueError(f"split_weights={split_weights!r} is invalid: use one of {tuple(SPLIT_WEIGHTS)}")
     if tree not in TREES:
         raise ValueError(f"tree={tree!r} is invalid: use one of {TREES}")
+    seeds = tree_seeds(random_state, n_estimators)
+
+    def score_one(grown):
+        id3mi_bag_proba(bags.X, bags.offsets, *stack_trees([grown[0]]), NO_SKIP)
+
     if tree == "instance":
         def grow_instance(seeds):
             rng, draw_seed = seeds
@@ -69,7 +76,7 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
             return grow_instance_tree(bags, y, n_classes, drawn, times, max_features=m, max_depth=depth,
                                       min_samples_split=min_split, seed=draw_seed), sample
 
-        grown = map_threads(grow_instance, tree_seeds(random_state, n_estimators), n_jobs)
+        grown = grow_in_time(grow_instance, seeds, n_jobs, score_one)
         return stack_trees([t for t, _ in grown]), np.stack([sample for _, sample in grown])
     sizes = bags.sizes
     XT = np.ascontiguousarray(bags.X.T)  # feature-major: a node's sweep reads one contiguous row
@@ -88,7 +95,7 @@ def grow_id3mi_forest(bags, y, n_classes, *, n_estimators, bootstrap, max_featur
                                min_split, SPLIT_WEIGHTS[split_weights], draw_seed)
         return tree, sample
 
-    grown = map_threads(grow, tree_seeds(random_state, n_estimators), n_jobs)
+    grown = grow_in_time(grow, seeds, n_jobs, score_one)
     return stack_trees([tree for tree, _ in grown]), np.stack([sample for _, sample in grown])
 
 
@@ -138,8 +145,11 @@ class MIRFClassifier(TreeEnsemble):
     ----------
     forest_ : tuple of ndarray
         All trees' nodes ``(feature, threshold, left, right, value, roots)``; ``roots[t]`` is tree t's root.
-    estimators_samples_ : ndarray of shape (n_estimators, n_bags)
+    estimators_samples_ : ndarray of shape (n_trees, n_bags)
         The training bags of each tree (its bootstrap sample).
+    time_limited_params_ : dict
+        ``{"n_estimators": n_trees}`` when a driver's fit ran out of time (:func:`automil.time_left`) before
+        every tree was grown, and kept the trees grown; empty otherwise.
     threshold_ : float
         The binary decision threshold on the forest score (0.5 without bootstrap or for K > 2).
     classes_ : ndarray of shape (n_classes,)
@@ -166,11 +176,13 @@ class MIRFClassifier(TreeEnsemble):
         self.tree = tree
 
     def _fit(self, bags, y):
+        n_estimators = check_int("n_estimators", self.n_estimators, 1)
         self.forest_, self.estimators_samples_ = grow_id3mi_forest(
-            bags, y, len(self.classes_), n_estimators=check_int("n_estimators", self.n_estimators, 1),
+            bags, y, len(self.classes_), n_estimators=n_estimators,
             bootstrap=bool(self.bootstrap), max_features=self.max_features, max_depth=self.max_depth,
             min_samples_split=self.min_samples_split, split_weights=self.split_weights,
             random_state=self.random_state, n_jobs=resolve_n_jobs(self.n_jobs), tree=self.tree)
+        self.time_limited_params_ = time_limited(len(self.estimators_samples_), n_estimators)
         self.threshold_ = 0.5
         if self.threshold != "oob":
             if not (isinstance(self.threshold, float | int) and 0 < self.threshold < 1):
