@@ -5,11 +5,13 @@ positive bag (maximum bag margin). Every step is a plain SVM solved by liblinear
 from __future__ import annotations
 
 import numbers
+import time
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
-from automil import bag_max, kernels
+from automil import bag_max, kernels, time_left
 from automil_svm.ovr import (
     CLASS_WEIGHT_PARAMETER,
     COMMON_PARAMETERS,
@@ -42,16 +44,40 @@ _ITERATION_ATTRIBUTES = """\
     converged_ : ndarray of bool of shape (n_models,)
         Whether that run reached its fixed point before ``max_iters``.
     objective_ : ndarray of shape (n_models,)
-        The primal objective of that run's last SVM."""
+        The primal objective of that run's last SVM.
+    time_limited_params_ : dict
+        When a driver's fit ran out of time (:func:`automil.time_left`): ``max_iters`` (and ``restarts=0``),
+        the solves of the first run when it stopped before a solve that would not end in time (its last SVM
+        kept), or ``restarts``, those whole before a restart was cut (the cut one dropped); the fewest over
+        the one-vs-rest problems. Empty otherwise."""
 
 _REFERENCE = """\
     S. Andrews, I. Tsochantaridis and T. Hofmann, "Support vector machines for multiple-instance
     learning", NIPS 2002."""
 
 
+class Run(NamedTuple):
+    """One run of a heuristic from one starting point: its last SVM, solves made, whether it reached its
+    fixed point, the primal objective of its last SVM, and whether it stopped because its time ran out."""
+
+    solution: object
+    n_iter: int
+    converged: bool
+    objective: float
+    out_of_time: bool = False
+
+
+def out_of_time(end: float | None, started: float, solves: int) -> bool:
+    """Whether another solve, and as long again for what follows the last (the bag threshold, the fit's
+    predictions), at the mean seconds of the ``solves`` since ``started``, would pass ``end``."""
+    return end is not None and time.monotonic() + 2 * (time.monotonic() - started) / solves > end
+
+
 class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
     """The shared parameters, restarts and fitted attributes of the two heuristics; ``_iterate`` runs one
-    from a starting point (``rng=None``: the deterministic start of the paper)."""
+    from a starting point (``rng=None``: the deterministic start of the paper). In a driver's fit the
+    one-vs-rest problems share the time left (:func:`automil.time_left`) equally, and a run stops before a
+    solve that would not end in its part: a killed fit has nothing, a run stopped early has its last SVM."""
 
     def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, scale_C=False, solver="auto",
                  class_weight=None, max_iters=50, restarts=0, random_state=None):
@@ -69,19 +95,34 @@ class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
     def _begin_fit(self, bags):
         self._runs = []
         self._rng = np.random.default_rng(self.random_state)
+        left = time_left()
+        self._end = None if left is None else time.monotonic() + left
+        self._problems_left = 1 if len(self.classes_) == 2 else len(self.classes_)
+        self.time_limited_params_ = {}
 
     def _fit_binary(self, bags, t, space):
-        runs = [self._iterate(bags, t, space, start) for start in range(self.restarts + 1)]
-        solution, n_iter, converged, objective = min(runs, key=lambda run: run[3])
-        self._runs.append((n_iter, converged, objective))
-        return space.scorer(solution)
+        end = None if self._end is None else time.monotonic() + (self._end - time.monotonic()) / self._problems_left
+        self._problems_left -= 1
+        runs = []
+        for start in range(self.restarts + 1):
+            run = self._iterate(bags, t, space, start, end)
+            if start == 0 or not run.out_of_time:  # a restart cut short is dropped: the runs kept are whole
+                runs.append(run)
+            if run.out_of_time:  # no restart follows: a refit with these parameters makes the same runs
+                limited = {"max_iters": run.n_iter, "restarts": 0} if start == 0 else {"restarts": start - 1}
+                for name, value in limited.items():
+                    self.time_limited_params_[name] = min(value, self.time_limited_params_.get(name, value))
+                break
+        best = min(runs, key=lambda run: run.objective)
+        self._runs.append((best.n_iter, best.converged, best.objective))
+        return space.scorer(best.solution)
 
     def _end_fit(self):
         n_iter, converged, objective = zip(*self._runs)
         self.n_iter_ = np.array(n_iter, dtype=np.int64)
         self.converged_ = np.array(converged, dtype=bool)
         self.objective_ = np.array(objective)
-        del self._runs, self._rng
+        del self._runs, self._rng, self._end, self._problems_left
 
 
 def relabel_positive_bags(scores, positive, offsets):
@@ -110,21 +151,25 @@ class MiSVM(_AndrewsSVM):
         parameters=(COMMON_PARAMETERS, SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER, _ITERATION_PARAMETERS),
         attributes=(_ITERATION_ATTRIBUTES,), references=_REFERENCE)
 
-    def _iterate(self, bags, t, space, start):
+    def _iterate(self, bags, t, space, start, end=None) -> Run:
         index = bags.bag_index
         positive = t > 0
         C = self._example_C(self._bag_weights(t)[index], bags.n_instances)
         labels = t[index]  # step 1: instances of positive bags start positive
         if start > 0:  # a restart: random labels in positive bags
             labels = np.where(positive[index] & (self._rng.random(len(labels)) < 0.5), -1.0, labels)
+        started, stopped = time.monotonic(), False
         for n_iter in range(1, self.max_iters + 1):
+            if n_iter > 1 and out_of_time(end, started, n_iter - 1):
+                n_iter, stopped = n_iter - 1, True
+                break
             solution = space.solve(None, labels, C)  # step 2
             new = relabel_positive_bags(space.scores(solution), positive, bags.offsets)  # step 3
             changed = np.count_nonzero(new != labels)
             solved_labels, labels = labels, new
             if changed == 0:  # step 4
                 break
-        return solution, n_iter, changed == 0, space.objective(solution, None, solved_labels, C)
+        return Run(solution, n_iter, changed == 0, space.objective(solution, None, solved_labels, C), stopped)
 
 
 class MISVM(_AndrewsSVM):
@@ -173,7 +218,7 @@ class MISVM(_AndrewsSVM):
         super()._end_fit()
         del self._start_weights, self._start_rows
 
-    def _iterate(self, bags, t, space, start):
+    def _iterate(self, bags, t, space, start, end=None) -> Run:
         negative_rows = bags.instance_rows(np.flatnonzero(t < 0))
         positive_bags = np.flatnonzero(t > 0)
         positive_rows = bags.instance_rows(positive_bags)
@@ -191,8 +236,11 @@ class MISVM(_AndrewsSVM):
         else:  # in raw space: the appended points
             starts = instance_examples(self._start_rows[start] + positive_bags, space.n)
         R = sp.vstack((instance_examples(negative_rows, space.n), starts), format="csr")
-        selectors = None
+        selectors, started, stopped = None, time.monotonic(), False
         for n_iter in range(1, self.max_iters + 1):
+            if n_iter > 1 and out_of_time(end, started, n_iter - 1):
+                n_iter, stopped = n_iter - 1, True
+                break
             solved = R
             solution = space.solve(solved, targets, C)  # step 2
             scores = space.scores(solution)[positive_rows]
@@ -202,4 +250,4 @@ class MISVM(_AndrewsSVM):
                 break
             selectors = witnesses
             R = instance_examples(np.concatenate((negative_rows, witnesses)), space.n)
-        return solution, n_iter, converged, space.objective(solution, solved, targets, C)
+        return Run(solution, n_iter, converged, space.objective(solution, solved, targets, C), stopped)
