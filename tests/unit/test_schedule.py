@@ -38,6 +38,7 @@ from automil.tune.schedule.probe import (
     cost_unknown,
     over_share,
     probe_limits,
+    share_allowed,
     worth_probing,
 )
 from automil.tune.studies.plan import Plan
@@ -336,6 +337,14 @@ def test_a_probe_stops_a_learner_only_when_its_estimate_passes_the_share_by_more
     assert not over_share(100.0, 100.0)
     assert not over_share(PROBE_TOLERANCE * 100.0, 100.0)  # within the probe's measured overestimate
     assert over_share(PROBE_TOLERANCE * 100.0 + 1.0, 100.0)
+
+
+def test_a_trial_estimated_just_over_its_share_may_run_to_the_estimates_error_bound():
+    assert share_allowed(80.0, 100.0) == 100.0  # ends within its share: the share stops it, as before
+    assert share_allowed(100.0, 100.0) == 100.0
+    # estimated 20% over: stopped at its share, all its seconds would buy nothing
+    assert share_allowed(120.0, 100.0) == PROBE_TOLERANCE * 100.0
+    assert share_allowed(PROBE_TOLERANCE * 100.0, 100.0) == PROBE_TOLERANCE * 100.0
 
 
 def test_the_headline_refits_run_the_longest_first_by_their_trials_fit_seconds():

@@ -71,12 +71,13 @@ def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list,
 
 
 def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list,
-                   left: float = float("inf")):
-    """The :func:`probe_estimate` of the trial; raises ``TooSlow`` when it passes ``share``, or the seconds
-    ``left`` before the tuning deadline when fewer (a trial the deadline would cut leaves no figure), by
-    more than the probe's own error (:func:`~automil.tune.schedule.probe.over_share`). Without an estimate
-    the trial goes on as usual."""
+                   left: float = float("inf")) -> float | None:
+    """The :func:`probe_estimate` of the trial, in seconds (``None``: none, the trial goes on as usual);
+    raises ``TooSlow`` when it passes ``share``, or the seconds ``left`` before the tuning deadline when
+    fewer (a trial the deadline would cut leaves no figure), by more than the probe's own error
+    (:func:`~automil.tune.schedule.probe.over_share`)."""
     estimate = probe_estimate(spec, params, bags, worker, share, splits, plan.options.seed)
     limit = min(share, left)
     if estimate is not None and over_share(estimate.seconds, limit):
         raise TooSlow(estimate.seconds, limit, estimate.measured, left=left < share)
+    return None if estimate is None else estimate.seconds

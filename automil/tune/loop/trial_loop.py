@@ -33,7 +33,7 @@ from automil.tune.schedule.budget import (
     tuning_deadline,
 )
 from automil.tune.schedule.ladder import run_ladder, rung_fraction
-from automil.tune.schedule.probe import cost_unknown, over_share, worth_probing
+from automil.tune.schedule.probe import cost_unknown, over_share, share_allowed, worth_probing
 from automil.tune.studies.creation import configure_study, study_name
 from automil.tune.studies.plan import Plan
 from automil.tune.studies.priors import first_point, queue_later_points
@@ -129,10 +129,11 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
 
     A fit still running ``share`` seconds after the trial started is stopped: the learner is too slow for
     its fair share of the budget (the trial says so, with its fits' times); on all the bags, so is a trial
-    whose fits so far say that the others cannot end within it (:func:`_beyond_share`). A fit still running
-    at the tuning ``deadline`` is stopped too: the run's budget ended. A completed trial at least as good as the
-    best so far keeps its out-of-fold scores, so the best trial always has them for ensemble selection
-    while the storage does not grow with every trial.
+    whose fits so far say that the others cannot end within it, and one they say ends a little after it
+    may run on to the estimate's error bound (:func:`_beyond_share`). A fit still running at the tuning
+    ``deadline`` is stopped too: the run's budget ended. A completed trial at least as good as the best so
+    far keeps its out-of-fold scores, so the best trial always has them for ensemble selection while the
+    storage does not grow with every trial.
     """
     import optuna
 
@@ -148,9 +149,10 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     # a killed worker's replacement starts and imports the learner's libraries before this trial's clock
     worker.wait_started()
     import_for(worker, (spec.name,))
-    hard_stop, fair_share = trial_stop(time.time(), share, deadline)
+    started = time.time()
+    hard_stop, fair_share = trial_stop(started, share, deadline)
     own_share = share if fair_share and fraction is None else None  # a defaults trial's on all the bags
-    fits = _Fits(folds, plan.options.fit_timeout, rung=fraction, share=own_share)
+    fits = _Fits(folds, plan.options.fit_timeout, rung=fraction, share=own_share, started=started, stop=hard_stop)
     probe = not spec.anytime and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
                                               plan.prior) and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
@@ -162,8 +164,9 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             _describe(trial, spec, plan, bags)
             params = _parameters(trial, spec)
             if probe:
-                check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits, left=deadline - time.time())
-            value = _score_folds(trial, spec, params, plan, bags, worker, hard_stop, fits)
+                fits.allow(check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits,
+                                          left=deadline - time.time()), deadline)
+            value = _score_folds(trial, spec, params, plan, bags, worker, fits, deadline)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None
             elif best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
@@ -202,6 +205,8 @@ class _Fits:
     limit: float
     rung: float | None = None
     share: float | None = None  # the learner's own fair share that stops the trial (a defaults trial on all bags)
+    started: float = 0.0  # time.time() at the trial's start
+    stop: float = np.inf  # when the trial's fits must end: the share's end, or later within its estimate's error
     attrs: dict = field(default_factory=lambda: {
         TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FOLD_ROC_AUC: [],
         TrialAttr.FIT_SECONDS: [], TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False,
@@ -211,6 +216,13 @@ class _Fits:
     def __post_init__(self):
         if self.rung is not None:
             self.attrs[TrialAttr.RUNG] = self.rung
+
+    def allow(self, more: float | None, deadline: float):
+        """Move the stop to what the learner's share allows a trial whose fits need about ``more`` seconds
+        from now (:func:`~automil.tune.schedule.probe.share_allowed`), never past the tuning ``deadline``."""
+        if self.share is not None and more is not None:
+            estimate = time.time() - self.started + more
+            self.stop = max(self.stop, min(self.started + share_allowed(estimate, self.share), deadline))
 
 
 def _ask(study):
@@ -262,8 +274,8 @@ def _parameters(trial, spec) -> dict:
     return params
 
 
-def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop: float,
-                 fits: _Fits) -> float | list[float]:
+def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: _Fits,
+                 deadline: float) -> float | list[float]:
     """Make the trial's fits of ``params`` one by one in the worker and score each fit's blocks (its fold, or
     the blocks of the inner hold-out), reporting each block to the pruner (single objective); the objective
     values. Raises ``optuna.TrialPruned`` when pruned or when a fit predicted one class for every bag it
@@ -275,7 +287,7 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
     attrs = fits.attrs
     n_fits = len(fits.folds.fits)
     for k, ((train, test), blocks) in enumerate(zip(fits.folds.fits, fits.folds.fit_blocks(), strict=True)):
-        left = max(hard_stop - time.time(), 0.01)
+        left = max(fits.stop - time.time(), 0.01)
         fits.limit = min(plan.options.fit_timeout, left)
         # an anytime learner ends each fit on all the bags in its part of the time left (automil.time_left);
         # on a rung it is stopped as any learner is (a fit cut short says nothing of the learning curve), and
@@ -313,7 +325,7 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, hard_stop:
             # on a rung, chance is a point of the learning curve like any other: it only schedules
         if heard and k < len(fits.folds.fits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
-        _beyond_share(fits, hard_stop)
+        _beyond_share(fits, deadline)
     return objective_values(attrs, plan.options)
 
 
@@ -327,20 +339,24 @@ def _time_limited(trial, attrs: dict, limited: dict):
     attrs[TrialAttr.ESTIMATOR_PARAMS] = {**trial.user_attrs[TrialAttr.ESTIMATOR_PARAMS], **limited}
 
 
-def _beyond_share(fits: _Fits, hard_stop: float):
+def _beyond_share(fits: _Fits, deadline: float):
     """Raise :class:`TooSlow` when the trial's fits so far, at their mean seconds (fit and prediction), say
-    that all its fits would pass its learner's fair share (ending at ``hard_stop``) by more than a cost
-    estimate's error (:func:`~automil.tune.schedule.probe.over_share`, the probe's rule). Why: the share
-    would stop the last of them anyway, and the seconds until then would buy no figure; a first fit carries
-    one-time costs, so an estimate just over the share may still end within it."""
+    that all its fits would pass its learner's fair share by more than a cost estimate's error
+    (:func:`~automil.tune.schedule.probe.over_share`, the probe's rule); when they say it would pass the
+    share by less, the trial may run to that error's bound (:meth:`_Fits.allow`). Why: the share would stop
+    the last of them anyway, and the seconds until then would buy no figure; a first fit carries one-time
+    costs, so an estimate just over the share may still end within it, and where it does not, a stop at the
+    share would waste every second the trial took (miGraph at 10^5 instances: two of three fits of 61 s
+    done, killed in the third at its share of 190 s)."""
     done = len(fits.attrs[TrialAttr.FIT_SECONDS])
     left = len(fits.folds.fits) - done
     if fits.share is None or not left:
         return
     each = float(np.mean(fits.attrs[TrialAttr.FIT_SECONDS]) + np.mean(fits.attrs[TrialAttr.PREDICT_SECONDS]))
-    estimate = time.time() - (hard_stop - fits.share) + left * each
+    estimate = time.time() - fits.started + left * each
     if over_share(estimate, fits.share):
         raise TooSlow(estimate, fits.share, f"{done} of {done + left} fits done, {each:.1f} s each")
+    fits.allow(left * each, deadline)
 
 
 def _epoch_pruned(trial, epoch: int, score: float) -> bool:
@@ -356,6 +372,8 @@ def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float
         done = fits.attrs[TrialAttr.FIT_SECONDS]
         measured = (f"{len(done)} of {len(fits.folds.fits)} fits done, {np.mean(done):.1f} s each" if done
                     else f"its first fit ran {fits.limit:.1f} s without finishing")
+        if fits.stop - fits.started > fair_share + 1:  # the trial's estimate had let it run on
+            measured += f", allowed {fits.stop - fits.started:.0f} s by its estimate"
         return {TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
                 TrialAttr.ERROR: f"too slow for the budget: its defaults did not finish within their fair share "
                                  f"of {fair_share:.0f} s ({measured}); raise --timeout"}

@@ -8,7 +8,7 @@ from automil.records import TrialAttr, TrialRecord
 from automil.tune.backend.optuna_trials import counts_toward_budget
 
 __all__ = ["PROBE_CELLS", "PROBE_FRACTIONS", "PROBE_GROWTH", "PROBE_TOLERANCE", "PROBE_SHARE", "worth_probing",
-           "cost_unknown", "over_share", "probe_limits"]
+           "cost_unknown", "over_share", "share_allowed", "probe_limits"]
 
 # Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
 # it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
@@ -58,6 +58,13 @@ def over_share(estimate: float, share: float) -> bool:
     """Whether a probe's ``estimate`` of a trial passes its ``share`` by more than the probe's own error
     (``PROBE_TOLERANCE``): a learner is stopped only when it would surely not finish."""
     return estimate > PROBE_TOLERANCE * share
+
+
+def share_allowed(estimate: float, share: float) -> float:
+    """The seconds a trial estimated at ``estimate`` may run under its ``share`` when it is not over it
+    (:func:`over_share`): the share, or where the estimate passes it, the probe's error's bound. Why: stopped
+    at its share, a trial whose estimate says it ends a little after would spend every second for nothing."""
+    return share if estimate <= share else PROBE_TOLERANCE * share
 
 
 def probe_limits(share: float) -> list[float]:
