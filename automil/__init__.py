@@ -32,6 +32,7 @@ _EXPORTS = {
     "report_epoch": "automil.epochs",
     "FitPruned": "automil.epochs",
     "time_left": "automil.epochs",
+    "time_limit": "automil.epochs",
     "StreamedBags": "automil.streamed_bags",
     "instance_moments": "automil.evaluation.standardized",
 }

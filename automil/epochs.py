@@ -54,7 +54,8 @@ def time_left() -> float | None:
 @contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Within the block, :func:`time_left` counts down from ``seconds`` (``None``: no limit). Used by the fit
-    worker, with the time its caller gives the task."""
+    worker, with the time its caller gives the task, and by a learner made of other learners, with ``None``
+    around its parts' fits: the driver's time is the whole learner's."""
     global _end
     previous, _end = _end, None if seconds is None else time.monotonic() + seconds
     try:

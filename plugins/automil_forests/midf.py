@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from automil import BagClassifier, Bags, bag_folds, fold_splits
-from automil.epochs import time_limit
+from automil import BagClassifier, Bags, bag_folds, fold_splits, time_limit
 from automil_forests.blrt import BLRTClassifier
 from automil_forests.forest import check_int, seed_sequence
 from automil_forests.mirf import MIRFClassifier

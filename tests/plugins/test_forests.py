@@ -8,7 +8,6 @@ from sklearn.tree import DecisionTreeClassifier
 import automil
 from automil import Bags
 from automil.checks import witness_bags
-from automil.epochs import time_limit
 from automil_forests.blrt import BLRTClassifier
 from automil_forests.blrt_tree import goes_left, split_loss
 from automil_forests.id3mi_tree import RADIX_BITS, RADIX_MIN, entropy, radix_sort_pairs
@@ -218,14 +217,14 @@ def test_forest_depends_on_random_state_but_not_on_n_jobs(kind):
                                                (BLRTClassifier, {})])
 def test_a_forest_out_of_time_keeps_its_first_trees_and_says_how_many(kind, params):
     bags, test = witness_bags(20), witness_bags(10, seed=1)
-    with time_limit(0.0):  # no time left: the first tree only (no estimate before it ends)
+    with automil.time_limit(0.0):  # no time left: the first tree only (no estimate before it ends)
         short = kind(n_estimators=12, random_state=5, n_jobs=1, **params).fit(bags)
     assert short.time_limited_params_ == {"n_estimators": 1}
     again = kind(random_state=5, n_jobs=1, **params, **short.time_limited_params_).fit(bags)
     for a, b in zip(short.forest_, again.forest_, strict=True):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(short.predict_proba(test), again.predict_proba(test))
-    with time_limit(3600.0):  # time for every tree: the same forest as outside a driver
+    with automil.time_limit(3600.0):  # time for every tree: the same forest as outside a driver
         whole = kind(n_estimators=12, random_state=5, n_jobs=2, **params).fit(bags)
     assert whole.time_limited_params_ == {}
     for a, b in zip(whole.forest_, kind(n_estimators=12, random_state=5, **params).fit(bags).forest_, strict=True):
@@ -234,7 +233,7 @@ def test_a_forest_out_of_time_keeps_its_first_trees_and_says_how_many(kind, para
 
 def test_midf_grows_its_forests_whole_in_a_driver_fit():
     # the cascade's time is not its forests': they never stop at the fit's time on their own
-    with time_limit(0.0):
+    with automil.time_limit(0.0):
         cascade = MIDFClassifier(n_estimators=3, max_layers=1, random_state=0).fit(witness_bags(20))
     assert all(len(forest.forest_[-1]) == 3 for model in cascade.layers_[0] for forest in model)
     assert not hasattr(cascade, "time_limited_params_")

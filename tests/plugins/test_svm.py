@@ -13,7 +13,6 @@ from sklearn.svm import SVC, LinearSVC
 import automil
 from automil import Bags
 from automil.checks import witness_bags
-from automil.epochs import time_limit
 from automil_svm import margin_solvers, svm_problem
 from automil_svm.andrews import MISVM, MiSVM, relabel_positive_bags
 from automil_svm.migraph import MiGraph
@@ -266,13 +265,13 @@ def test_iteration_cap_stops_MI_svm_and_reports_it():
 @pytest.mark.parametrize("restarts", [0, 2])
 def test_a_heuristic_out_of_time_keeps_its_last_svm_and_says_how_far_it_got(learner, restarts):
     bags, test = witness_bags(20, seed=6), witness_bags(10, seed=7)
-    with time_limit(0.0):  # no time left: the first run stops after its first solve, no restart follows
+    with automil.time_limit(0.0):  # no time left: the first run stops after its first solve, no restart follows
         short = learner(restarts=restarts, random_state=0).fit(bags)
     assert short.time_limited_params_ == {"max_iters": 1, "restarts": 0}
     assert short.n_iter_.tolist() == [1] and short.converged_.tolist() == [False]
     again = learner(**{"restarts": restarts, "random_state": 0, **short.time_limited_params_}).fit(bags)
     np.testing.assert_array_equal(short.decision_function(test), again.decision_function(test))
-    with time_limit(3600.0):  # time for every solve: the fit outside a driver
+    with automil.time_limit(3600.0):  # time for every solve: the fit outside a driver
         whole = learner(restarts=restarts, random_state=0).fit(bags)
     assert whole.time_limited_params_ == {} and whole.converged_.all()
     np.testing.assert_array_equal(whole.decision_function(test),

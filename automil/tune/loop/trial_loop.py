@@ -8,7 +8,7 @@ import json
 import signal
 import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -23,6 +23,7 @@ from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.listener import Listener, StudyProgress
 from automil.tune.loop.cost_probe import TooSlow, check_estimate
+from automil.tune.loop.trial_fits import TrialFits, beyond_share, timeout_attrs
 from automil.tune.options import Allocation, instance_values
 from automil.tune.schedule.budget import (
     final_reserve,
@@ -33,12 +34,11 @@ from automil.tune.schedule.budget import (
     tuning_deadline,
 )
 from automil.tune.schedule.ladder import run_ladder, rung_fraction
-from automil.tune.schedule.probe import cost_unknown, over_share, share_allowed, worth_probing
+from automil.tune.schedule.probe import cost_unknown, worth_probing
 from automil.tune.studies.creation import configure_study, study_name
 from automil.tune.studies.plan import Plan
 from automil.tune.studies.priors import first_point, queue_later_points
 from automil.tune.studies.pruner import EPOCH_STEP
-from automil.tune.studies.trial_folds import TrialFolds
 from automil.tune.studies.warm_start import WARM_START_ATTR, warm_start, warm_start_note
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, import_for
@@ -130,7 +130,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     A fit still running ``share`` seconds after the trial started is stopped: the learner is too slow for
     its fair share of the budget (the trial says so, with its fits' times); on all the bags, so is a trial
     whose fits so far say that the others cannot end within it, and one they say ends a little after it
-    may run on to the estimate's error bound (:func:`_beyond_share`). A fit still running at the tuning
+    may run on to the estimate's error bound (:func:`beyond_share`). A fit still running at the tuning
     ``deadline`` is stopped too: the run's budget ended. A completed trial at least as good as the best so
     far keeps its out-of-fold scores, so the best trial always has them for ensemble selection while the
     storage does not grow with every trial.
@@ -152,7 +152,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     started = time.time()
     hard_stop, fair_share = trial_stop(started, share, deadline)
     own_share = share if fair_share and fraction is None else None  # a defaults trial's on all the bags
-    fits = _Fits(folds, plan.options.fit_timeout, rung=fraction, share=own_share, started=started, stop=hard_stop)
+    fits = TrialFits(folds, plan.options.fit_timeout, rung=fraction, share=own_share, started=started, stop=hard_stop)
     probe = not spec.anytime and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
                                               plan.prior) and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
@@ -182,7 +182,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
                                TrialAttr.ERROR: str(estimate)})
         except FitTimeout as error:
             state = TrialState.FAIL
-            fits.attrs.update(_timeout_attrs(error, fits, plan, share if fair_share else None))
+            fits.attrs.update(timeout_attrs(error, fits, plan, share if fair_share else None))
         except FitMemoryExceeded as error:
             state = TrialState.FAIL
             fits.attrs.update({TrialAttr.OUT_OF_MEMORY: True, TrialAttr.ERROR: str(error)})
@@ -195,34 +195,6 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             _tell(study, trial, stopped, TrialState.FAIL, None)
             raise
         return _tell(study, trial, fits.attrs, state, value)
-
-
-@dataclass
-class _Fits:
-    """A trial's fits and blocks (on a rung: samples of their training bags) and what they produced so far."""
-
-    folds: TrialFolds
-    limit: float
-    rung: float | None = None
-    share: float | None = None  # the learner's own fair share that stops the trial (a defaults trial on all bags)
-    started: float = 0.0  # time.time() at the trial's start
-    stop: float = np.inf  # when the trial's fits must end: the share's end, or later within its estimate's error
-    attrs: dict = field(default_factory=lambda: {
-        TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FOLD_ROC_AUC: [],
-        TrialAttr.FIT_SECONDS: [], TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False,
-        TrialAttr.ONE_CLASS: False})
-    oof_scores: list = field(default_factory=list)
-
-    def __post_init__(self):
-        if self.rung is not None:
-            self.attrs[TrialAttr.RUNG] = self.rung
-
-    def allow(self, more: float | None, deadline: float):
-        """Move the stop to what the learner's share allows a trial whose fits need about ``more`` seconds
-        from now (:func:`~automil.tune.schedule.probe.share_allowed`), never past the tuning ``deadline``."""
-        if self.share is not None and more is not None:
-            estimate = time.time() - self.started + more
-            self.stop = max(self.stop, min(self.started + share_allowed(estimate, self.share), deadline))
 
 
 def _ask(study):
@@ -274,7 +246,7 @@ def _parameters(trial, spec) -> dict:
     return params
 
 
-def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: _Fits,
+def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: TrialFits,
                  deadline: float) -> float | list[float]:
     """Make the trial's fits of ``params`` one by one in the worker and score each fit's blocks (its fold, or
     the blocks of the inner hold-out), reporting each block to the pruner (single objective); the objective
@@ -325,7 +297,7 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: _Fit
             # on a rung, chance is a point of the learning curve like any other: it only schedules
         if heard and k < len(fits.folds.fits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
-        _beyond_share(fits, deadline)
+        beyond_share(fits, deadline)
     return objective_values(attrs, plan.options)
 
 
@@ -339,48 +311,10 @@ def _time_limited(trial, attrs: dict, limited: dict):
     attrs[TrialAttr.ESTIMATOR_PARAMS] = {**trial.user_attrs[TrialAttr.ESTIMATOR_PARAMS], **limited}
 
 
-def _beyond_share(fits: _Fits, deadline: float):
-    """Raise :class:`TooSlow` when the trial's fits so far, at their mean seconds (fit and prediction), say
-    that all its fits would pass its learner's fair share by more than a cost estimate's error
-    (:func:`~automil.tune.schedule.probe.over_share`, the probe's rule); when they say it would pass the
-    share by less, the trial may run to that error's bound (:meth:`_Fits.allow`). Why: the share would stop
-    the last of them anyway, and the seconds until then would buy no figure; a first fit carries one-time
-    costs, so an estimate just over the share may still end within it, and where it does not, a stop at the
-    share would waste every second the trial took (miGraph at 10^5 instances: two of three fits of 61 s
-    done, killed in the third at its share of 190 s)."""
-    done = len(fits.attrs[TrialAttr.FIT_SECONDS])
-    left = len(fits.folds.fits) - done
-    if fits.share is None or not left:
-        return
-    each = float(np.mean(fits.attrs[TrialAttr.FIT_SECONDS]) + np.mean(fits.attrs[TrialAttr.PREDICT_SECONDS]))
-    estimate = time.time() - fits.started + left * each
-    if over_share(estimate, fits.share):
-        raise TooSlow(estimate, fits.share, f"{done} of {done + left} fits done, {each:.1f} s each")
-    fits.allow(left * each, deadline)
-
-
 def _epoch_pruned(trial, epoch: int, score: float) -> bool:
     """Report a fit's epoch to the trial; whether the pruner stops the fit."""
     trial.report(score, step=EPOCH_STEP + epoch)
     return trial.should_prune()
-
-
-def _timeout_attrs(error: FitTimeout, fits: _Fits, plan: Plan, fair_share: float | None) -> dict:
-    """Why a fit was stopped: its learner's ``fair_share`` (too slow; not counted, a larger budget tries
-    again), the run's budget (not the learner's fault), or ``--fit-timeout``."""
-    if fits.limit < plan.options.fit_timeout and fair_share is not None:
-        done = fits.attrs[TrialAttr.FIT_SECONDS]
-        measured = (f"{len(done)} of {len(fits.folds.fits)} fits done, {np.mean(done):.1f} s each" if done
-                    else f"its first fit ran {fits.limit:.1f} s without finishing")
-        if fits.stop - fits.started > fair_share + 1:  # the trial's estimate had let it run on
-            measured += f", allowed {fits.stop - fits.started:.0f} s by its estimate"
-        return {TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
-                TrialAttr.ERROR: f"too slow for the budget: its defaults did not finish within their fair share "
-                                 f"of {fair_share:.0f} s ({measured}); raise --timeout"}
-    if fits.limit < plan.options.fit_timeout:
-        return {TrialAttr.INTERRUPTED: True,
-                TrialAttr.ERROR: f"stopped after {fits.limit:.0f} s by the --timeout budget"}
-    return {TrialAttr.TIMED_OUT: True, TrialAttr.ERROR: f"{error} (--fit-timeout {fits.limit:g} s)"}
 
 
 def objective_values(attrs: dict, options) -> float | list[float]:

@@ -1,0 +1,84 @@
+"""A trial's fits: what they train and score on, what they produced so far, and when they must stop (its
+learner's fair share, moved on by the trial's own estimates) or why they were stopped."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from automil.records import TrialAttr
+from automil.tune.loop.cost_probe import TooSlow
+from automil.tune.schedule.probe import over_share, share_allowed
+from automil.tune.studies.plan import Plan
+from automil.tune.studies.trial_folds import TrialFolds
+from automil.tune.workers.isolation import FitTimeout
+
+__all__ = ["TrialFits", "beyond_share", "timeout_attrs"]
+
+
+@dataclass
+class TrialFits:
+    """A trial's fits and blocks (on a rung: samples of their training bags) and what they produced so far."""
+
+    folds: TrialFolds
+    limit: float
+    rung: float | None = None
+    share: float | None = None  # the learner's own fair share that stops the trial (a defaults trial on all bags)
+    started: float = 0.0  # time.time() at the trial's start
+    stop: float = np.inf  # when the trial's fits must end: the share's end, or later within its estimate's error
+    attrs: dict = field(default_factory=lambda: {
+        TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FOLD_ROC_AUC: [],
+        TrialAttr.FIT_SECONDS: [], TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False,
+        TrialAttr.ONE_CLASS: False})
+    oof_scores: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.rung is not None:
+            self.attrs[TrialAttr.RUNG] = self.rung
+
+    def allow(self, more: float | None, deadline: float):
+        """Move the stop to what the learner's share allows a trial whose fits need about ``more`` seconds
+        from now (:func:`~automil.tune.schedule.probe.share_allowed`), never past the tuning ``deadline``."""
+        if self.share is not None and more is not None:
+            estimate = time.time() - self.started + more
+            self.stop = max(self.stop, min(self.started + share_allowed(estimate, self.share), deadline))
+
+
+def beyond_share(fits: TrialFits, deadline: float):
+    """Raise :class:`TooSlow` when the trial's fits so far, at their mean seconds (fit and prediction), say
+    that all its fits would pass its learner's fair share by more than a cost estimate's error
+    (:func:`~automil.tune.schedule.probe.over_share`, the probe's rule); when they say it would pass the
+    share by less, the trial may run to that error's bound (:meth:`TrialFits.allow`). Why: the share would stop
+    the last of them anyway, and the seconds until then would buy no figure; a first fit carries one-time
+    costs, so an estimate just over the share may still end within it, and where it does not, a stop at the
+    share would waste every second the trial took (miGraph at 10^5 instances: two of three fits of 61 s
+    done, killed in the third at its share of 190 s)."""
+    done = len(fits.attrs[TrialAttr.FIT_SECONDS])
+    left = len(fits.folds.fits) - done
+    if fits.share is None or not left:
+        return
+    each = float(np.mean(fits.attrs[TrialAttr.FIT_SECONDS]) + np.mean(fits.attrs[TrialAttr.PREDICT_SECONDS]))
+    estimate = time.time() - fits.started + left * each
+    if over_share(estimate, fits.share):
+        raise TooSlow(estimate, fits.share, f"{done} of {done + left} fits done, {each:.1f} s each")
+    fits.allow(left * each, deadline)
+
+
+def timeout_attrs(error: FitTimeout, fits: TrialFits, plan: Plan, fair_share: float | None) -> dict:
+    """Why a fit was stopped: its learner's ``fair_share`` (too slow; not counted, a larger budget tries
+    again), the run's budget (not the learner's fault), or ``--fit-timeout``."""
+    if fits.limit < plan.options.fit_timeout and fair_share is not None:
+        done = fits.attrs[TrialAttr.FIT_SECONDS]
+        measured = (f"{len(done)} of {len(fits.folds.fits)} fits done, {np.mean(done):.1f} s each" if done
+                    else f"its first fit ran {fits.limit:.1f} s without finishing")
+        if fits.stop - fits.started > fair_share + 1:  # the trial's estimate had let it run on
+            measured += f", allowed {fits.stop - fits.started:.0f} s by its estimate"
+        return {TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
+                TrialAttr.ERROR: f"too slow for the budget: its defaults did not finish within their fair share "
+                                 f"of {fair_share:.0f} s ({measured}); raise --timeout"}
+    if fits.limit < plan.options.fit_timeout:
+        return {TrialAttr.INTERRUPTED: True,
+                TrialAttr.ERROR: f"stopped after {fits.limit:.0f} s by the --timeout budget"}
+    return {TrialAttr.TIMED_OUT: True, TrialAttr.ERROR: f"{error} (--fit-timeout {fits.limit:g} s)"}
