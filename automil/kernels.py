@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from numba import njit
 
 __all__ = [
     "INSTANCE_KERNELS", "NORMALIZATIONS", "linear_kernel", "rbf_kernel", "polynomial_kernel",
@@ -24,8 +25,11 @@ __all__ = [
 INSTANCE_KERNELS = ("linear", "rbf", "poly")
 NORMALIZATIONS = ("none", "averaging", "featurespace")
 
-# Rows of X per block when a kernel matrix is reduced on the fly (block x n_y doubles at a time).
+# Rows of X per block when a kernel matrix is reduced on the fly (block x n_y doubles at a time), at most.
 _BLOCK_ROWS = 2048
+# Kernel cells per block, at most (128 MiB of float64): a block of 2,048 rows against 51,000 instances held
+# 0.8 GB, and as much again for its transposed copy in the reduction.
+_BLOCK_CELLS = 2**24
 
 
 def _dense(A) -> np.ndarray:
@@ -51,11 +55,20 @@ def squared_distances(X, Y) -> np.ndarray:
     exactly 0, which matters for kernels with a fractional power of the distance.
     """
     D = linear_kernel(X, Y)
-    D *= -2.0
-    scale = _row_sq_norms(X)[:, None] + _row_sq_norms(Y)[None, :]
-    D += scale
-    D[D <= 1e-12 * scale] = 0.0
+    _products_to_distances(D, _row_sq_norms(X), _row_sq_norms(Y))
     return D
+
+
+@njit(cache=True, nogil=True)
+def _products_to_distances(D, x_norms, y_norms):
+    """In place, ``D[i, j] = x_norms[i] + y_norms[j] - 2 D[i, j]``, 0 where below ``1e-12`` of the norms'
+    sum. One pass over ``D``: the same values as whole-array numpy steps, which made four passes and two
+    temporaries of ``D``'s size and took 30 times the product's BLAS time (2,048 x 51,000 x 64)."""
+    for i in range(D.shape[0]):
+        for j in range(D.shape[1]):
+            scale = x_norms[i] + y_norms[j]
+            d = -2.0 * D[i, j] + scale
+            D[i, j] = d if d > 1e-12 * scale else 0.0
 
 
 def rbf_kernel(X, Y, gamma: float) -> np.ndarray:
@@ -113,7 +126,10 @@ def pairwise_kernel(X, Y, kernel: str = "linear", *, gamma="auto", degree: int =
     raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(INSTANCE_KERNELS)}")
 
 
-def _row_blocks(n_rows: int, block: int = _BLOCK_ROWS):
+def _row_blocks(n_rows: int, n_cols: int):
+    """Ranges of rows of an ``n_rows x n_cols`` kernel matrix, each of at most :data:`_BLOCK_ROWS` rows and
+    :data:`_BLOCK_CELLS` cells (one row at least)."""
+    block = max(1, min(_BLOCK_ROWS, _BLOCK_CELLS // max(n_cols, 1)))
     return ((lo, min(lo + block, n_rows)) for lo in range(0, n_rows, block))
 
 
@@ -131,10 +147,25 @@ def combination_gram(X, R_a, Y=None, R_b=None, *, kernel="linear", gamma="auto",
         return linear_kernel(R_a @ X, R_b @ Y)
     R_a_cols = R_a.tocsc()
     G = np.zeros((R_a.shape[0], R_b.shape[0]))
-    for lo, hi in _row_blocks(X.shape[0]):
+    for lo, hi in _row_blocks(X.shape[0], Y.shape[0]):
         K_block = pairwise_kernel(X[lo:hi], Y, kernel, gamma=gamma, degree=degree)
-        G += R_a_cols[:, lo:hi] @ (R_b @ K_block.T).T
+        G += R_a_cols[:, lo:hi] @ _combine_columns(K_block, R_b.indptr, R_b.indices, R_b.data)
     return G
+
+
+@njit(cache=True, nogil=True)
+def _combine_columns(K, indptr, indices, data):
+    """``K @ R.T`` for the CSR matrix ``R`` (``indptr``, ``indices``, ``data``): each row of K combined as
+    every row of R combines columns, reading K row by row. Why: scipy's ``(R @ K.T).T`` first copies K
+    transposed, which took five times the rest of the reduction."""
+    out = np.zeros((K.shape[0], len(indptr) - 1))
+    for i in range(K.shape[0]):
+        for m in range(len(indptr) - 1):
+            total = 0.0
+            for k in range(indptr[m], indptr[m + 1]):
+                total += data[k] * K[i, indices[k]]
+            out[i, m] = total
+    return out
 
 
 def bag_matrix(offsets, weights=None, n_instances: int | None = None) -> sp.csr_matrix:

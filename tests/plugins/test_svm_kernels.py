@@ -83,6 +83,31 @@ def test_set_kernel_computed_in_blocks_equals_the_one_shot_result(X, monkeypatch
                                whole, rtol=1e-12)
 
 
+@pytest.mark.parametrize("kernel", ["rbf", "poly"])
+@pytest.mark.parametrize("cells", [None, 1])
+def test_combination_gram_equals_the_dense_product_in_any_blocks(kernel, cells, monkeypatch):
+    rng = np.random.default_rng(3)
+    X, Y = rng.normal(size=(9, 4)), rng.normal(size=(7, 4))
+    # examples as any weighted sums of instances (bag sums, single instances, a row with no instance)
+    R_a = sp.random(5, 9, density=0.5, random_state=4, format="csr")
+    R_b = sp.csr_matrix(np.vstack([rng.random(7) * (rng.random(7) < 0.6) for _ in range(4)] + [np.zeros(7)]))
+    dense = R_a.toarray() @ kernels.pairwise_kernel(X, Y, kernel, gamma=0.3) @ R_b.toarray().T
+    if cells is not None:
+        monkeypatch.setattr(kernels, "_BLOCK_CELLS", cells)  # one row of X a block
+    got = kernels.combination_gram(X, R_a, Y, R_b, kernel=kernel, gamma=0.3)
+    np.testing.assert_allclose(got, dense, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(kernels.combination_gram(sp.csr_matrix(X), R_a, sp.csr_matrix(Y), R_b,
+                                                        kernel=kernel, gamma=0.3), dense, rtol=1e-12, atol=1e-12)
+
+
+def test_squared_distances_are_exactly_zero_from_a_point_to_itself():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(6, 3)) * np.array([1.0, 1e3, 1e-3])
+    D = kernels.squared_distances(X, np.vstack((X, X + 1.0)))
+    assert (np.diag(D[:, :6]) == 0.0).all() and (D >= 0).all()
+    np.testing.assert_allclose(D[:, 6:], ((X[:, None, :] - X[None, :, :] - 1.0) ** 2).sum(axis=2), rtol=1e-9)
+
+
 def test_featurespace_bag_with_zero_self_sum_gets_a_zero_row_and_a_warning():
     X = np.array([[1.0, 2.0], [-1.0, -2.0], [0.5, 0.0]])
     with pytest.warns(RuntimeWarning, match=r"bag\(s\) \[0\]"):
