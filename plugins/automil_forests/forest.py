@@ -106,29 +106,27 @@ def grow_in_time(grow, seeds: list, n_jobs: int, score_one) -> list:
     if left is None:
         return map_threads(grow, seeds, n_jobs)
     end = time.monotonic() + left
-    trees, grown_seconds, score_seconds = [None] * len(seeds), [], []
-    lock, started = threading.Lock(), 0
+    trees, grown_seconds = [None] * len(seeds), []
+    lock, started, score_each = threading.Lock(), 0, None
 
     def work():
-        nonlocal started
+        nonlocal started, score_each
         while True:
             with lock:
                 k = started
-                if k == len(seeds) or (score_seconds and time.monotonic() + np.mean(grown_seconds)
-                                       + SCORED_AFTER * (k + 1) * score_seconds[0] > end):
+                if k == len(seeds) or (score_each is not None and time.monotonic() + np.mean(grown_seconds)
+                                       + SCORED_AFTER * (k + 1) * score_each > end):
                     return
                 started += 1
             begun = time.monotonic()
             trees[k] = grow(seeds[k])
-            seconds = time.monotonic() - begun
-            scored = None
-            if k == 0:
-                begun = time.monotonic()
+            grown = time.monotonic() - begun
+            if k == 0:  # the first tree's scoring times what follows the growing
                 score_one(trees[0])
-                scored = time.monotonic() - begun
             with lock:
-                grown_seconds.append(seconds)
-                score_seconds.extend([] if scored is None else [scored])
+                grown_seconds.append(grown)
+                if k == 0:
+                    score_each = time.monotonic() - begun - grown
 
     threads = max(1, min(n_jobs, len(seeds)))
     with ThreadPoolExecutor(max_workers=threads) as pool:

@@ -97,12 +97,11 @@ class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
         self._rng = np.random.default_rng(self.random_state)
         left = time_left()
         self._end = None if left is None else time.monotonic() + left
-        self._problems_left = 1 if len(self.classes_) == 2 else len(self.classes_)
         self.time_limited_params_ = {}
 
     def _fit_binary(self, bags, t, space):
-        end = None if self._end is None else time.monotonic() + (self._end - time.monotonic()) / self._problems_left
-        self._problems_left -= 1
+        problems_left = (1 if len(self.classes_) == 2 else len(self.classes_)) - len(self._runs)
+        end = None if self._end is None else time.monotonic() + (self._end - time.monotonic()) / problems_left
         runs = []
         for start in range(self.restarts + 1):
             run = self._iterate(bags, t, space, start, end)
@@ -122,7 +121,7 @@ class _AndrewsSVM(MaxInstanceMixin, OneVsRestBagSVM):
         self.n_iter_ = np.array(n_iter, dtype=np.int64)
         self.converged_ = np.array(converged, dtype=bool)
         self.objective_ = np.array(objective)
-        del self._runs, self._rng, self._end, self._problems_left
+        del self._runs, self._rng, self._end
 
 
 def relabel_positive_bags(scores, positive, offsets):
