@@ -150,6 +150,13 @@ class StreamedBags:
                        names=None if self.names is None else self.names[part], source=self.source)
             start = stop
 
+    def means(self) -> np.ndarray:
+        """Each bag's mean instance as read, shape ``(n_bags, n_features)``, in float64 from a block of bags at a
+        time: what a learner that centres every bag on its own mean subtracts."""
+        means = [np.add.reduceat(block.X, block.offsets[:-1], axis=0, dtype=np.float64) / block.sizes[:, None]
+                 for block in self.blocks()]
+        return np.concatenate(means) if means else np.empty((0, self.n_features))
+
     def gathered(self):
         """The bags in memory as :class:`~automil.Bags`, for a learner that cannot stream them."""
         return type(self._bags)(self._read(self._bags.instance_rows(self.bag_indices)), self.offsets, self.y,

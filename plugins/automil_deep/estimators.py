@@ -73,6 +73,12 @@ class DeepMILClassifier(BagClassifier):
         Networks trained, each from its own seed (weights, dropout, order of bags, held-out split), whose
         class probabilities (and instance scores) are averaged: a deep ensemble, ``seeds`` times the cost of
         one. One by default: under a run's budget three cost more than they gained (docs/deep.md, "Seeds").
+    centre_bags : bool, default=False
+        Subtract each bag's own mean instance from its instances (training and prediction alike: a bag is
+        centred on itself, so nothing is learnt from other bags). Where every slide of a patient carries the
+        patient's offset (stain, scanner, site), a network can learn the patients instead of the witnesses
+        (docs/deep.md, "Bags centred on their own mean"). It discards what a bag's mean says, so it is a
+        choice of the search space and of the portfolio, not the default.
     random_state : int, optional
         Seeds the networks: the first from ``SeedSequence(random_state)``'s first word, the next from its
         following words.
@@ -104,7 +110,7 @@ class DeepMILClassifier(BagClassifier):
 
     def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
-                 random_state=None, min_epochs=None, class_weight="balanced", seeds=1):
+                 random_state=None, min_epochs=None, class_weight="balanced", seeds=1, centre_bags=False):
         self.learning_rate = learning_rate
         self.weight_decay = weight_decay
         self.hidden = hidden
@@ -119,6 +125,7 @@ class DeepMILClassifier(BagClassifier):
         self.min_epochs = min_epochs
         self.class_weight = class_weight
         self.seeds = seeds
+        self.centre_bags = centre_bags
 
     def _network(self, n_features: int, n_classes: int):
         raise NotImplementedError
@@ -216,15 +223,17 @@ class DeepMILClassifier(BagClassifier):
 
     def _batches(self, bags, device):
         """The network's batches of ``bags`` (``Bags``, or :class:`~automil.streamed_bags.StreamedBags` read
-        through ``take``), each batch's instances scaled by ``mean_`` and ``scale_`` in float64 as it is read:
-        no copy of the bags' instances, and the rows of a batch the same on either kind of bags."""
+        through ``take``), each batch's instances scaled by ``mean_`` (each bag's own mean with
+        ``centre_bags``) and ``scale_`` in float64 as it is read: no copy of the bags' instances, and the rows
+        of a batch the same on either kind of bags."""
         from automil_deep.training import Batches, matrix_rows
 
         take = bags.take if isinstance(bags, StreamedBags) else matrix_rows(bags.X, bags.offsets)
+        centres = bags.means() if self.centre_bags else None
 
         def read(index, positions):
             rows = take(index, positions).astype(np.float64)  # (x - mean_) / scale_, in place
-            np.subtract(rows, self.mean_, out=rows)
+            np.subtract(rows, self.mean_ if centres is None else centres[index], out=rows)
             return np.divide(rows, self.scale_, out=rows)
 
         return Batches(read, bags.sizes, bags.n_features, device, pairs=self.pair_bytes > 0)
@@ -282,7 +291,7 @@ class DeepMILClassifier(BagClassifier):
         # a model pickled before these parameters existed trained one network on every instance, on the CPU,
         # unweighted, and early stopping could keep its first epoch
         self.__dict__.update({"max_instances": None, "device": "auto", "min_epochs": 1, "class_weight": None,
-                              "seeds": 1, **state})
+                              "seeds": 1, "centre_bags": False, **state})
         if weights is not None:
             import torch
 
@@ -307,9 +316,9 @@ class ABMILClassifier(DeepMILClassifier):
 
     def __init__(self, gated=False, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
                  batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
-                 random_state=None, min_epochs=None, class_weight="balanced", seeds=1):
+                 random_state=None, min_epochs=None, class_weight="balanced", seeds=1, centre_bags=False):
         super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
-                         validation_fraction, device, random_state, min_epochs, class_weight, seeds)
+                         validation_fraction, device, random_state, min_epochs, class_weight, seeds, centre_bags)
         self.gated = gated
 
     def _network(self, n_features, n_classes):
@@ -330,9 +339,10 @@ class PoolingClassifier(DeepMILClassifier):
 
     def __init__(self, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25,
                  epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2,
-                 device="auto", random_state=None, min_epochs=None, class_weight="balanced", seeds=1):
+                 device="auto", random_state=None, min_epochs=None, class_weight="balanced", seeds=1,
+                 centre_bags=False):
         super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
-                         validation_fraction, device, random_state, min_epochs, class_weight, seeds)
+                         validation_fraction, device, random_state, min_epochs, class_weight, seeds, centre_bags)
         self.pooling = pooling
 
 
@@ -360,9 +370,10 @@ class MINetClassifier(PoolingClassifier):
     def __init__(self, deep_supervision=True, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128,
                  dropout=0.25, epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10,
                  validation_fraction=0.2, device="auto", random_state=None, min_epochs=None,
-                 class_weight="balanced", seeds=1):
+                 class_weight="balanced", seeds=1, centre_bags=False):
         super().__init__(pooling, learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances,
-                         patience, validation_fraction, device, random_state, min_epochs, class_weight, seeds)
+                         patience, validation_fraction, device, random_state, min_epochs, class_weight, seeds,
+                         centre_bags)
         self.deep_supervision = deep_supervision
 
     def _network(self, n_features, n_classes):

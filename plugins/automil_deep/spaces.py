@@ -11,7 +11,8 @@ def training_space(trial) -> dict:
             "weight_decay": trial.suggest_float("weight_decay", 1e-6, 1e-2, log=True),
             "hidden": trial.suggest_categorical("hidden", [64, 128, 256, 512]),
             "dropout": trial.suggest_float("dropout", 0.0, 0.5),
-            "epochs": trial.suggest_int("epochs", 20, 200, log=True)}
+            "epochs": trial.suggest_int("epochs", 20, 200, log=True),
+            "centre_bags": trial.suggest_categorical("centre_bags", [False, True])}
 
 
 def abmil_space(trial) -> dict:
@@ -28,7 +29,8 @@ def MI_net_space(trial) -> dict:  # noqa: N802 - named after the learner MI-Net
 
 
 # The estimators' defaults as points of the spaces above: the first trial of every new study.
-_TRAINING_FIRST_TRIAL = {"learning_rate": 2e-3, "weight_decay": 1e-4, "hidden": 128, "dropout": 0.25, "epochs": 50}
+_TRAINING_FIRST_TRIAL = {"learning_rate": 2e-3, "weight_decay": 1e-4, "hidden": 128, "dropout": 0.25, "epochs": 50,
+                        "centre_bags": False}
 FIRST_TRIALS = {
     "abmil": {**_TRAINING_FIRST_TRIAL, "gated": False},
     "mi-net": {**_TRAINING_FIRST_TRIAL, "pooling": "max"},

@@ -152,6 +152,22 @@ def test_seeds_average_the_class_probabilities_and_instance_scores_of_networks_f
     np.testing.assert_array_equal(again.predict_proba(test), three.predict_proba(test))
 
 
+def test_a_network_on_centred_bags_is_blind_to_a_shift_of_every_instance_of_a_bag():
+    # a patient's offset on every patch of a slide moves its bag's mean and nothing else
+    train, test = witness_bags(10), witness_bags(6, seed=1)
+    offsets = np.random.default_rng(2).normal(0.0, 2.0, (test.n_bags, test.n_features))
+    shifted = test.with_instances(test.X + np.repeat(offsets, test.sizes, axis=0))
+    centred = small_network(SPECS["abmil"]).build(random_state=0, centre_bags=True).fit(train)
+    np.testing.assert_allclose(centred.predict_proba(shifted), centred.predict_proba(test), rtol=1e-5, atol=1e-6)
+    # streamed bags are centred on the same means
+    np.testing.assert_allclose(centred.predict_proba(automil.StreamedBags(test)), centred.predict_proba(test),
+                               rtol=1e-9)
+    plain = small_network(SPECS["abmil"]).build(random_state=0).fit(train)
+    assert not np.allclose(plain.predict_proba(shifted), plain.predict_proba(test), rtol=1e-3)
+    again = pickle.loads(pickle.dumps(centred))  # the pickle keeps the choice
+    np.testing.assert_array_equal(again.predict_proba(shifted), centred.predict_proba(shifted))
+
+
 def test_the_decision_function_is_the_log_of_the_probabilities_so_its_positive_column_ranks_bags_as_they_do():
     # a binary run scores bags by the positive column of decision_function (AUC, ensembles, calibration); a raw
     # logit of one class ignores the other's and ranks bags otherwise than the probability

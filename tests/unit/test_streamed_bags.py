@@ -84,6 +84,21 @@ def test_the_fit_worker_streams_the_test_fold_of_a_learner_that_accepts_it(bags)
     assert np.array_equal(out.y_pred, model.predict(bags.subset(TEST)))
 
 
+def test_bag_means_are_those_of_the_gathered_bags_across_blocks_and_kinds(bags, monkeypatch):
+    monkeypatch.setattr(streamed_bags, "BLOCK_BYTES", 2_000)  # many blocks of a few bags
+    fold = bags.subset(TEST)
+    expected = np.array([np.asarray(b, dtype=np.float64).mean(axis=0) for b in fold.to_list()])
+    np.testing.assert_allclose(fold.means(), expected, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(StreamedBags(bags, TEST).means(), expected, rtol=1e-12, atol=1e-12)
+    mean, scale = instance_scaling(bags.X)
+    np.testing.assert_allclose(StreamedBags(bags, TEST, mean, scale).means(), (expected - mean) / scale, rtol=1e-5,
+                               atol=1e-6)  # standardized as read, in float32
+    import scipy.sparse as sp
+
+    sparse = automil.Bags(sp.csr_matrix(np.asarray(fold.X)), fold.offsets, fold.y)
+    np.testing.assert_allclose(sparse.means(), expected, rtol=1e-12, atol=1e-12)
+
+
 def test_sparse_bags_are_not_streamed():
     import scipy.sparse as sp
 
