@@ -7,10 +7,12 @@
                                            [--out automil/tune/portfolio/portfolio.json]
     python experiments/portfolio.py regret [--storage journal:portfolio.journal]
 
-``matrix`` scores every configuration (each built-in learner's defaults, then ``--points`` points of its search
-space drawn once with a fixed seed) on every task: generated MIL tasks that span the regimes (bags, instances
-per bag, features, witness share, presence / threshold / collective concepts, class balance; ``TASKS``) and
-the classic binary sets of the data directory (``AUTOMIL_DATA_DIR``). A cell is stratified 3-fold CV over bags
+``matrix`` scores every configuration (each built-in learner's defaults, each network's defaults on bags centred on
+their own mean, then ``--points`` points of its search space drawn once with a fixed seed) on every task:
+generated MIL tasks that span the regimes (bags, instances per bag, features, witness share, presence / threshold /
+collective concepts, class balance; ``TASKS``), generated slide cohorts (patients of several slides; ``COHORTS``,
+cross-validated over patients) and the classic binary sets of the data directory (``AUTOMIL_DATA_DIR``). A cell
+is stratified 3-fold CV over bags
 (balanced accuracy, ROC AUC, fit seconds), every fit in a killable worker at ``--fit-timeout``. Cells are
 stored one trial each in an Optuna journal (a study per task), so the command resumes where it stopped and
 several shards (``--shard i/n``) share the work. The defaults of every learner on every task come first, the
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 import zlib
 from dataclasses import asdict, dataclass
@@ -119,14 +122,32 @@ def generated_tasks() -> list[MilTask]:
     return tasks
 
 
+def cohort_tasks() -> list:
+    """Generated slide cohorts (``experiments/cohorts.py``): patients of 2 or 3 slides, every patch of a
+    patient shifted by the patient's own offset, witness shares 2% to 10%; seeds no reported cohort uses,
+    at most 20,000 instances each. Their cells cross-validate over patients."""
+    from cohorts import Cohort
+
+    return [Cohort(150, 0.05, seed=10), Cohort(150, 0.02, seed=11), Cohort(150, 0.1, n_features=32, seed=12),
+            Cohort(120, 0.03, patches=(100, 200), n_features=96, seed=13)]
+
+
 TASKS = {t.name: t for t in generated_tasks()}
+COHORTS = {c.name: c for c in cohort_tasks()}
 
 
 def task_bags(name: str) -> Bags:
-    if name in TASKS:
-        return TASKS[name].bags()
     from automil import load_bags
 
+    if name in TASKS:
+        return TASKS[name].bags()
+    if name in COHORTS:
+        from cohorts import write_cohort
+
+        with tempfile.TemporaryDirectory(prefix="automil-portfolio-") as scratch:
+            features, facts = write_cohort(COHORTS[name], Path(scratch))
+            bags = load_bags(features, labels=str(Path(scratch) / facts["labels"]), groups=facts["groups"])
+            return bags.with_instances(np.array(bags.X))  # in memory: the folder goes with the scratch
     return load_bags(name)
 
 
@@ -140,6 +161,9 @@ def configurations(points: int) -> list[dict]:
     specs = [s for s in sorted(plugins.learners().values(), key=lambda s: s.name.lower())
              if s.plugin in BUILT_IN]
     configs = [{"config": f"{s.name}:default", "learner": s.name, "params": dict(s.first_trial)} for s in specs]
+    # the networks' defaults on bags centred on their own mean: the choice the defaults leave off
+    configs += [{"config": f"{s.name}:centred", "learner": s.name, "params": {**s.first_trial, "centre_bags": True}}
+                for s in specs if "centre_bags" in s.first_trial]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for point in range(1, points + 1):
         for spec in specs:
@@ -215,7 +239,7 @@ def run_matrix(args):
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = open_storage(args.storage)
     configs = configurations(args.points)
-    names = args.task or [*CLASSIC, *TASKS]
+    names = args.task or [*CLASSIC, *TASKS, *COHORTS]
     shard, shards = (int(x) for x in args.shard.split("/"))
     names = [n for i, n in enumerate(names) if i % shards == shard]
     worker = fit_worker(TuneOptions(jobs=2))  # one thread: a shard a core
@@ -242,11 +266,12 @@ def _score_task(storage, worker, name: str, configs: list[dict], args):
         print(f"{name}: skipped ({error})", flush=True)
         return
     if "meta_features" not in study.user_attrs:
+        from automil.tune.portfolio.members import grouped
         from automil.tune.studies.meta_features import meta_features
 
-        study.set_user_attr("meta_features", meta_features(bags).to_dict())
+        study.set_user_attr("meta_features", {**meta_features(bags).to_dict(), "grouped": grouped(bags)})
     worker.set_data(bags)
-    folds = fold_splits(bag_folds(bags.y, FOLDS, 0))
+    folds = fold_splits(bag_folds(bags.y, FOLDS, 0, bags.groups))  # a patient's slides on one side
     for config in todo:
         start = time.time()
         cell = score_cell(worker, bags, folds, config, args.fit_timeout)
@@ -295,16 +320,22 @@ def run_select(args):
     from automil.tune.portfolio.selection import greedy_portfolio
 
     tasks, features, names, configs, scores, seconds = read_matrix(args.storage)
+    out = Path(args.out)
+    earlier = {r["name"]: r for r in json.loads(out.read_text())["regimes"]} if out.exists() else {}
     regimes = []
     for regime in REGIMES:
         rows = [i for i, f in enumerate(features) if regime_of(f) == regime.name]
+        if not rows and regime.name in earlier:  # a matrix of some regimes' tasks only: the others as they were
+            regimes.append(earlier[regime.name])
+            print(f"{regime.name}: no task in the matrix, kept as {out.name} has it")
+            continue
         chosen = greedy_portfolio(scores[rows], seconds[rows], args.size)
         regimes.append({**asdict(regime), "tasks": [tasks[i] for i in rows],
                         "members": [{"learner": configs[j]["learner"], "params": configs[j]["params"],
                                      "config": names[j]} for j in chosen]})
     shipped = {"metric": "balanced_accuracy", "built_by": "python experiments/portfolio.py matrix && "
                "python experiments/portfolio.py select", "configurations": len(names), "regimes": regimes}
-    Path(args.out).write_text(json.dumps(shipped, indent=1) + "\n")
+    out.write_text(json.dumps(shipped, indent=1) + "\n")
     for regime in regimes:
         print(f"{regime['name']} ({len(regime['tasks'])} tasks): "
               + ", ".join(m["config"] for m in regime["members"]))

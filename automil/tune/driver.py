@@ -133,10 +133,11 @@ def _portfolio(bags, specs, options: TuneOptions) -> tuple:
     """The portfolio's members for data like ``bags`` among the run's learners (none with ``--no-portfolio``)."""
     if options.portfolio is None:
         return ()
-    from automil.tune.portfolio.members import members_for
+    from automil.tune.portfolio.members import grouped, members_for
     from automil.tune.studies.meta_features import meta_features
 
-    return members_for(meta_features(bags).to_dict(), [s.name for s in specs], options.portfolio)
+    return members_for({**meta_features(bags).to_dict(), "grouped": grouped(bags)}, [s.name for s in specs],
+                       options.portfolio)
 
 
 def _usable_learners(bags, names, memory: int):

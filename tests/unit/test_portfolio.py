@@ -4,7 +4,7 @@ the points a learner's studies start from, and the order the budget runs the por
 import numpy as np
 import pytest
 
-from automil.tune.portfolio.members import REGIMES, Member, members_for, regime_of
+from automil.tune.portfolio.members import REGIMES, Member, grouped, members_for, regime_of
 from automil.tune.portfolio.selection import greedy_portfolio, leave_one_task_out, normalized
 from automil.tune.schedule.budget import LearnerState, StudyState, next_step
 from automil.tune.schedule.ladder import LADDER
@@ -58,10 +58,31 @@ def test_leave_one_task_out_regret_of_the_portfolio_is_at_most_the_best_single_d
     assert table["portfolio"][1] > 0.0
 
 
-def test_regimes_split_by_mean_bag_size():
+def test_regimes_split_by_mean_bag_size_and_large_bags_in_groups_apart():
     assert [regime_of({"mean_bag_size": s}) for s in (5.2, 31.9, 32.0, 1500.0)] == [
         "small bags", "small bags", "large bags", "large bags"]
+    assert regime_of({"mean_bag_size": 150.0, "grouped": True}) == "slides by patient"
+    assert regime_of({"mean_bag_size": 6.0, "grouped": True}) == "small bags"  # no grouped regime of small bags
     assert len({r.name for r in REGIMES}) == len(REGIMES)
+
+
+def test_bags_are_grouped_when_a_group_holds_several_of_them():
+    from automil import Bags
+
+    bags = Bags.from_list([np.zeros((2, 3))] * 4, [0, 1, 0, 1])
+    assert not grouped(bags)
+    assert not grouped(Bags(bags.X, bags.offsets, bags.y, groups=["a", "b", "c", "d"]))  # one bag a patient
+    assert grouped(Bags(bags.X, bags.offsets, bags.y, groups=["a", "a", "b", "c"]))
+
+
+def test_a_portfolio_without_a_grouped_regime_serves_grouped_bags_that_of_their_size(tmp_path):
+    import json
+
+    path = tmp_path / "portfolio.json"
+    path.write_text(json.dumps({"regimes": [{"name": "large bags", "members": [
+        {"learner": "sil", "params": {"C": 1.0}}]}]}))
+    members = members_for({"mean_bag_size": 100.0, "grouped": True}, ["sil"], str(path))
+    assert members == (Member("sil", {"C": 1.0}),)
 
 
 def test_the_shipped_portfolio_names_registered_learners_and_points_of_their_spaces():
@@ -69,9 +90,9 @@ def test_the_shipped_portfolio_names_registered_learners_and_points_of_their_spa
     from automil.checks import _new_trial  # the contract suite's trial on given parameters
 
     learners = plugins.learners()
-    for size in (6.0, 150.0):
-        members = members_for({"mean_bag_size": size}, learners)
-        assert members, f"no portfolio for bags of {size} instances"
+    for size, in_groups in ((6.0, False), (150.0, False), (150.0, True)):
+        members = members_for({"mean_bag_size": size, "grouped": in_groups}, learners)
+        assert members, f"no portfolio for bags of {size} instances (grouped: {in_groups})"
         for member in members:
             spec = learners[member.learner]
             trial = _new_trial(None, 16, enqueue=first_point(spec, [member]))

@@ -3,7 +3,9 @@ set gets: those of its regime, in the order they were chosen.
 
 A regime is a range of the mean bag size: small bags (a few instances, the classic benchmarks) and large bags
 (tens to thousands of instances, a few witnesses among them: pathology slides), where the learners that win
-differ. A regime's members are learner + parameter pairs (Optuna's parameter names, as a study stores them).
+differ; large bags in groups of several (a patient's slides) are a regime of their own, since what a
+patient's slides share can teach a learner the patients instead of the witnesses. A regime's members are
+learner + parameter pairs (Optuna's parameter names, as a study stores them).
 """
 
 from __future__ import annotations
@@ -14,20 +16,23 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["Regime", "REGIMES", "Member", "regime_of", "members_for", "read_portfolio", "SHIPPED"]
+__all__ = ["Regime", "REGIMES", "Member", "grouped", "regime_of", "members_for", "read_portfolio", "SHIPPED"]
 
 
 @dataclass(frozen=True)
 class Regime:
-    """Data sets whose mean bag size lies in ``[min_mean_bag_size, max_mean_bag_size)``."""
+    """Data sets whose mean bag size lies in ``[min_mean_bag_size, max_mean_bag_size)``, in groups of several
+    bags (``grouped``) or not."""
 
     name: str
     min_mean_bag_size: float
     max_mean_bag_size: float
+    grouped: bool = False
 
 
 # The boundary: bags of 32 instances or more are where a witness is rare enough that a bag's mean hides it.
-REGIMES = (Regime("small bags", 0.0, 32.0), Regime("large bags", 32.0, float("inf")))
+REGIMES = (Regime("small bags", 0.0, 32.0), Regime("large bags", 32.0, float("inf")),
+           Regime("slides by patient", 32.0, float("inf"), grouped=True))
 
 
 @dataclass(frozen=True)
@@ -41,10 +46,18 @@ class Member:
         return {"learner": self.learner, "params": self.params}
 
 
+def grouped(bags) -> bool:
+    """Whether some group holds several of ``bags`` (a patient's slides): what ``regime_of`` reads as
+    ``grouped`` beside the meta-features."""
+    return bags.groups is not None and len(set(bags.groups)) < bags.n_bags
+
+
 def regime_of(meta_features: dict) -> str:
-    """The name of the regime of a data set, from its meta-features (``mean_bag_size``)."""
+    """The name of the regime of a data set, from its meta-features (``mean_bag_size``) and ``grouped`` (absent:
+    not grouped); grouped bags of a size that has no grouped regime are in that size's regime."""
     size = float(meta_features["mean_bag_size"])
-    return next(r.name for r in REGIMES if r.min_mean_bag_size <= size < r.max_mean_bag_size)
+    sized = [r for r in REGIMES if r.min_mean_bag_size <= size < r.max_mean_bag_size]
+    return next((r.name for r in sized if r.grouped == bool(meta_features.get("grouped", False))), sized[0].name)
 
 
 SHIPPED = "shipped"  # the portfolio automil ships, next to this module
@@ -86,7 +99,11 @@ def _member(entry: dict) -> Member:
 
 
 def members_for(meta_features: dict, learners, source: str = SHIPPED) -> tuple[Member, ...]:
-    """The members of the portfolio ``source`` for a data set of ``meta_features``, in order, restricted to
-    the ``learners`` of the run."""
+    """The members of the portfolio ``source`` for a data set of ``meta_features`` (and ``grouped``), in order,
+    restricted to the ``learners`` of the run."""
     wanted = set(learners)
-    return tuple(m for m in read_portfolio(source).get(regime_of(meta_features), ()) if m.learner in wanted)
+    regimes = read_portfolio(source)
+    name = regime_of(meta_features)
+    if name not in regimes:  # a portfolio without a grouped regime: that of the bags' size
+        name = regime_of({**meta_features, "grouped": False})
+    return tuple(m for m in regimes.get(name, ()) if m.learner in wanted)
