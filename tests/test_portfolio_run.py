@@ -1,5 +1,6 @@
 """A run with a portfolio: its learners run first, in its order, each from its portfolio point, with the
-defaults queued after it; --no-portfolio and a file that is not a portfolio. Real worker processes, a real
+defaults queued after it; large bags in groups of several from the grouped regime's point; --no-portfolio and a
+file that is not a portfolio. Real worker processes, a real
 sqlite storage, the test plugin's learners."""
 
 import json
@@ -43,6 +44,40 @@ def test_the_portfolios_learner_runs_first_from_its_point_then_its_defaults(tmp_
         firsts[learner] = min(t.datetime_start for t in optuna.load_study(
             study_name=f"{name}/{learner}", storage=storage).trials)
     assert firsts["onefeature"] < firsts["centroid"]
+
+
+def _bag_folder(folder, cases: bool):
+    """24 bags of 40 instances (large bags) in a bag folder; with ``cases``, two bags a case (``case_id``)."""
+    import numpy as np
+
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    rows = ["bag,label" + (",case_id" if cases else "")]
+    for b in range(24):
+        bag = rng.standard_normal((40, 9))
+        bag[0, 0] += 3.0 * (b % 2)
+        np.save(folder / f"bag-{b}.npy", bag)
+        rows.append(f"bag-{b},{b % 2}" + (f",case-{b // 4}-{b % 2}" if cases else ""))
+    (folder / "labels.csv").write_text("\n".join(rows) + "\n")
+    return str(folder)
+
+
+@pytest.mark.parametrize("cases, point", [(True, {"feature": 2}), (False, {"feature": 1})])
+def test_large_bags_in_groups_of_several_start_from_the_grouped_regimes_point(tmp_path, fresh_plugins, cases, point):
+    load_in_process(fresh_plugins, tmp_path / "records")
+    fresh_plugins.chdir(tmp_path)
+    data = _bag_folder(tmp_path / "slides", cases)
+    portfolio = tmp_path / "portfolio.json"
+    portfolio.write_text(json.dumps({"regimes": [
+        {"name": "large bags", "members": [{"learner": "onefeature", "params": {"feature": 1}}]},
+        {"name": "slides by patient", "members": [{"learner": "onefeature", "params": {"feature": 2}}]}]}))
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"
+    options = TuneOptions(n_trials=1, timeout=None, folds=3, repeats=1, jobs=1, storage=storage, track=False,
+                          protocol="nested", warm_start=False, ensemble=False, portfolio=str(portfolio))
+    tune(data, ["onefeature"], options)
+    name = dataset_name(data, load_bags(data))
+    trials = optuna.load_study(study_name=f"{name}/onefeature", storage=storage).trials
+    assert min(trials, key=lambda t: t.number).params == point
 
 
 def test_no_portfolio_and_a_portfolio_file_on_the_command_line():
