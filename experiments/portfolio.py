@@ -321,7 +321,9 @@ def run_select(args):
 
     tasks, features, names, configs, scores, seconds = read_matrix(args.storage)
     out = Path(args.out)
-    earlier = {r["name"]: r for r in json.loads(out.read_text())["regimes"]} if out.exists() else {}
+    written = json.loads(out.read_text()) if out.exists() else {"regimes": []}
+    # a regime kept from the file keeps the size of the matrix it was selected on
+    earlier = {r["name"]: {"configurations": written.get("configurations"), **r} for r in written["regimes"]}
     regimes = []
     for regime in REGIMES:
         rows = [i for i, f in enumerate(features) if regime_of(f) == regime.name]
@@ -330,11 +332,11 @@ def run_select(args):
             print(f"{regime.name}: no task in the matrix, kept as {out.name} has it")
             continue
         chosen = greedy_portfolio(scores[rows], seconds[rows], args.size)
-        regimes.append({**asdict(regime), "tasks": [tasks[i] for i in rows],
+        regimes.append({**asdict(regime), "configurations": len(names), "tasks": [tasks[i] for i in rows],
                         "members": [{"learner": configs[j]["learner"], "params": configs[j]["params"],
                                      "config": names[j]} for j in chosen]})
     shipped = {"metric": "balanced_accuracy", "built_by": "python experiments/portfolio.py matrix && "
-               "python experiments/portfolio.py select", "configurations": len(names), "regimes": regimes}
+               "python experiments/portfolio.py select", "regimes": regimes}
     out.write_text(json.dumps(shipped, indent=1) + "\n")
     for regime in regimes:
         print(f"{regime['name']} ({len(regime['tasks'])} tasks): "
