@@ -85,6 +85,19 @@ def test_a_portfolio_without_a_grouped_regime_serves_grouped_bags_that_of_their_
     assert members == (Member("sil", {"C": 1.0}),)
 
 
+def test_grouped_bags_without_their_regimes_learners_get_those_of_their_size(tmp_path):
+    import json
+
+    path = tmp_path / "portfolio.json"
+    path.write_text(json.dumps({"regimes": [
+        {"name": "large bags", "members": [{"learner": "sil", "params": {"C": 1.0}}]},
+        {"name": "slides by patient", "members": [{"learner": "abmil", "params": {"gated": True}}]}]}))
+    grouped_bags = {"mean_bag_size": 100.0, "grouped": True}
+    assert members_for(grouped_bags, ["sil", "abmil"], str(path)) == (Member("abmil", {"gated": True}),)
+    assert members_for(grouped_bags, ["sil"], str(path)) == (Member("sil", {"C": 1.0}),)  # e.g. without torch
+    assert members_for(grouped_bags, ["nsk"], str(path)) == ()
+
+
 def test_the_shipped_portfolio_names_registered_learners_and_points_of_their_spaces():
     from automil import plugins
     from automil.checks import _new_trial  # the contract suite's trial on given parameters

@@ -100,10 +100,12 @@ def _member(entry: dict) -> Member:
 
 def members_for(meta_features: dict, learners, source: str = SHIPPED) -> tuple[Member, ...]:
     """The members of the portfolio ``source`` for a data set of ``meta_features`` (and ``grouped``), in order,
-    restricted to the ``learners`` of the run."""
+    restricted to the ``learners`` of the run. Grouped bags whose regime has none of them (a portfolio without
+    that regime, a run without its learners) get the members of their size's regime."""
     wanted = set(learners)
     regimes = read_portfolio(source)
-    name = regime_of(meta_features)
-    if name not in regimes:  # a portfolio without a grouped regime: that of the bags' size
-        name = regime_of({**meta_features, "grouped": False})
-    return tuple(m for m in regimes.get(name, ()) if m.learner in wanted)
+    for name in dict.fromkeys((regime_of(meta_features), regime_of({**meta_features, "grouped": False}))):
+        members = tuple(m for m in regimes.get(name, ()) if m.learner in wanted)
+        if members:
+            return members
+    return ()
