@@ -27,9 +27,10 @@ class StudyProgress:
 @dataclass(frozen=True)
 class LearnerStanding:
     """One learner as the budget sees it: its counted trials over all its studies and the most it may
-    have (``None``: no ``--n-trials`` cap), its best tuning score, and its ``phase``: ``defaults``
-    (waiting for its defaults), ``contender`` (it gets time: close to the leader, or under the equal
-    allocation any learner with a score), ``behind``, ``full``, ``no score`` or ``too slow``."""
+    have (``None``: no ``--n-trials`` cap), its best tuning score, and its ``phase``: ``portfolio`` (waiting
+    for its first portfolio point), ``defaults`` (waiting for its defaults), ``screening`` or ``screened`` (the
+    ladder's rungs), ``contender`` (it gets time: close to the leader, or under the equal allocation any
+    learner with a score), ``behind``, ``full``, ``no score`` or ``too slow``."""
 
     learner: str
     trials: int

@@ -154,7 +154,7 @@ def test_the_portfolios_learners_skip_the_ladder():
     assert (step.learner, step.phase, step.fraction) == ("other", "rung", LADDER[0])
 
 
-def test_the_progress_shows_a_waiting_portfolio_learner_at_its_defaults_not_screening():
+def test_the_progress_shows_a_waiting_portfolio_learner_at_its_portfolio_point_not_screening():
     from automil.tune.options import TuneOptions
     from automil.tune.schedule.budget import standing
     from automil.tune.studies.plan import Plan
@@ -163,4 +163,4 @@ def test_the_progress_shows_a_waiting_portfolio_learner_at_its_defaults_not_scre
                 portfolio=(Member("member", {}),))
     phases = {row.learner: row.phase for row in standing([_state("member"), _state("other")], plan, None, 1.0,
                                                          None).learners}
-    assert phases == {"member": "defaults", "other": "screening"}
+    assert phases == {"member": "portfolio", "other": "screening"}

@@ -353,7 +353,7 @@ def standing(states: list[LearnerState], plan: Plan, running: str | None, now: f
     rows = []
     for state in states:
         if state.name in plan.prior and waits_for_defaults(state, n_trials):
-            phase = "defaults"  # the portfolio's learners skip the rungs
+            phase = "portfolio"  # its first portfolio point, before the rungs (which it skips)
         elif ladder and not reached_top(state) and any(needs_rung(state, i, ladder) for i in range(len(ladder))):
             phase = "screening"
         elif ladder and state.rungs and state.name not in top:
