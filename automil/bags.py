@@ -137,9 +137,9 @@ class Bags:
         """Each bag's mean instance, shape ``(n_bags, n_features)``, in float64 (dense instances read a block
         of bags at a time: a mapped matrix larger than memory is never copied whole)."""
         if self.is_sparse:
-            indicator = sp.csr_matrix((1.0 / np.repeat(self.sizes, self.sizes), (self.bag_index,
-                                       np.arange(self.n_instances))), shape=(self.n_bags, self.n_instances))
-            return np.asarray((indicator @ self.X).todense())
+            from automil.kernels import bag_matrix  # numba's import only where sparse bags ask for it
+
+            return np.asarray((bag_matrix(self.offsets, 1.0 / self.sizes) @ self.X).todense())
         return StreamedBags(self).means()
 
     @property

@@ -146,8 +146,7 @@ def task_bags(name: str) -> Bags:
 
         with tempfile.TemporaryDirectory(prefix="automil-portfolio-") as scratch:
             features, facts = write_cohort(COHORTS[name], Path(scratch))
-            bags = load_bags(features, labels=str(Path(scratch) / facts["labels"]), groups=facts["groups"])
-            return bags.with_instances(np.array(bags.X))  # in memory: the folder goes with the scratch
+            return load_bags(features, labels=str(Path(scratch) / facts["labels"]), groups=facts["groups"])
     return load_bags(name)
 
 
@@ -321,9 +320,7 @@ def run_select(args):
 
     tasks, features, names, configs, scores, seconds = read_matrix(args.storage)
     out = Path(args.out)
-    written = json.loads(out.read_text()) if out.exists() else {"regimes": []}
-    # a regime kept from the file keeps the size of the matrix it was selected on
-    earlier = {r["name"]: {"configurations": written.get("configurations"), **r} for r in written["regimes"]}
+    earlier = {r["name"]: r for r in json.loads(out.read_text())["regimes"]} if out.exists() else {}
     regimes = []
     for regime in REGIMES:
         rows = [i for i, f in enumerate(features) if regime_of(f) == regime.name]

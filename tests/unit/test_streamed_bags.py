@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 import automil
 from automil import streamed_bags
@@ -93,8 +94,6 @@ def test_bag_means_are_those_of_the_gathered_bags_across_blocks_and_kinds(bags, 
     mean, scale = instance_scaling(bags.X)
     np.testing.assert_allclose(StreamedBags(bags, TEST, mean, scale).means(), (expected - mean) / scale, rtol=1e-5,
                                atol=1e-6)  # standardized as read, in float32
-    import scipy.sparse as sp
-
     sparse = automil.Bags(sp.csr_matrix(np.asarray(fold.X)), fold.offsets, fold.y)
     np.testing.assert_allclose(sparse.means(), expected, rtol=1e-12, atol=1e-12)
 
