@@ -15,6 +15,7 @@ from automil.tune.schedule.budget import (
     FINAL_SHARE,
     FIRST_TRIES,
     GROWTH_RANGE,
+    LOG_SECONDS,
     MIN_MARGIN,
     RESERVE_MARGIN,
     LearnerState,
@@ -23,6 +24,7 @@ from automil.tune.schedule.budget import (
     estimated_trial_seconds,
     final_fits,
     final_reserve,
+    fits_deadline,
     learner_state,
     next_step,
     run_seconds,
@@ -249,6 +251,14 @@ def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and
     assert tuning_deadline(plan, 130.0) == pytest.approx(1000.0 + 400.0 - 130.0)
     assert tuning_deadline(plan, 1e6) == pytest.approx(1000.0 + 400.0 * (1 - high))  # tuning keeps its part
     assert tuning_deadline(Plan("d", [], TuneOptions(timeout=None, protocol="nested"), SIX_BAGS, 0.0), 50.0) is None
+
+
+def test_the_final_evaluations_fits_leave_the_time_to_log_every_result_before_the_budget_ends():
+    plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0, protocol="nested"), SIX_BAGS, start=1000.0)
+    assert fits_deadline(plan, results=25, tracked=True) == pytest.approx(1400.0 - 25 * LOG_SECONDS)
+    assert fits_deadline(plan, results=25, tracked=False) == pytest.approx(1400.0)  # nothing to log
+    unbounded = Plan("d", [], TuneOptions(timeout=None, protocol="nested"), SIX_BAGS, 0.0)
+    assert fits_deadline(unbounded, results=25, tracked=True) == float("inf")
 
 
 def test_the_cost_estimate_extrapolates_the_measured_growth_to_every_fit_of_the_trial():

@@ -44,7 +44,7 @@ from automil.tune.final.tasks import (
     repeat_tasks,
 )
 from automil.tune.listener import Listener
-from automil.tune.schedule.budget import extras_deadline, final_deadline, run_seconds
+from automil.tune.schedule.budget import fits_deadline, run_seconds
 from automil.tune.studies.creation import study_name
 from automil.tune.studies.plan import Plan
 from automil.tune.tracking import Recorder
@@ -102,9 +102,10 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
 
     A learner whose stored result matches its studies (same best trials, trial count, repeats and
     protocol) is not evaluated again; if the budget left that result without a model, the model is fitted
-    and logged now (as the budget allows). The chosen model is fitted even when the budget
-    has run out (a run may pass ``--timeout`` by that one fit): a run that chose a model must end with it
-    (it chooses none when no row is above chance). Under the hold-out protocol, a chosen learner whose
+    and logged now (as the budget allows). Every fit stops in time to log the results before the budget
+    ends, but the chosen model's, which is fitted even when that time has come (a run may pass ``--timeout``
+    by that one fit): a run that chose a model must end with it (it chooses none when no row is above
+    chance). Under the hold-out protocol, a chosen learner whose
     full-data fit would end past the budget ships its hold-out refit instead: the model its figure scored.
     """
     options = plan.options
@@ -117,9 +118,10 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     for w in workers:
         w.set_data(bags)
 
-    end = final_deadline(plan)
+    # every fit but the chosen model's ends in time to log every result before the budget ends
+    fits_end = fits_deadline(plan, len(pending) + 1, recorder.enabled)
 
-    def run(tasks: list[FitTask], deadline=end):
+    def run(tasks: list[FitTask], deadline=fits_end):
         for w in workers:  # the libraries of these fits' learners, outside their time limits
             import_for(w, {task.learner for task in tasks})
         budget = None if deadline is None else max(deadline - time.time(), 0.0)
@@ -128,8 +130,6 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
             task = tasks[index]
             _collect(pending.get(task.learner), candidates[task.learner], task, out, bags, nested)
 
-    # what the headline does not need leaves the time to log every result before the budget ends
-    extras = extras_deadline(plan, len(pending) + 1, recorder.enabled)
     try:
         outer_best = {learner: job.evaluation.outer_best for learner, job in pending.items()}
         # a hold-out refit's model comes back, to stand in for a chosen full-data fit the budget cannot end
@@ -145,16 +145,16 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         later = []
         if recorder.enabled:
             first, rest = _model_order(choice, [*pending, *modelless], members)
-            shipped = _ship_held_out_refits(first, pending, candidates, bags.n_bags, end)
+            shipped = _ship_held_out_refits(first, pending, candidates, bags.n_bags, fits_end)
             run(model_tasks(plan, bags.n_bags, candidates, [n for n in first if n not in shipped]), deadline=None)
             sets = held_apart_tasks(plan, candidates, first) + sets
             later = model_tasks(plan, bags.n_bags, candidates, rest) + held_apart_tasks(plan, candidates, rest)
-        run(sets, deadline=extras)
-        run(later, deadline=extras)
+        run(sets)
+        run(later)
         for r in range(0 if nested else 1, len(repeats)):
-            if time.time() >= extras:
+            if time.time() >= fits_end:
                 break
-            run(_repeat_tasks(plan, pending, r), deadline=extras)
+            run(_repeat_tasks(plan, pending, r))
     finally:
         for w in workers[1:]:
             w.close()

@@ -42,7 +42,7 @@ from automil.tune.studies.plan import Plan
 from automil.tune.studies.trial_folds import INNER_FIFTHS
 
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
-           "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "extras_deadline",
+           "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "fits_deadline",
            "FINAL_SHARE", "estimated_trial_seconds", "run_seconds", "GROWTH_RANGE", "final_fits", "prior_step",
            "ends_in_time"]
 
@@ -299,9 +299,9 @@ def final_deadline(plan: Plan) -> float:
     return math.inf if t is None else plan.start + t
 
 
-def extras_deadline(plan: Plan, results: int, tracked: bool) -> float:
-    """When the final evaluation stops what the headline figure does not need (the models but the chosen
-    one, the repeats): in time to log ``results`` results before the budget ends, when ``tracked``."""
+def fits_deadline(plan: Plan, results: int, tracked: bool) -> float:
+    """When the final evaluation's fits stop (every one but the chosen model's, which a run ends with): in
+    time to log ``results`` results before the budget ends, when ``tracked``."""
     return final_deadline(plan) - (LOG_SECONDS * results if tracked else 0.0)
 
 
