@@ -6,8 +6,9 @@ A set has bags of 50 to 500 instances drawn from a standard normal in d dimensio
 more and smaller bags. Every bag gets its own nuisance shift (normal, sd 0.5 per feature); 1 to 8% of the
 instances of a positive bag (at least one) are witnesses, shifted by 3 along one hidden unit direction.
 Labels are balanced. The oracle is the best threshold on each bag's largest projection on that direction
-(max pooling that knows the direction), scored as balanced accuracy on all bags: the ceiling a learner can
-approach.
+(max pooling that knows the direction), scored as balanced accuracy on all bags: the ceiling of a learner
+that sees the bags as they are (one that centres each bag on its own mean drops the bag's shift along the
+direction, and can pass it).
 
     python experiments/scale.py generate [--sizes 1e4 1e5 1e6] [--bags N ...] [--features 64] [--layout npz|folder]
                                    [--out DIR]
