@@ -27,7 +27,8 @@ the oracle. ``run`` runs ``automil tune --dataset DATA --timeout T --json`` in a
 prints the wall time, the peak memory summed over the run's processes (read from /proc), one line per
 learner (its status, figure, the rung of the bag ladder it ended on where the row carries one, and the
 seconds of the budget it used), the procedure's own figure (the ``automil`` row) and the best row's
-against the oracle, the chosen model, and the seconds used by learners that ended with no figure.
+against the oracle, the chosen model, and the seconds used by learners that ended with no figure, as a share
+of the seconds the run's tuning processes (``--jobs``) had over the budget.
 
 ``read`` reads a set as a run does (into the run's shared instance file) and prints the seconds and the peak
 private and proportional memory of reading it.
@@ -268,7 +269,16 @@ def run_main_job(args):
     data = Path(args.data).resolve()
     with _workdir(args) as work:
         rows, wall, memory = tune(data, work, args)
-    report(rows, wall, memory, _facts(data), args.timeout)
+    report(rows, wall, memory, _facts(data), args.timeout, _jobs(args.extra))
+
+
+def _jobs(extra: list[str]) -> int:
+    """The run's tuning processes: its ``--jobs``, else automil's default on this machine."""
+    from automil.tune.options import default_jobs
+
+    known = argparse.ArgumentParser(add_help=False)
+    known.add_argument("--jobs", type=int)
+    return known.parse_known_args(extra)[0].jobs or default_jobs()
 
 
 def _facts(data: Path) -> dict:
@@ -305,7 +315,7 @@ def tune(data: Path, work: Path, args) -> tuple[list[dict], float, TreeMemory]:
     return json.loads(rows_path.read_text()), wall, memory
 
 
-def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeout: float):
+def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeout: float, jobs: int):
     matrix_mb = facts.get("n_instances", 0) * facts.get("n_features", 0) * 4 / 1e6
     print(f"wall time        {wall:8.1f} s   ({100 * wall / timeout:.1f}% of the {timeout:.0f} s budget; "
           f"target <= 103%)")
@@ -340,10 +350,11 @@ def report(rows: list[dict], wall: float, memory: TreeMemory, facts: dict, timeo
     # learner: neither spends a budget its own
     none = [r for r in rows if not _has_figure(r) and r.get("status") != Status.SKIPPED
             and r.get("learner") not in (PROCEDURE, ENSEMBLE.name)]
-    spent = sum(_spent(r) for r in none)
+    # a learner's seconds are those of the process that ran it: the budget holds the run's processes' seconds
+    spent, held = sum(_spent(r) for r in none), jobs * timeout
     names = ", ".join(f"{r['learner']} ({_status(r)})" for r in none) or "none"
-    print(f"no figure        {spent:8.1f} s   ({100 * spent / timeout:.1f}% of the budget, {len(none)} learners: "
-          f"{names}; target <= 10%)")
+    print(f"no figure        {spent:8.1f} s   ({100 * spent / held:.1f}% of the {held:.0f} s of {jobs} tuning "
+          f"process{'es' * (jobs > 1)} over the budget, {len(none)} learners: {names}; target <= 10%)")
 
 
 def _made_of(chosen: dict | None) -> str:

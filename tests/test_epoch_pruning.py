@@ -94,3 +94,26 @@ def test_an_anytime_fit_ends_in_its_time_with_a_figure_and_the_refit_trains_as_f
     # the hold-out refit is given the epochs the best trial reached, and never trains further
     refits = [fit for fit in fits if fit["epochs"] == best.user_attrs["time_limited"]["epochs"]]
     assert refits and all(fit["ran"] <= fit["epochs"] for fit in refits)
+
+
+def test_an_anytime_fit_cut_to_chance_is_too_slow_and_never_refitted(tmp_path):
+    # the learner learns nothing before far more epochs than its share holds: its first trial's fits are cut
+    # short and score coin flips, which buys no figure; the learner is too slow, and no refit trains it so
+    journal = f"journal:{tmp_path / 'studies.journal'}"
+    records = tmp_path / "records"
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
+                           "--learner", "anytime-late", "--storage", journal, "--timeout", "15", "--protocol",
+                           "holdout", "--no-track", "--jobs", "1", "--json", "out.json"],
+                          cwd=tmp_path, env=plugin_env(plugin_site(), records), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    trials = optuna.load_study(study_name="test-bags/anytime-late", storage=open_storage(journal)).trials
+    cut = [t for t in trials if t.user_attrs.get("time_limited") and t.user_attrs.get("rung") is None]
+    assert cut and not any(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+    assert cut[0].user_attrs["too_slow"] and "not above chance" in cut[0].user_attrs["error"]
+    assert f"epochs {cut[0].user_attrs['time_limited']['epochs']} of {10**6}" in cut[0].user_attrs["error"]
+    row = json.loads((tmp_path / "out.json").read_text())[-1]
+    assert row["learner"] == "anytime-late" and row["status"] == "too slow"
+    assert "ran out of time" in row["error"]
+    fits = [json.loads(p.read_text()) for p in records.glob("anytime-*.json")]
+    assert fits and all(fit["epochs"] == 10**6 for fit in fits)  # every fit a trial's: none refitted

@@ -23,7 +23,7 @@ from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.listener import Listener, StudyProgress
 from automil.tune.loop.cost_probe import TooSlow, check_estimate
-from automil.tune.loop.trial_fits import TrialFits, beyond_share, timeout_attrs
+from automil.tune.loop.trial_fits import TrialFits, beyond_share, cut_to_chance, timeout_attrs
 from automil.tune.options import Allocation, instance_values
 from automil.tune.schedule.budget import (
     final_reserve,
@@ -167,6 +167,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
                 fits.allow(check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits,
                                           left=deadline - time.time()), deadline)
             value = _score_folds(trial, spec, params, plan, bags, worker, fits, deadline)
+            if fraction is None and best is None:  # its first result: one bought at chance is none
+                cut_to_chance(fits, trial.user_attrs[TrialAttr.ESTIMATOR_PARAMS], plan, bags.y, spec.estimator)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None
             elif best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
@@ -176,9 +178,9 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             if str(pruned) and TrialAttr.ERROR not in fits.attrs:  # the search space's reason (the pruner gives none)
                 fits.attrs[TrialAttr.ERROR] = f"pruned: {pruned}"
         except TooSlow as estimate:
-            state = TrialState.FAIL
+            state, seconds = TrialState.FAIL, None if estimate.seconds is None else round(estimate.seconds, 1)
             fits.attrs.update({TrialAttr.INTERRUPTED: True, TrialAttr.TOO_SLOW: True,
-                               TrialAttr.ESTIMATED_SECONDS: round(estimate.seconds, 1),
+                               TrialAttr.ESTIMATED_SECONDS: seconds,
                                TrialAttr.ERROR: str(estimate)})
         except FitTimeout as error:
             state = TrialState.FAIL
