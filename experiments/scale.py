@@ -37,8 +37,9 @@ private and proportional memory of reading it.
 CLAM folder of cases of 2 or 3 slides, string labels, the cases as groups, ``--patches`` patches a slide, the
 witnesses that share of a tumour slide), ``cohort-<slides>-w<share>-d<d>/`` with its facts JSON beside it
 (the oracle's ROC AUC and BACC on all slides, the witness direction), and prints them. ``compare`` runs
-``automil tune`` as ``run`` does, then every learner the run scored (but ``--skip``) at its defaults alone
-(its first trial, as the driver maps it) on the run's outer split, read from the run's study storage: under
+``automil tune`` as ``run`` does and prints what ``run`` prints, then every learner the run scored (but
+``--skip``) at its defaults alone (its first trial, as the driver maps it) on the run's outer split, read from
+the run's study storage: under
 the hold-out protocol trained on the training folds and scored on the held-out fold, under the nested
 protocol on each outer fold (the mean), each fit in a killable worker at ``--fit-timeout``. It prints one line
 a learner (its defaults alone beside its row in the run) and, side by side in the run's metric, the
@@ -466,6 +467,7 @@ def run_compare(args):
         tune_options = known.parse_known_args(args.extra)[0]
     with _workdir(args) as work:
         rows, wall, memory = tune(data, work, args)
+        report(rows, wall, memory, facts, args.timeout, _jobs(args.extra))
         learners = [r for r in rows if r.get("learner") in automil.learners() and r.get("status") != Status.SKIPPED
                     and r["learner"] not in args.skip]
         if not learners:
@@ -476,10 +478,9 @@ def run_compare(args):
         raise SystemExit(f"the run's folds hold {len(assignment)} bags, {data} {bags.n_bags}")
     outer = cohorts.outer_folds(protocol, int(assignment.max()) + 1)
     metric = rows[0].get("metric") or "balanced_accuracy"
-    print(f"\nwall time {wall:.1f} s, peak memory {memory.peak_pss / 1e3:.0f} MB summed PSS; every learner's "
-          f"defaults alone on the run's {protocol} split ({len(outer)} outer fold{'s' * (len(outer) > 1)}, "
-          f"{int(np.isin(assignment, outer).sum())} test bags), one fit at a time, {args.fit_timeout:g} s a fit",
-          flush=True)
+    print(f"\nEvery learner's defaults alone on the run's {protocol} split ({len(outer)} outer "
+          f"fold{'s' * (len(outer) > 1)}, {int(np.isin(assignment, outer).sum())} test bags), one fit at a time, "
+          f"{args.fit_timeout:g} s a fit", flush=True)
     worker = fit_worker(TuneOptions(jobs=max(1, os.cpu_count() or 1)))  # one thread, as the driver's at --jobs
     alone = {}
     short = _short(metric)
