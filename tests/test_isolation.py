@@ -141,6 +141,18 @@ def test_a_task_sees_the_time_it_was_given_and_run_tasks_gives_it_where_the_budg
     assert within is None and 0 < cut <= 30.0
 
 
+def test_run_tasks_with_its_budget_spent_starts_no_worker(tasks):
+    worker = FitWorker(threads=1)
+    try:
+        worker.set_data("x")
+        results = list(run_tasks([worker], [(tasks.nap, 0.0), (tasks.nap, 0.0)], timeout=30.0, budget=0.0))
+        assert [index for index, _ in results] == [0, 1]
+        assert all(type(out).__name__ == "OutOfTime" and "not started" in str(out) for _, out in results)
+        assert worker.pid is None  # no process started, so no library preloaded, for tasks that never ran
+    finally:
+        worker.close()
+
+
 def test_run_tasks_goes_on_after_a_timeout(tasks):
     workers = [FitWorker(threads=1), FitWorker(threads=1)]
     try:

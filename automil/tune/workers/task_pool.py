@@ -29,8 +29,12 @@ def run_tasks(workers: list[FitWorker], tasks, timeout: float | None = None, bud
     Results come in completion order; a task that times out, fails or kills its worker yields the
     exception instead of a result, and the other tasks go on. ``timeout`` limits each task; ``budget``
     (seconds from now) all of them: a task still running then is stopped and one not yet started is
-    skipped, both yielding :class:`OutOfTime`.
+    skipped, both yielding :class:`OutOfTime`. A budget already spent starts no worker: a killed worker's
+    replacement would start and preload its libraries for tasks that never run.
     """
+    if budget is not None and budget <= 0:
+        yield from ((index, OutOfTime("not started: the time budget ran out")) for index in range(len(tasks)))
+        return
     timeout = math.inf if timeout is None else timeout
     end = math.inf if budget is None else time.monotonic() + budget
     pending = list(enumerate(tasks))[::-1]
