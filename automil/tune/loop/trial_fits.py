@@ -98,8 +98,8 @@ def cut_to_chance(fits: TrialFits, params: dict, plan: Plan, y, estimator=None):
     named = {name: value for name, value in limited.items()
              if _count(params.get(name)) and _count(value) and 0 < value < params[name]}
     short = max((params[name] / value for name, value in named.items()), default=None)
-    reached = ", ".join(f"{name} {value} of {params[name]}" if name in named else f"{name} {value}"
-                        for name, value in limited.items())
+    reached = ", ".join(f"{name} {value} of {params[name]}" for name, value in named.items()) or \
+        ", ".join(f"{name} {value}" for name, value in limited.items())
     raise CutToChance(None if short is None else (time.time() - fits.started) * short, reached,
                       f"{metric} {score:.2f}, not above chance {plan.chance:.2f} by twice its standard error "
                       f"over the {int(counts.sum())} bags scored")
