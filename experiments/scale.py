@@ -39,9 +39,9 @@ witnesses that share of a tumour slide), ``cohort-<slides>-w<share>-d<d>/`` with
 (the oracle's ROC AUC and BACC on all slides, the witness direction), and prints them. ``compare`` runs
 ``automil tune`` as ``run`` does and prints what ``run`` prints, then every learner the run scored (but
 ``--skip``) at its defaults alone (its first trial, as the driver maps it) on the run's outer split, read from
-the run's study storage: under
-the hold-out protocol trained on the training folds and scored on the held-out fold, under the nested
-protocol on each outer fold (the mean), each fit in a killable worker at ``--fit-timeout``. It prints one line
+the run's study storage: under the hold-out protocol trained on the training folds and scored on the
+held-out fold, under the nested protocol on each outer fold (the mean), each fit in a killable worker at
+``--fit-timeout``. It prints one line
 a learner (its defaults alone beside its row in the run) and, side by side in the run's metric, the
 ``automil`` row, the best single learner at its defaults and the oracle on the same split (ROC AUC on the
 outer folds; BACC with its cut chosen on the training folds), with the oracle on all bags from the facts.
