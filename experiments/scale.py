@@ -273,13 +273,20 @@ def run_main_job(args):
     report(rows, wall, memory, _facts(data), args.timeout, _jobs(args.extra))
 
 
+def _passed_on(extra: list[str]) -> argparse.Namespace:
+    """The ``automil tune`` options this script reads among those it passes on (``None`` where not given)."""
+    known = argparse.ArgumentParser(add_help=False)
+    for option in ("--labels", "--groups", "--storage"):
+        known.add_argument(option)
+    known.add_argument("--jobs", type=int)
+    return known.parse_known_args(extra)[0]
+
+
 def _jobs(extra: list[str]) -> int:
     """The run's tuning processes: its ``--jobs``, else automil's default on this machine."""
     from automil.tune.options import default_jobs
 
-    known = argparse.ArgumentParser(add_help=False)
-    known.add_argument("--jobs", type=int)
-    return known.parse_known_args(extra)[0].jobs or default_jobs()
+    return _passed_on(extra).jobs or default_jobs()
 
 
 def _facts(data: Path) -> dict:
@@ -457,14 +464,11 @@ def run_compare(args):
 
     data = Path(args.data).resolve()
     facts = _facts(data)
-    known = argparse.ArgumentParser(add_help=False)
-    for option in ("--labels", "--groups", "--storage"):
-        known.add_argument(option)
-    tune_options = known.parse_known_args(args.extra)[0]
+    tune_options = _passed_on(args.extra)
     if tune_options.labels is None and facts.get("labels") and "--labels" not in args.extra:
         labels = facts_path(data).parent / facts["labels"]  # beside the facts JSON
         args.extra += ["--labels", str(labels), "--groups", facts.get("groups", "case_id")]
-        tune_options = known.parse_known_args(args.extra)[0]
+        tune_options = _passed_on(args.extra)
     with _workdir(args) as work:
         rows, wall, memory = tune(data, work, args)
         report(rows, wall, memory, facts, args.timeout, _jobs(args.extra))

@@ -21,7 +21,7 @@ from automil.tune.workers.isolation import (
     WorkerDied,
 )
 from automil.tune.workers.processes import process_alive, process_identity
-from automil.tune.workers.task_pool import run_tasks
+from automil.tune.workers.task_pool import OutOfTime, run_tasks
 
 
 def gone(pid: int, wait: float = 10.0) -> bool:
@@ -147,7 +147,7 @@ def test_run_tasks_with_its_budget_spent_starts_no_worker(tasks):
         worker.set_data("x")
         results = list(run_tasks([worker], [(tasks.nap, 0.0), (tasks.nap, 0.0)], timeout=30.0, budget=0.0))
         assert [index for index, _ in results] == [0, 1]
-        assert all(type(out).__name__ == "OutOfTime" and "not started" in str(out) for _, out in results)
+        assert all(isinstance(out, OutOfTime) and "not started" in str(out) for _, out in results)
         assert worker.pid is None  # no process started, so no library preloaded, for tasks that never ran
     finally:
         worker.close()

@@ -123,8 +123,9 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
 
     def run(tasks: list[FitTask], deadline=fits_end):
         budget = None if deadline is None else max(deadline - time.time(), 0.0)
-        for w in workers if budget != 0.0 else ():  # their learners' libraries, outside their time limits
-            import_for(w, {task.learner for task in tasks})
+        if budget != 0.0:  # their learners' libraries, outside their time limits (none for fits never started)
+            for w in workers:
+                import_for(w, {task.learner for task in tasks})
         calls = [task.call(options.seed) for task in tasks]
         for index, out in run_tasks(workers, calls, timeout=options.fit_timeout, budget=budget):
             task = tasks[index]
