@@ -96,6 +96,25 @@ def test_an_anytime_fit_ends_in_its_time_with_a_figure_and_the_refit_trains_as_f
     assert refits and all(fit["ran"] <= fit["epochs"] for fit in refits)
 
 
+def test_a_trial_whose_anytime_fits_run_past_their_time_tells_the_later_ones_less(tmp_path):
+    # every fit runs a quarter past the time it is told: told its full part, the trial's last fit would run
+    # past its kill and lose the trial; told less by what the first fit overran, it ends and the trial counts
+    journal = f"journal:{tmp_path / 'studies.journal'}"
+    records = tmp_path / "records"
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
+                           "--learner", "anytime-over", "--storage", journal, "--timeout", "15", "--protocol",
+                           "nested", "--no-track", "--jobs", "1", "--n-trials", "1"],
+                          cwd=tmp_path, env=plugin_env(plugin_site(), records), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    first = optuna.load_study(study_name="test-bags/anytime-over", storage=open_storage(journal)).trials[0]
+    assert first.state == optuna.trial.TrialState.COMPLETE, first.user_attrs.get("error")
+    fits = [json.loads(p.read_text()) for p in records.glob("anytime-*.json")]
+    trial_fits = [fit for fit in fits if fit["epochs"] == 10**6]  # the trial's, not the refits of its epochs
+    assert len(trial_fits) == len(first.user_attrs["fit_seconds"]) > 1
+    assert all(fit["limited"] and fit["seconds"] > fit["told"] for fit in trial_fits)  # each ran past its time
+
+
 def test_an_anytime_fit_cut_to_chance_is_too_slow_and_never_refitted(tmp_path):
     # the learner learns nothing before far more epochs than its share holds: its first trial's fits are cut
     # short and score coin flips, which buys no figure; the learner is too slow, and no refit trains it so

@@ -18,7 +18,11 @@ from automil.tune.studies.plan import Plan
 from automil.tune.studies.trial_folds import TrialFolds
 from automil.tune.workers.isolation import FitTimeout
 
-__all__ = ["TrialFits", "CutToChance", "beyond_share", "cut_to_chance", "timeout_attrs"]
+__all__ = ["TrialFits", "CutToChance", "beyond_share", "cut_to_chance", "timeout_attrs", "OVERRUN_MARGIN"]
+
+# How much less again a fit is told after an anytime fit of its trial ran past its time: the overrun varies
+# with the machine's load from one fit to the next.
+OVERRUN_MARGIN = 0.1
 
 
 @dataclass
@@ -36,10 +40,23 @@ class TrialFits:
         TrialAttr.FIT_SECONDS: [], TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False,
         TrialAttr.ONE_CLASS: False})
     oof_scores: list = field(default_factory=list)
+    overrun: float = 1.0  # the most an anytime fit so far ran past the time it was told, as a ratio
 
     def __post_init__(self):
         if self.rung is not None:
             self.attrs[TrialAttr.RUNG] = self.rung
+
+    def time_for_fit(self, k: int, left: float) -> float:
+        """The time fit ``k`` of an anytime learner is told (:func:`automil.time_left`): its part of the
+        ``left`` seconds, less what earlier fits ran past theirs. Why: its last fit's time is also its
+        kill, so one that runs past it loses the whole trial (MIRF on a busy machine: 7% past, two of three
+        fits done, killed in the third at the tuning deadline)."""
+        part = left / (len(self.folds.fits) - k)
+        return part if self.overrun <= 1.0 else part / (self.overrun * (1 + OVERRUN_MARGIN))
+
+    def ran(self, told: float, seconds: float):
+        """Note that an anytime fit told ``told`` seconds took ``seconds`` (fit and prediction)."""
+        self.overrun = max(self.overrun, seconds / told)
 
     def allow(self, more: float | None, deadline: float):
         """Move the stop to what the learner's share allows a trial whose fits need about ``more`` seconds

@@ -42,7 +42,7 @@ from automil.tune.studies.pruner import EPOCH_STEP
 from automil.tune.studies.warm_start import WARM_START_ATTR, warm_start, warm_start_note
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, import_for
-from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
+from automil.tune.workers.isolation import BUDGET_MARGIN, FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 from automil.tune.workers.processes import process_identity, signals_held, stop_after_ask_for_tests
 
 __all__ = ["tune_studies", "run_trial", "objective_values"]
@@ -260,14 +260,13 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
     multi = plan.options.multi_objective
     heard = not multi and fits.rung is None  # the pruner hears trials on all bags only
     attrs = fits.attrs
-    n_fits = len(fits.folds.fits)
     for k, ((train, test), blocks) in enumerate(zip(fits.folds.fits, fits.folds.fit_blocks(), strict=True)):
         left = max(fits.stop - time.time(), 0.01)
         fits.limit = min(plan.options.fit_timeout, left)
-        # an anytime learner ends each fit on all the bags in its part of the time left (automil.time_left);
-        # on a rung it is stopped as any learner is (a fit cut short says nothing of the learning curve), and
+        # an anytime learner ends each fit on all the bags in its part of the time left (automil.time_left),
+        # less what its earlier fits ran past theirs; on a rung it is stopped as any learner is (a fit cut short says nothing of the learning curve), and
         # --fit-timeout stays a kill, the protocol's T/O
-        budget = left / (n_fits - k)
+        budget = fits.time_for_fit(k, left)
         budget = budget if fits.rung is None and budget < plan.options.fit_timeout else None
         # the first fit's epoch reports, if the learner makes any, go to the pruner before any fold score
         on_epoch = None if not heard or k else partial(_epoch_pruned, trial)
@@ -281,6 +280,8 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
             raise
         if out.time_limited:
             _time_limited(trial, attrs, out.time_limited)
+            if budget is not None:
+                fits.ran(budget * (1 - BUDGET_MARGIN), out.fit_seconds + out.predict_seconds)
         attrs[TrialAttr.FIT_SECONDS].append(out.fit_seconds)
         attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
         fits.oof_scores.append(out.scores)

@@ -54,6 +54,9 @@ def register_learners(register):
                                  first_trial={"shrink": 0.0}, anytime=True,
                                  description="trains in epochs until its fit's time runs out, learning nothing "
                                              "before far more of them than any budget holds"))
+    register(automil.LearnerSpec(name="anytime-over", estimator=learners.Anytime, search_space=learners.over_space,
+                                 first_trial={"shrink": 0.0}, anytime=True,
+                                 description="trains in epochs until a quarter past its fit's time"))
     register(automil.LearnerSpec(name="hungry", estimator=learners.Centroid, search_space=learners.centroid_space,
                                  memory_factor=1e6, description="a centroid that declares a working set of a "
                                                                 "million times its instances"))

@@ -200,27 +200,34 @@ def late_space(trial):
     return {**anytime_space(trial), "warm_up": 10**6}
 
 
+def over_space(trial):
+    return {**anytime_space(trial), "overrun": 0.25}
+
+
 class Anytime(Centroid):
     """A centroid trained in ``epochs`` epochs of ``EPOCH_SECONDS`` each, far more than any budget holds, that
     stops when the driver's time for the fit would not hold another (automil.time_left) and says how far it
-    got (``time_limited_params_``); it records every fit's epochs. A fit cut short of ``warm_up`` epochs has
-    learnt nothing: it scores bags by coin flips."""
+    got (``time_limited_params_``); it records every fit's epochs and seconds. A fit cut short of ``warm_up``
+    epochs has learnt nothing: it scores bags by coin flips. One that misjudges its own speed by ``overrun``
+    runs that share past the time it was told."""
 
-    def __init__(self, epochs=10**6, shrink=0.0, warm_up=0):
+    def __init__(self, epochs=10**6, shrink=0.0, warm_up=0, overrun=0.0):
         self.epochs = epochs
         self.shrink = shrink
         self.warm_up = warm_up
+        self.overrun = overrun
 
     def _fit(self, bags, y):
         ran, self.time_limited_params_ = 0, {}
+        told, began = automil.time_left(), time.monotonic()
         for _ in range(self.epochs):
-            left = automil.time_left()
-            if left is not None and left < 2 * EPOCH_SECONDS:
+            if told is not None and (1 + self.overrun) * told - (time.monotonic() - began) < 2 * EPOCH_SECONDS:
                 self.time_limited_params_ = {"epochs": ran}
                 break
             time.sleep(EPOCH_SECONDS)
             ran += 1
-        _record("anytime", {"epochs": self.epochs, "ran": ran, "limited": bool(self.time_limited_params_)})
+        _record("anytime", {"epochs": self.epochs, "ran": ran, "limited": bool(self.time_limited_params_),
+                            "told": told, "seconds": time.monotonic() - began})
         super()._fit(bags, y)
         self.learnt_ = ran >= self.warm_up
 
