@@ -8,7 +8,8 @@ import pytest
 
 from automil.evaluation.folds_file import RunFolds
 from automil.records import TrialRecord, TrialState
-from automil.tune.final.tasks import longest_first, nested_tasks
+from automil.tune.final.ensemble_row import Candidate
+from automil.tune.final.tasks import leader_model_seconds, longest_first, nested_tasks
 from automil.tune.options import TuneOptions
 from automil.tune.schedule.budget import (
     EDGE_WEIGHT,
@@ -259,6 +260,26 @@ def test_the_final_evaluations_fits_leave_the_time_to_log_every_result_before_th
     assert fits_deadline(plan, results=25, tracked=False) == pytest.approx(1400.0)  # nothing to log
     unbounded = Plan("d", [], TuneOptions(timeout=None, protocol="nested"), SIX_BAGS, 0.0)
     assert fits_deadline(unbounded, results=25, tracked=True) == float("inf")
+
+
+def test_the_fits_before_the_choice_leave_the_time_to_fit_the_leading_learners_model():
+    # the run ends with its chosen model's fit, which no deadline stops: the refits before the choice leave
+    # the full-data fit of the learner whose tuning score leads, at its best trial's pace, on all 6 bags
+    folds = RunFolds("d", tuple("abcdef"), np.array([0, 1, 0, 1, 0, 1]), ())  # a trial's fits train on 3 bags
+    plan = Plan("d", ["fast", "slow"], TuneOptions(timeout=400.0, protocol="nested"), folds, start=1000.0)
+
+    def trial(score, seconds):
+        return TrialRecord(0, TrialState.COMPLETE, score, attrs={"balanced_accuracy": score, "fit_seconds": seconds})
+
+    candidates = {"fast": Candidate([trial(0.7, [1.0, 3.0])], []), "slow": Candidate([trial(0.9, [30.0])], []),
+                  "none": Candidate([], [])}
+    assert leader_model_seconds(plan, candidates, n_bags=6) == pytest.approx(30.0 * 6 / 3)
+    candidates["slow"] = Candidate([trial(0.6, [30.0])], [])  # behind: the leader is the fast one
+    assert leader_model_seconds(plan, candidates, n_bags=6) == pytest.approx(2.0 * 6 / 3)
+    assert leader_model_seconds(plan, {"none": Candidate([], [])}, n_bags=6) == 0.0
+    assert fits_deadline(plan, results=25, tracked=True, model_seconds=4.0) == \
+        pytest.approx(1400.0 - 25 * LOG_SECONDS - RESERVE_MARGIN * 4.0)
+    assert fits_deadline(plan, results=25, tracked=False, model_seconds=4.0) == pytest.approx(1400.0)  # no model
 
 
 def test_the_cost_estimate_extrapolates_the_measured_growth_to_every_fit_of_the_trial():

@@ -38,6 +38,7 @@ from automil.tune.final.tasks import (
     FitTask,
     coverage_tasks,
     held_apart_tasks,
+    leader_model_seconds,
     longest_first,
     model_tasks,
     nested_tasks,
@@ -118,8 +119,11 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     for w in workers:
         w.set_data(bags)
 
-    # every fit but the chosen model's ends in time to log every result before the budget ends
+    # every fit but the chosen model's ends in time to log every result before the budget ends, and those
+    # before the choice in time to fit the model too
     fits_end = fits_deadline(plan, len(pending) + 1, recorder.enabled)
+    choice_end = fits_deadline(plan, len(pending) + 1, recorder.enabled,
+                               leader_model_seconds(plan, candidates, bags.n_bags))
 
     def run(tasks: list[FitTask], deadline=fits_end):
         budget = None if deadline is None else max(deadline - time.time(), 0.0)
@@ -135,7 +139,8 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         outer_best = {learner: job.evaluation.outer_best for learner, job in pending.items()}
         # a hold-out refit's model comes back, to stand in for a chosen full-data fit the budget cannot end
         keep = recorder.enabled and options.protocol == Protocol.HOLDOUT
-        run(longest_first(nested_tasks(plan, outer_best, keep)) if nested else _repeat_tasks(plan, pending, 0))
+        run(longest_first(nested_tasks(plan, outer_best, keep)) if nested else _repeat_tasks(plan, pending, 0),
+            deadline=choice_end)
         ensemble, chosen = ensemble_nested(plan, bags, candidates) if members is not None else (None, [])
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first

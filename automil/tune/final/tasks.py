@@ -16,7 +16,7 @@ from automil.tune.studies.plan import Plan
 from automil.tune.workers.fits import fit_predict
 
 __all__ = ["FitTask", "nested_tasks", "longest_first", "repeat_tasks", "model_tasks", "held_apart_tasks",
-           "coverage_tasks"]
+           "coverage_tasks", "leader_model_seconds"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,20 @@ def model_tasks(plan: Plan, n_bags: int, candidates: dict[str, Candidate], learn
     tracking logs."""
     return [FitTask(learner, Refit.MODEL, params, np.arange(n_bags))
             for learner, params in _best_params(plan, candidates, learners)]
+
+
+def leader_model_seconds(plan: Plan, candidates: dict[str, Candidate], n_bags: int) -> float:
+    """The seconds of a full-data fit of the learner whose tuning score leads (the likeliest choice), at the pace
+    of its best trial's fits (cost linear in bags); 0 when no learner has a score. Why: the run ends with its
+    chosen model's fit, which no deadline stops, so the fits before the choice must leave it that time."""
+    metric = TrialAttr(plan.options.metric)
+    best = [trial for trial in (best_trial(c.trials, plan.options.directions) for c in candidates.values())
+            if trial is not None and trial.attrs.get(metric) is not None]
+    if not best:
+        return 0.0
+    leader = max(best, key=lambda trial: trial.attrs[metric])
+    train = len(plan.trial_folds(plan.options.held_out).fits[0][0])
+    return float(np.mean(leader.attrs.get(TrialAttr.FIT_SECONDS) or [0.0])) * n_bags / train
 
 
 def held_apart_tasks(plan: Plan, candidates: dict[str, Candidate], learners: list[str]) -> list[FitTask]:

@@ -264,8 +264,8 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
         left = max(fits.stop - time.time(), 0.01)
         fits.limit = min(plan.options.fit_timeout, left)
         # an anytime learner ends each fit on all the bags in its part of the time left (automil.time_left),
-        # less what its earlier fits ran past theirs; on a rung it is stopped as any learner is (a fit cut short says nothing of the learning curve), and
-        # --fit-timeout stays a kill, the protocol's T/O
+        # less what its earlier fits ran past theirs; on a rung it is stopped as any learner is (a fit cut short
+        # says nothing of the learning curve), and --fit-timeout stays a kill, the protocol's T/O
         budget = fits.time_for_fit(k, left)
         budget = budget if fits.rung is None and budget < plan.options.fit_timeout else None
         # the first fit's epoch reports, if the learner makes any, go to the pruner before any fold score

@@ -299,10 +299,11 @@ def final_deadline(plan: Plan) -> float:
     return math.inf if t is None else plan.start + t
 
 
-def fits_deadline(plan: Plan, results: int, tracked: bool) -> float:
+def fits_deadline(plan: Plan, results: int, tracked: bool, model_seconds: float = 0.0) -> float:
     """When the final evaluation's fits stop (every one but the chosen model's, which a run ends with): in
-    time to log ``results`` results before the budget ends, when ``tracked``."""
-    return final_deadline(plan) - (LOG_SECONDS * results if tracked else 0.0)
+    time to log ``results`` results before the budget ends, when ``tracked``, and for the fits before the
+    choice, to fit the chosen model in its estimated ``model_seconds`` (stretched by ``RESERVE_MARGIN``)."""
+    return final_deadline(plan) - (LOG_SECONDS * results + RESERVE_MARGIN * model_seconds if tracked else 0.0)
 
 
 def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, run_start: float,
