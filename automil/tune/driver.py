@@ -84,7 +84,8 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         tuning, validation = prepare_studies(storage, dataset, bags, specs, options, folds)
         plan = Plan(dataset, [s.name for s in specs], options, replace(folds, tuning=tuning), start,
                     _portfolio(bags, specs, options),
-                    chance_level(options.metric, bags.y) if options.metric in METRICS else None, validation)
+                    chance_level(options.metric, bags.y) if options.metric in METRICS else None, validation,
+                    tuple(s.name for s in specs if s.anytime))
         tracker = open_tracking(tracking, listener)
         recorder = TrackingRecorder(plan, tracker)
         given_note = "" if given is None else f" from {given.path}"

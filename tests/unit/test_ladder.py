@@ -230,6 +230,17 @@ def test_a_rung_trial_stopped_at_its_limit_leaves_the_learner_free_to_run_on_all
     assert "net" in top_rung([net, *others], LADDER, time_left=100.0)
 
 
+def test_a_learner_whose_fits_end_in_their_time_skips_the_rungs_for_all_the_bags():
+    # a network's low fidelity is its epochs on all the bags: a rung's seconds would stop it having learnt
+    # nothing; the others still climb
+    step = next_step([state("net"), state("a")], 20, time_left=160.0, ladder=LADDER, anytime=("net",))
+    assert (step.learner, step.fraction) == ("a", LOW)
+    tuned = [state("net"), state("a", rungs=[(LOW, 0.7, 1.0), (MID, 0.75, 3.0)], best=0.8, trials=1, expected=9.0)]
+    step = next_step(tuned, 20, time_left=160.0, ladder=LADDER, anytime=("net",))
+    assert (step.learner, step.phase, step.fraction) == ("net", "defaults", None)
+    assert next_step(tuned, 20, time_left=160.0, ladder=LADDER).fraction == LOW  # as any learner, it would climb
+
+
 def test_a_rung_score_is_informative_only_above_chance_by_twice_its_standard_error():
     start = datetime(2026, 1, 1)
 

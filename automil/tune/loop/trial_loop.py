@@ -79,7 +79,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
         left = None if deadline is None else deadline - now
         step = next_step(states, plan.options.n_trials, left, plan.options.jobs,
                          equal=plan.options.allocation == Allocation.EQUAL, ladder=run_ladder(plan.options.protocol),
-                         prior=plan.prior)
+                         prior=plan.prior, anytime=plan.anytime)
         listener.standing(standing(states, plan, None if step is None else step.learner, now, deadline))
         if step is None:
             break

@@ -127,7 +127,7 @@ class Step:
 
 def next_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None,
               jobs: int = 1, equal: bool = False, ladder: tuple[float, ...] = (),
-              prior: tuple[str, ...] = ()) -> Step | None:
+              prior: tuple[str, ...] = (), anytime: tuple[str, ...] = ()) -> Step | None:
     """The trial to run next, or ``None`` when no study may take one.
 
     The learners of the portfolio (``prior``, in its order) run their first trials before all others, on
@@ -147,7 +147,10 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
 
     With a ``ladder`` (the hold-out protocol), every learner's defaults first climb its rungs
     (:func:`~automil.tune.schedule.ladder.ladder_step`), and only the learners promoted to the top rung
-    (:func:`~automil.tune.schedule.ladder.top_rung`) take part in what follows.
+    (:func:`~automil.tune.schedule.ladder.top_rung`) take part in what follows. The ``anytime`` learners
+    (whose fits end in their time) skip the rungs: their low fidelity is their epochs or trees on all the
+    bags, and a rung, which stops them as it stops any learner, buys nothing of them (a network stopped at
+    a rung's few seconds has learned nothing, and then runs on all the bags as one the rungs cannot rank).
 
     No learner's trial that its measured seconds say cannot end before the deadline is started
     (:func:`ends_in_time`): it would buy nothing, and the seconds go to a trial that ends, or to none.
@@ -157,11 +160,11 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
         return first
     if ladder:  # the rungs flat at chance on this data rank nothing: no one climbs them
         climbing = rungs_in_use(learners, ladder)
-        rung = ladder_step(learners, climbing, time_left, jobs)
+        rung = ladder_step([s for s in learners if s.name not in anytime], climbing, time_left, jobs)
         if rung is not None:
             return Step(rung.learner, 0, "rung", rung.time_limit, rung.fraction)
         top = top_rung(learners, climbing, time_left, jobs)
-        learners = [s for s in learners if s.name in top]
+        learners = [s for s in learners if s.name in top or s.name in anytime]
     learners = [s for s in learners if ends_in_time(s, time_left)]
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:

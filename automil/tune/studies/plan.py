@@ -27,6 +27,9 @@ class Plan:
     chance: float | None = None  # what the metric scores by chance on these bags (automil.evaluation.chance)
     # the main study's inner hold-out under the hold-out protocol (trial_folds.inner_holdout); None: 3-fold CV
     validation: np.ndarray | None = None
+    # the learners whose fits end in their time (LearnerSpec.anytime): their low fidelity is their epochs or
+    # trees on all the bags, so they skip the ladder's rungs
+    anytime: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.options.protocol == Protocol.AUTO:
