@@ -130,6 +130,15 @@ def test_task_over_the_memory_limit_is_killed(tasks):
         assert gone(pid)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim, read from /proc")
+def test_the_memory_a_task_freed_goes_back_to_the_system_when_it_ends(worker, tasks):
+    # 256 MB freed below a block the task keeps: without a trim glibc would keep them all
+    worker.set_data(None)
+    before = worker.call(tasks.private_bytes, timeout=30)
+    worker.call(tasks.fragment_heap, 256 * 2**20, timeout=60)
+    assert worker.call(tasks.private_bytes, timeout=30) - before < 64 * 2**20
+
+
 def test_a_task_sees_the_time_it_was_given_and_run_tasks_gives_it_where_the_budget_ends_first(worker, tasks):
     worker.set_data(None)
     assert worker.call(tasks.time_left, timeout=30) is None  # no budget: only the timeout's kill

@@ -14,6 +14,7 @@ parent decides), and runs with BLAS/OpenMP/numba threads capped so that several 
 
 from __future__ import annotations
 
+import ctypes
 import os
 import pickle
 import signal
@@ -335,6 +336,7 @@ def _serve(tasks: Connection, replies: Connection, parent_pid: int):
     if os.getppid() != parent_pid:  # the parent died before PR_SET_PDEATHSIG took effect
         return
     data = None
+    trim = _malloc_trim()
 
     def ask(epoch: int, score: float) -> bool:  # an epoch report of a call whose caller answers them
         replies.send_bytes(pickle.dumps(("epoch", (epoch, score)), protocol=pickle.HIGHEST_PROTOCOL))
@@ -365,6 +367,21 @@ def _serve(tasks: Connection, replies: Connection, parent_pid: int):
             replies.send_bytes(reply)
         except OSError:
             return
+        del reply
+        if trim is not None:
+            trim(0)
+
+
+def _malloc_trim():
+    """The C library's ``malloc_trim``, which gives the heap memory freed so far back to the system; ``None``
+    where it has none (macOS, musl). Why the worker calls it after every task: glibc keeps freed heap pages
+    that a live allocation above them pins, so a worker would stay at the high-water mark of every fit it
+    ran (after TransMIL's fit on 10^5 instances, 840 MB private where 360 MB are in use), and a run's
+    memory, summed over its workers, would be mostly memory none of them uses."""
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 if __name__ == "__main__":

@@ -23,3 +23,20 @@ def time_left(data):
     import automil
 
     return automil.time_left()
+
+
+_PINNED = []
+
+
+def fragment_heap(data, n_bytes):
+    """Allocate ``n_bytes`` in 64 KB blocks (from the heap, below glibc's mmap threshold) and free all but the
+    last, which pins the freed pages below it: glibc keeps them until they are trimmed."""
+    blocks = [bytearray(64 * 1024) for _ in range(int(n_bytes) // (64 * 1024))]
+    _PINNED.append(blocks[-1])
+    return len(blocks)
+
+
+def private_bytes(data):
+    """The process's private resident memory (RssAnon), in bytes."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) * 1024 for line in status if line.startswith("RssAnon:"))
