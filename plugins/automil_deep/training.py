@@ -24,9 +24,10 @@ __all__ = ["Batches", "Training", "evaluate", "fit_network", "matrix_rows", "min
 # batch of (B, N, D) activations stays a few MB.
 PREDICT_CELLS = 1 << 16
 # Pairs of instances per prediction batch of a network whose memory grows with the square of a bag (exact
-# self-attention, TransMIL: about 40 bytes a pair): a batch of a few hundred MB, however large its bags. A
-# bag of more instances than its square root is a batch of its own.
-PREDICT_PAIRS = 1 << 24
+# self-attention, TransMIL: about 40 bytes a pair): a batch of about 170 MB, however large its bags (at 2^24,
+# TransMIL's prediction of 91 bags of 275 instances peaked 500 MB higher than at 2^22 or 2^20). A bag of
+# more instances than its square root is a batch of its own.
+PREDICT_PAIRS = 1 << 22
 # An epoch counts as better only when it lowers the best validation loss by this share: a learning rate too
 # small to matter then stops after `patience` epochs instead of creeping down for all of them.
 MIN_IMPROVEMENT = 1e-3
