@@ -280,6 +280,10 @@ def test_the_fits_before_the_choice_leave_the_time_to_fit_the_leading_learners_m
     assert fits_deadline(plan, results=25, tracked=True, model_seconds=4.0) == \
         pytest.approx(1400.0 - 25 * LOG_SECONDS - RESERVE_MARGIN * 4.0)
     assert fits_deadline(plan, results=25, tracked=False, model_seconds=4.0) == pytest.approx(1400.0)  # no model
+    held_out = Plan("d", ["fast"], TuneOptions(timeout=400.0, protocol="holdout"), folds, start=1000.0)
+    # under the hold-out protocol a model that would end late is the hold-out refit: the refits leave nothing
+    assert fits_deadline(held_out, results=25, tracked=True, model_seconds=4.0) == \
+        pytest.approx(1400.0 - 25 * LOG_SECONDS)
 
 
 def test_the_cost_estimate_extrapolates_the_measured_growth_to_every_fit_of_the_trial():

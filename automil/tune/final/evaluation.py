@@ -120,12 +120,10 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         w.set_data(bags)
 
     # every fit but the chosen model's ends in time to log every result before the budget ends, and those
-    # before the choice in time to fit the model too (under the hold-out protocol a model that would end
-    # late is the hold-out refit instead: no time to leave)
+    # before the choice in time to fit the model too
     fits_end = fits_deadline(plan, len(pending) + 1, recorder.enabled)
-    late_model = options.protocol != Protocol.HOLDOUT
     choice_end = fits_deadline(plan, len(pending) + 1, recorder.enabled,
-                               leader_model_seconds(plan, candidates, bags.n_bags) if late_model else 0.0)
+                               leader_model_seconds(plan, candidates, bags.n_bags))
 
     def run(tasks: list[FitTask], deadline=fits_end):
         budget = None if deadline is None else max(deadline - time.time(), 0.0)

@@ -305,7 +305,10 @@ def final_deadline(plan: Plan) -> float:
 def fits_deadline(plan: Plan, results: int, tracked: bool, model_seconds: float = 0.0) -> float:
     """When the final evaluation's fits stop (every one but the chosen model's, which a run ends with): in
     time to log ``results`` results before the budget ends, when ``tracked``, and for the fits before the
-    choice, to fit the chosen model in its estimated ``model_seconds`` (stretched by ``RESERVE_MARGIN``)."""
+    choice, to fit the chosen model in its estimated ``model_seconds`` (stretched by ``RESERVE_MARGIN``;
+    none under the hold-out protocol, where a model that would end late is the hold-out refit instead)."""
+    if plan.options.protocol == Protocol.HOLDOUT:
+        model_seconds = 0.0
     return final_deadline(plan) - (LOG_SECONDS * results + RESERVE_MARGIN * model_seconds if tracked else 0.0)
 
 
