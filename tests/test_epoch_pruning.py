@@ -69,24 +69,29 @@ def test_report_epoch_outside_a_driver_is_a_no_op_and_a_listener_can_stop_the_fi
     automil.report_epoch(3, 0.1)  # the listener is gone with its block
 
 
-def test_an_anytime_fit_ends_in_its_time_with_a_figure_and_the_refit_trains_as_far(tmp_path):
-    # the learner's epochs would take 14 hours: every fit of the run ends because its time ran out
+def _tune_alone(tmp_path, learner: str, *options: str):
+    """``automil tune`` of ``learner`` alone on test-bags (15 s, one process, untracked, ``options``): its
+    trials, and the fits its learner recorded (anytime-*.json)."""
     journal = f"journal:{tmp_path / 'studies.journal'}"
     records = tmp_path / "records"
-    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
-                           "--learner", "anytime", "--storage", journal, "--timeout", "15", "--protocol", "holdout",
-                           "--no-track", "--jobs", "1", "--json", "out.json"],
+    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags", "--learner", learner,
+                           "--storage", journal, "--timeout", "15", "--no-track", "--jobs", "1", *options],
                           cwd=tmp_path, env=plugin_env(plugin_site(), records), capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr
-    trials = optuna.load_study(study_name="test-bags/anytime", storage=open_storage(journal)).trials
+    trials = optuna.load_study(study_name=f"test-bags/{learner}", storage=open_storage(journal)).trials
+    return trials, [json.loads(p.read_text()) for p in records.glob("anytime-*.json")]
+
+
+def test_an_anytime_fit_ends_in_its_time_with_a_figure_and_the_refit_trains_as_far(tmp_path):
+    # the learner's epochs would take 14 hours: every fit of the run ends because its time ran out
+    trials, fits = _tune_alone(tmp_path, "anytime", "--protocol", "holdout", "--json", "out.json")
     complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert complete  # a figure, not a fit killed at its limit
     for trial in complete:  # what it reached is what it stored for the refit
         reached = trial.user_attrs["time_limited"]["epochs"]
         assert trial.user_attrs["estimator_params"]["epochs"] == reached
         assert 0 < reached < 10**6
-    fits = [json.loads(p.read_text()) for p in records.glob("anytime-*.json")]
     assert fits and all(fit["limited"] for fit in fits if fit["epochs"] == 10**6)
     row = json.loads((tmp_path / "out.json").read_text())[-1]
     assert row["learner"] == "anytime" and row["status"] == "ok"
@@ -99,17 +104,9 @@ def test_an_anytime_fit_ends_in_its_time_with_a_figure_and_the_refit_trains_as_f
 def test_a_trial_whose_anytime_fits_run_past_their_time_tells_the_later_ones_less(tmp_path):
     # every fit runs a quarter past the time it is told: told its full part, the trial's last fit would run
     # past its kill and lose the trial; told less by what the first fit overran, it ends and the trial counts
-    journal = f"journal:{tmp_path / 'studies.journal'}"
-    records = tmp_path / "records"
-    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
-                           "--learner", "anytime-over", "--storage", journal, "--timeout", "15", "--protocol",
-                           "nested", "--no-track", "--jobs", "1", "--n-trials", "1"],
-                          cwd=tmp_path, env=plugin_env(plugin_site(), records), capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    first = optuna.load_study(study_name="test-bags/anytime-over", storage=open_storage(journal)).trials[0]
+    trials, fits = _tune_alone(tmp_path, "anytime-over", "--protocol", "nested", "--n-trials", "1")
+    first = trials[0]
     assert first.state == optuna.trial.TrialState.COMPLETE, first.user_attrs.get("error")
-    fits = [json.loads(p.read_text()) for p in records.glob("anytime-*.json")]
     trial_fits = [fit for fit in fits if fit["epochs"] == 10**6]  # the trial's, not the refits of its epochs
     assert len(trial_fits) == len(first.user_attrs["fit_seconds"]) > 1
     assert all(fit["limited"] and fit["seconds"] > fit["told"] for fit in trial_fits)  # each ran past its time
@@ -118,15 +115,7 @@ def test_a_trial_whose_anytime_fits_run_past_their_time_tells_the_later_ones_les
 def test_an_anytime_fit_cut_to_chance_is_too_slow_and_never_refitted(tmp_path):
     # the learner learns nothing before far more epochs than its share holds: its first trial's fits are cut
     # short and score coin flips, which buys no figure; the learner is too slow, and no refit trains it so
-    journal = f"journal:{tmp_path / 'studies.journal'}"
-    records = tmp_path / "records"
-    done = subprocess.run([sys.executable, "-m", "automil.cli", "tune", "--dataset", "test-bags",
-                           "--learner", "anytime-late", "--storage", journal, "--timeout", "15", "--protocol",
-                           "holdout", "--no-track", "--jobs", "1", "--json", "out.json"],
-                          cwd=tmp_path, env=plugin_env(plugin_site(), records), capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr
-    trials = optuna.load_study(study_name="test-bags/anytime-late", storage=open_storage(journal)).trials
+    trials, fits = _tune_alone(tmp_path, "anytime-late", "--protocol", "holdout", "--json", "out.json")
     cut = [t for t in trials if t.user_attrs.get("time_limited") and t.user_attrs.get("rung") is None]
     assert cut and not any(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
     assert cut[0].user_attrs["too_slow"] and "not above chance" in cut[0].user_attrs["error"]
@@ -134,5 +123,4 @@ def test_an_anytime_fit_cut_to_chance_is_too_slow_and_never_refitted(tmp_path):
     row = json.loads((tmp_path / "out.json").read_text())[-1]
     assert row["learner"] == "anytime-late" and row["status"] == "too slow"
     assert "ran out of time" in row["error"]
-    fits = [json.loads(p.read_text()) for p in records.glob("anytime-*.json")]
     assert fits and all(fit["epochs"] == 10**6 for fit in fits)  # every fit a trial's: none refitted
