@@ -3,6 +3,8 @@ fit whose held-out score is below the median of the completed trials' at the sam
 learner ends each fit in the time the driver gives it, keeping what it learned."""
 
 import json
+import math
+import re
 import subprocess
 import sys
 
@@ -120,6 +122,9 @@ def test_an_anytime_fit_cut_to_chance_is_too_slow_and_never_refitted(tmp_path):
     assert cut and not any(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
     assert cut[0].user_attrs["too_slow"] and "not above chance" in cut[0].user_attrs["error"]
     assert f"epochs {cut[0].user_attrs['time_limited']['epochs']} of {10**6}" in cut[0].user_attrs["error"]
+    # stopped once half its fits said so: the others would be cut as short
+    done, total = map(int, re.search(r"\((\d+) of (\d+) fits\)", cut[0].user_attrs["error"]).groups())
+    assert done == len(cut[0].user_attrs["fit_seconds"]) == math.ceil(total / 2) < total
     row = json.loads((tmp_path / "out.json").read_text())[-1]
     assert row["learner"] == "anytime-late" and row["status"] == "too slow"
     assert "ran out of time" in row["error"]

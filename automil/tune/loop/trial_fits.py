@@ -41,6 +41,7 @@ class TrialFits:
         TrialAttr.ONE_CLASS: False})
     oof_scores: list = field(default_factory=list)
     overrun: float = 1.0  # the most an anytime fit so far ran past the time it was told, as a ratio
+    first_result: bool = False  # the learner's first trial on all the bags: fits cut short at chance stop it
 
     def __post_init__(self):
         if self.rung is not None:
@@ -97,18 +98,21 @@ class CutToChance(TooSlow):
 
 
 def cut_to_chance(fits: TrialFits, params: dict, plan: Plan, y, estimator=None):
-    """Raise :class:`CutToChance` when the trial's fits ran out of their time short of their own end (an
-    anytime learner's, ``time_limited``) and what they scored is not above chance by twice its standard error
-    over the bags they scored. Why: at what its share affords, the learner learns nothing of these bags, and
-    the final evaluation's refit, cut as short, would buy no figure (TransMIL at 10^5 instances: 1 of 50
-    epochs in its share, BACC 0.51; MIRF: 49 of 100 trees, 0.49). The estimate scales the trial's seconds by
-    how far its fits fell short of ``params`` (the trial's estimator parameters, else ``estimator``'s
-    defaults) where those name the parameter."""
+    """Raise :class:`CutToChance` when the trial's fits so far, at least half of them, ran out of their time
+    short of their own end (an anytime learner's, ``time_limited``) and what they scored is not above chance by
+    twice its standard error over the bags they scored. Why: at what its share affords, the learner learns
+    nothing of these bags; the fits still to come are given as little, and the final evaluation's refit, cut
+    as short, would buy no figure (TransMIL at 10^5 instances: 1 of 50 epochs in its share, BACC 0.51; MIRF:
+    49 of 100 trees, 0.49; on a cohort of 265 slides, TransMIL's six fits took 100 s for AUC 0.41). The
+    estimate scales the trial's seconds by how far its fits fell short of ``params`` (the trial's estimator
+    parameters, else ``estimator``'s defaults) where those name the parameter, and by the fits still to make."""
     limited, metric = fits.attrs.get(TrialAttr.TIME_LIMITED), plan.options.metric
+    done = len(fits.attrs[TrialAttr.FIT_SECONDS])
     score, _ = mean_std(fits.attrs.get(TrialAttr.fold(metric)) or [])
-    if not limited or plan.chance is None or fits.rung is not None or score is None:
+    if not limited or plan.chance is None or fits.rung is not None or score is None or 2 * done < len(fits.folds.fits):
         return
-    counts = np.unique(np.asarray(y)[fits.folds.order], return_counts=True)[1]
+    scored = np.concatenate([test for _, test in fits.folds.fits[:done]])
+    counts = np.unique(np.asarray(y)[scored], return_counts=True)[1]
     if above_chance(score, score_stderr(metric, score, counts), plan.chance):
         return
     params = {**_defaults(estimator), **params}
@@ -117,9 +121,10 @@ def cut_to_chance(fits: TrialFits, params: dict, plan: Plan, y, estimator=None):
     short = max((params[name] / value for name, value in named.items()), default=None)
     reached = ", ".join(f"{name} {value} of {params[name]}" for name, value in named.items()) or \
         ", ".join(f"{name} {value}" for name, value in limited.items())
-    raise CutToChance(None if short is None else (time.time() - fits.started) * short, reached,
+    whole = (time.time() - fits.started) * len(fits.folds.fits) / done
+    raise CutToChance(None if short is None else whole * short, reached,
                       f"{metric} {score:.2f}, not above chance {plan.chance:.2f} by twice its standard error "
-                      f"over the {int(counts.sum())} bags scored")
+                      f"over the {int(counts.sum())} bags scored ({done} of {len(fits.folds.fits)} fits)")
 
 
 def _defaults(estimator) -> dict:

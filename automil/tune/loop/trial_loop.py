@@ -131,7 +131,7 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     its fair share of the budget (the trial says so, with its fits' times); on all the bags, so is a trial
     whose fits so far say that the others cannot end within it, and one they say ends a little after it
     may run on to the estimate's error bound (:func:`beyond_share`), and so is a first trial on all the bags
-    whose fits ran out of their time and scored at chance (:func:`cut_to_chance`). A fit still running at the
+    whose fits, half of them or more, ran out of their time and scored at chance (:func:`cut_to_chance`). A fit still running at the
     tuning ``deadline`` is stopped too: the run's budget ended. A completed trial at least as good as the best so
     far keeps its out-of-fold scores, so the best trial always has them for ensemble selection while the
     storage does not grow with every trial.
@@ -167,9 +167,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             if probe:
                 fits.allow(check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits,
                                           left=deadline - time.time()), deadline)
+            fits.first_result = fraction is None and best is None  # one bought at chance is none
             value = _score_folds(trial, spec, params, plan, bags, worker, fits, deadline)
-            if fraction is None and best is None:  # its first result: one bought at chance is none
-                cut_to_chance(fits, trial.user_attrs[TrialAttr.ESTIMATOR_PARAMS], plan, bags.y, spec.estimator)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None
             elif best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
@@ -299,6 +298,8 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
                 attrs[TrialAttr.ERROR] = f"predicted one class for every bag of {where}"
                 raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
             # on a rung, chance is a point of the learning curve like any other: it only schedules
+        if fits.first_result:
+            cut_to_chance(fits, trial.user_attrs[TrialAttr.ESTIMATOR_PARAMS], plan, bags.y, spec.estimator)
         if heard and k < len(fits.folds.fits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
         beyond_share(fits, deadline)
