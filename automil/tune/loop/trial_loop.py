@@ -131,10 +131,10 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     its fair share of the budget (the trial says so, with its fits' times); on all the bags, so is a trial
     whose fits so far say that the others cannot end within it, and one they say ends a little after it
     may run on to the estimate's error bound (:func:`beyond_share`), and so is a first trial on all the bags
-    whose fits, half of them or more, ran out of their time and scored at chance (:func:`cut_to_chance`). A fit still running at the
-    tuning ``deadline`` is stopped too: the run's budget ended. A completed trial at least as good as the best so
-    far keeps its out-of-fold scores, so the best trial always has them for ensemble selection while the
-    storage does not grow with every trial.
+    whose fits, half of them or more, ran out of their time and scored at chance (:func:`cut_to_chance`). A
+    fit still running at the tuning ``deadline`` is stopped too: the run's budget ended. A completed trial at
+    least as good as the best so far keeps its out-of-fold scores, so the best trial always has them for
+    ensemble selection while the storage does not grow with every trial.
     """
     import optuna
 
