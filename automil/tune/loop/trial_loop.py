@@ -153,7 +153,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     started = time.time()
     hard_stop, fair_share = trial_stop(started, share, deadline)
     own_share = share if fair_share and fraction is None else None  # a defaults trial's on all the bags
-    fits = TrialFits(folds, plan.options.fit_timeout, rung=fraction, share=own_share, started=started, stop=hard_stop)
+    fits = TrialFits(folds, plan.options.fit_timeout, rung=fraction, share=own_share, started=started, stop=hard_stop,
+                     first_result=fraction is None and best is None)  # one bought at chance is none
     probe = not spec.anytime and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
                                               plan.prior) and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
@@ -167,7 +168,6 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             if probe:
                 fits.allow(check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits,
                                           left=deadline - time.time()), deadline)
-            fits.first_result = fraction is None and best is None  # one bought at chance is none
             value = _score_folds(trial, spec, params, plan, bags, worker, fits, deadline)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None
