@@ -29,8 +29,10 @@ from automil.tune.final.leaderboard import procedure_row, rank, skipped_row
 from automil.tune.listener import Listener, Silent
 from automil.tune.loop.trial_loop import tune_studies
 from automil.tune.options import METRICS, TuneOptions
+from automil.tune.portfolio.fit_costs import fit_cost
 from automil.tune.recording import TrackingRecorder
 from automil.tune.schedule.memory import default_memory, over_budget
+from automil.tune.schedule.probe import predicted_trial_seconds
 from automil.tune.studies.creation import changed_data_note, prepare_studies
 from automil.tune.studies.plan import Plan
 from automil.tune.tracking import Guarded, Tracking, open_tracking
@@ -86,6 +88,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
                     _portfolio(bags, specs, options),
                     chance_level(options.metric, bags.y) if options.metric in METRICS else None, validation,
                     tuple(s.name for s in specs if s.anytime))
+        plan = replace(plan, predicted_seconds=_predicted_seconds(specs, bags, plan))
         tracker = open_tracking(tracking, listener)
         recorder = TrackingRecorder(plan, tracker)
         given_note = "" if given is None else f" from {given.path}"
@@ -139,6 +142,14 @@ def _portfolio(bags, specs, options: TuneOptions) -> tuple:
 
     return members_for({**meta_features(bags).to_dict(), "grouped": grouped(bags)}, [s.name for s in specs],
                        options.portfolio)
+
+
+def _predicted_seconds(specs, bags, plan: Plan) -> dict[str, float]:
+    """Each learner's first trial on all the bags as its shipped fit cost predicts it, where it has one."""
+    train = [int(bags.sizes[t].sum()) for t, _ in plan.trial_folds(plan.options.held_out).fits]
+    costs = [(spec, fit_cost(spec.name)) for spec in specs]
+    return {spec.name: predicted_trial_seconds(cost, spec.fit_growth, train, bags.n_features)
+            for spec, cost in costs if cost is not None}
 
 
 def _usable_learners(bags, names, memory: int):

@@ -11,6 +11,7 @@ from automil.records import TrialRecord, TrialState
 from automil.tune.final.ensemble_row import Candidate
 from automil.tune.final.tasks import leader_model_seconds, longest_first, nested_tasks
 from automil.tune.options import TuneOptions
+from automil.tune.portfolio.fit_costs import FitCost, fit_cost
 from automil.tune.schedule.budget import (
     EDGE_WEIGHT,
     FINAL_SHARE,
@@ -35,11 +36,15 @@ from automil.tune.schedule.budget import (
 )
 from automil.tune.schedule.ladder import GROWTH_MIN_SECONDS
 from automil.tune.schedule.probe import (
+    ANYTIME_REACH,
+    PRIOR_TOLERANCE,
     PROBE_CELLS,
     PROBE_SHARE,
     PROBE_TOLERANCE,
+    beyond_prior,
     cost_unknown,
     over_share,
+    predicted_trial_seconds,
     probe_limits,
     share_allowed,
     worth_probing,
@@ -49,10 +54,11 @@ from automil.tune.studies.plan import Plan
 SIX_BAGS = RunFolds("d", tuple("abcdef"), np.zeros(6, dtype=int), ())  # a plan's folds, never read here
 
 
-def learner(name, best=None, trials=1, seconds=0.0, stderr=0.0, splits=0, expected=None, too_slow=False):
+def learner(name, best=None, trials=1, seconds=0.0, stderr=0.0, splits=0, expected=None, too_slow=False,
+            predicted=None):
     main = StudyState(trials=trials if best is not None else 0, best=best, stderr=stderr)
     return LearnerState(name, (main, *[StudyState() for _ in range(splits)]), seconds=seconds,
-                        expected_seconds=expected, too_slow=too_slow)
+                        expected_seconds=expected, too_slow=too_slow, predicted_seconds=predicted)
 
 
 def test_defaults_run_first_cheapest_first_with_a_fair_share():
@@ -66,6 +72,18 @@ def test_defaults_run_first_cheapest_first_with_a_fair_share():
     states[0] = learner("slow", best=0.7, expected=5.0)
     step = next_step(states, 20, 30.0)
     assert step.learner == "unknown" and step.time_limit == pytest.approx(30.0)
+
+
+def test_defaults_of_unmeasured_learners_run_cheapest_first_by_their_shipped_fit_costs():
+    states = [learner("a-costly", predicted=300.0), learner("b-unknown"), learner("c-cheap", predicted=2.0),
+              learner("d-measured", expected=50.0, predicted=1.0)]
+    # a measured cost stands before a prediction; the unknown learner last
+    order = []
+    for _ in states:
+        step = next_step(states, n_trials=20, time_left=600.0)
+        order.append(step.learner)
+        states = [replace(s, studies=(StudyState(1, 0.7),)) if s.name == step.learner else s for s in states]
+    assert order == ["c-cheap", "d-measured", "a-costly", "b-unknown"]
 
 
 def test_defaults_wait_for_no_learner_stopped_as_too_slow():
@@ -372,6 +390,36 @@ def test_a_probe_stops_a_learner_only_when_its_estimate_passes_the_share_by_more
     assert not over_share(100.0, 100.0)
     assert not over_share(PROBE_TOLERANCE * 100.0, 100.0)  # within the probe's measured overestimate
     assert over_share(PROBE_TOLERANCE * 100.0 + 1.0, 100.0)
+
+
+def test_a_shipped_fit_cost_is_extrapolated_in_instance_values_to_every_fit_of_the_trial():
+    cost = FitCost(instances=(1000, 4000), seconds=(1.0, 16.0), n_features=64)
+    # linear from the larger size, whatever the two sizes suggest; 3 fits on 8000 instances of 128 features:
+    # 4 times the values of 4000 x 64
+    assert predicted_trial_seconds(cost, None, [8000] * 3, 128) == pytest.approx(3 * 16.0 * 4)
+    # a declared growth is used as it is
+    assert predicted_trial_seconds(cost, 2.0, [8000], 128) == pytest.approx(16.0 * 16)
+    # a fit that passed its limit is a lower bound, extrapolated linearly
+    bound = FitCost(instances=(1000,), seconds=(60.0,), n_features=64, timed_out=True)
+    assert predicted_trial_seconds(bound, None, [2000, 2000], 64) == pytest.approx(2 * 120.0)
+    assert "more than 60.0 s" in bound.describe()
+
+
+def test_every_built_in_learner_has_a_shipped_fit_cost_and_a_third_party_one_none():
+    from automil import plugins
+
+    built_in = [s.name for s in plugins.learners().values() if s.plugin in
+                ("svm", "pdmisvm", "forests", "embedding", "neighbors", "deep")]
+    assert built_in and all(fit_cost(name) is not None for name in built_in)
+    assert fit_cost("embedded-meanmax") is None  # the plugin template's: a third party's learner
+
+
+def test_a_prediction_keeps_a_learner_from_a_share_only_beyond_its_own_error():
+    assert not beyond_prior(PRIOR_TOLERANCE * 10.0, 10.0, anytime=False)
+    assert beyond_prior(PRIOR_TOLERANCE * 10.0 + 1.0, 10.0, anytime=False)
+    # an anytime learner ends in any share: kept out only where the share holds under ANYTIME_REACH of its work
+    assert not beyond_prior(10.0 / ANYTIME_REACH, 10.0, anytime=True)
+    assert beyond_prior(10.0 / ANYTIME_REACH + 1.0, 10.0, anytime=True)
 
 
 def test_a_trial_estimated_just_over_its_share_may_run_to_the_estimates_error_bound():

@@ -1,6 +1,7 @@
-"""The cost probe of the nested protocol on large data: a learner's defaults fitted on two small samples of
-bags first, so that defaults that cannot finish within their fair share are stopped in seconds, not at the
-end of their share (``docs/tune.md``, "Knowing a learner's cost before spending its share")."""
+"""The cost checks of a learner's first trial on all the bags, before it spends its fair share: what its shipped
+fit cost predicts, then on large data its defaults fitted on two small samples of bags, so that defaults that
+cannot finish within their share are stopped at once or in seconds, not at the end of their share
+(``docs/tune.md``, "Knowing a learner's cost before spending its share")."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from typing import NamedTuple
 import numpy as np
 
 from automil.evaluation.folds import bag_sample
+from automil.tune.portfolio.fit_costs import fit_cost
 from automil.tune.schedule.ladder import estimated_trial_seconds
-from automil.tune.schedule.probe import PROBE_FRACTIONS, PROBE_GROWTH, over_share, probe_limits
+from automil.tune.schedule.probe import PROBE_FRACTIONS, PROBE_GROWTH, beyond_prior, over_share, probe_limits
 from automil.tune.studies.plan import Plan
 from automil.tune.workers.fits import fit_predict
 from automil.tune.workers.isolation import FitError, FitTimeout
@@ -71,13 +73,19 @@ def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list,
 
 
 def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list,
-                   left: float = float("inf")) -> float | None:
-    """The :func:`probe_estimate` of the trial, in seconds (``None``: none, the trial goes on as usual);
-    raises ``TooSlow`` when it passes ``share``, or the seconds ``left`` before the tuning deadline when
-    fewer (a trial the deadline would cut leaves no figure), by more than the probe's own error
-    (:func:`~automil.tune.schedule.probe.over_share`)."""
-    estimate = probe_estimate(spec, params, bags, worker, share, splits, plan.options.seed)
+                   left: float = float("inf"), predicted: float | None = None, probe: bool = True) -> float | None:
+    """The :func:`probe_estimate` of the trial (with ``probe``), in seconds (``None``: none, the trial goes on
+    as usual); raises ``TooSlow`` when it passes ``share``, or the seconds ``left`` before the tuning deadline
+    when fewer (a trial the deadline would cut leaves no figure), by more than the probe's own error
+    (:func:`~automil.tune.schedule.probe.over_share`). First, before any fit, the seconds its shipped fit cost
+    ``predicted`` (``Plan.predicted_seconds``) raise ``TooSlow`` when beyond that limit by more than their own
+    error (:func:`~automil.tune.schedule.probe.beyond_prior`): a share too small for the learner costs nothing."""
     limit = min(share, left)
+    if predicted is not None and beyond_prior(predicted, limit, spec.anytime):
+        raise TooSlow(predicted, limit, fit_cost(spec.name).describe(), left=left < share)
+    if not probe:
+        return None
+    estimate = probe_estimate(spec, params, bags, worker, share, splits, plan.options.seed)
     if estimate is not None and over_share(estimate.seconds, limit):
         raise TooSlow(estimate.seconds, limit, estimate.measured, left=left < share)
     return None if estimate is None else estimate.seconds

@@ -69,7 +69,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
         now = time.time()
         trials = {learner: [records(s) for s in studies[learner]] for learner in plan.learners}
         states = [learner_state(learner, trials[learner], plan.options.metric, plan.start, now,
-                                plan.options.directions, plan.chance)
+                                plan.options.directions, plan.chance, plan.predicted_seconds.get(learner))
                   for learner in plan.learners]
         # the final evaluation's share grows as the learners' costs become known
         deadline = tuning_deadline(plan, final_reserve(states, plan.options.folds, plan.options.jobs,
@@ -155,8 +155,9 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     own_share = share if fair_share and fraction is None else None  # a defaults trial's on all the bags
     fits = TrialFits(folds, plan.options.fit_timeout, rung=fraction, share=own_share, started=started, stop=hard_stop,
                      first_result=fraction is None and best is None)  # one bought at chance is none
-    probe = not spec.anytime and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
-                                              plan.prior) and worth_probing(instance_values(bags), share)
+    blind = share is not None and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
+                                               plan.prior)
+    probe = blind and not spec.anytime and worth_probing(instance_values(bags), share)
     trial, held = _ask(study)
     with trial_heartbeat(study_storage(study), trial_id(trial)):
         state, value = TrialState.COMPLETE, None
@@ -165,9 +166,10 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
                 signal.raise_signal(signum)
             _describe(trial, spec, plan, bags)
             params = _parameters(trial, spec)
-            if probe:
+            if blind:  # the shipped fit cost predicts the defaults only
+                predicted = plan.predicted_seconds.get(spec.name) if trial.params == spec.first_trial else None
                 fits.allow(check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits,
-                                          left=deadline - time.time()), deadline)
+                                          left=deadline - time.time(), predicted=predicted, probe=probe), deadline)
             value = _score_folds(trial, spec, params, plan, bags, worker, fits, deadline)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None

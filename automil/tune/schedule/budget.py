@@ -44,7 +44,7 @@ from automil.tune.studies.trial_folds import INNER_FIFTHS
 __all__ = ["StudyState", "LearnerState", "Step", "next_step", "contenders", "waits_for_defaults", "final_reserve",
            "learner_state", "standing", "tuning_deadline", "trial_stop", "final_deadline", "fits_deadline",
            "FINAL_SHARE", "estimated_trial_seconds", "run_seconds", "GROWTH_RANGE", "final_fits", "prior_step",
-           "ends_in_time"]
+           "ends_in_time", "first_cost"]
 
 # A learner whose default trial completed nothing gets this many tries in all before it waits for
 # promise like any other (a second point of its space may work where its defaults did not).
@@ -85,8 +85,9 @@ class StudyState:
 class LearnerState:
     """A learner's studies (the main study first, then the outer splits of nested CV, if any), the
     wall-clock seconds its trials have taken so far, its expected seconds per trial on all bags when known,
-    whether its defaults were stopped as too slow for their fair share in this run, and its trials on the
-    rungs of the ladder (hold-out protocol)."""
+    whether its defaults were stopped as too slow for their fair share in this run, its trials on the
+    rungs of the ladder (hold-out protocol), and the seconds of its defaults on all the bags that its shipped
+    fit cost predicts (``None``: none)."""
 
     name: str
     studies: tuple[StudyState, ...]
@@ -94,6 +95,7 @@ class LearnerState:
     expected_seconds: float | None = None
     too_slow: bool = False
     rungs: tuple[RungState, ...] = ()
+    predicted_seconds: float | None = None
 
     @property
     def main(self) -> StudyState:
@@ -135,10 +137,9 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     sample of this one), each within a fair share of the time left among the portfolio's learners still
     waiting (:func:`prior_step`).
 
-    First every learner gets its defaults in the study on all folds, cheapest first (by
-    ``expected_seconds``; on the ladder, estimated from the rungs; unknown last, then by name), each with
-    a fair share of the time left: the time left times ``jobs`` (processes running trials at once)
-    divided by the learners still waiting.
+    First every learner gets its defaults in the study on all folds, cheapest first (:func:`first_cost`;
+    unknown last, then by name), each with a fair share of the time left: the time left times ``jobs``
+    (processes running trials at once) divided by the learners still waiting.
     Then the seconds go to :func:`contenders`, the one that has had the fewest seconds for its weight
     first, into its study with the fewest trials (the study on all folds first on ties). When every
     learner with a score is full, the learners without one share what is left (phase ``"rest"``).
@@ -168,9 +169,7 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     learners = [s for s in learners if ends_in_time(s, time_left)]
     waiting = [s for s in learners if waits_for_defaults(s, n_trials)]
     if waiting:
-        # on the ladder, a cost estimated from the learner's rungs until it has run on all bags
-        first = cheapest(waiting, lambda s: estimated_seconds(s, 1.0) if ladder and s.expected_seconds is None
-                         else s.expected_seconds)
+        first = cheapest(waiting, lambda s: first_cost(s, ladder))
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
         return Step(first.name, 0, "defaults", share)
     weights = shares(learners, n_trials, equal)
@@ -184,6 +183,16 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
         return None
     learner = min(rest, key=lambda s: (s.seconds, s.name))
     return Step(learner.name, learner.next_study(n_trials), "rest")
+
+
+def first_cost(learner: LearnerState, ladder: tuple[float, ...]) -> float | None:
+    """What the learner's defaults on all the bags are thought to cost, for trying the cheapest first: their
+    measured seconds; before any, on the ``ladder``, the seconds estimated from its rungs; else the seconds
+    its shipped fit cost predicts (``None``: unknown)."""
+    measured = learner.expected_seconds
+    if measured is None and ladder:
+        measured = estimated_seconds(learner, 1.0)
+    return learner.predicted_seconds if measured is None else measured
 
 
 def ends_in_time(learner: LearnerState, time_left: float | None) -> bool:
@@ -313,7 +322,8 @@ def fits_deadline(plan: Plan, results: int, tracked: bool, model_seconds: float 
 
 
 def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, run_start: float,
-                  now: float, directions=("maximize",), chance: float | None = None) -> LearnerState:
+                  now: float, directions=("maximize",), chance: float | None = None,
+                  predicted: float | None = None) -> LearnerState:
     """The budget's view of a learner from the trial records of its studies (the study on all bags first);
     the standard error of a study's best value comes from that trial's fold scores of ``metric`` (the best
     trial as :func:`best_trial` picks it under the studies' ``directions``).
@@ -324,7 +334,8 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
     ``rungs`` are its trials on the rungs of the ladder (attribute ``rung``; a failed or stopped one has no
     score; informative when above ``chance`` by their uncertainty), which count toward nothing else: a rung
     trial stopped at its limit does not make the learner too slow (its one-time costs may pass a rung's few
-    seconds); only its trial on all the bags can.
+    seconds); only its trial on all the bags can. ``predicted`` is what its shipped fit cost predicts of its
+    defaults on all the bags (``Plan.predicted_seconds``).
     """
     state = []
     seconds = 0.0
@@ -345,7 +356,7 @@ def learner_state(learner: str, studies: list[list[TrialRecord]], metric: str, r
     too_slow = any(t.attrs.get(TrialAttr.TOO_SLOW) and t.attrs.get(TrialAttr.RUNG) is None
                    and t.start is not None and t.start.timestamp() >= run_start for t in main)
     return LearnerState(learner, tuple(state), seconds, float(np.mean(durations)) if durations else None, too_slow,
-                        rung_states(main, metric, now, chance))
+                        rung_states(main, metric, now, chance), predicted)
 
 
 def standing(states: list[LearnerState], plan: Plan, running: str | None, now: float,

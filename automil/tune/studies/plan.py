@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,6 +30,9 @@ class Plan:
     # the learners whose fits end in their time (LearnerSpec.anytime): their low fidelity is their epochs or
     # trees on all the bags, so they skip the ladder's rungs
     anytime: tuple[str, ...] = ()
+    # the seconds of each learner's first trial on all the bags (its defaults) as its shipped fit cost predicts
+    # them (automil.tune.schedule.probe.predicted_trial_seconds); a learner without one is absent
+    predicted_seconds: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.options.protocol == Protocol.AUTO:

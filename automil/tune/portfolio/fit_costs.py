@@ -1,0 +1,46 @@
+"""What automil knows of a learner's cost before a run measures it: every built-in learner's defaults timed on
+two sizes of one generated large-bag task (``fit_costs.json``, made by ``experiments/fit_costs.py`` on 2 cores,
+a fit a thread, as a run's workers fit). A run extrapolates them to its own data
+(:func:`automil.tune.schedule.probe.predicted_trial_seconds`), to try cheap learners first and to keep a fair
+share from a learner that its defaults cannot finish in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+__all__ = ["FitCost", "fit_cost"]
+
+
+@dataclass(frozen=True)
+class FitCost:
+    """A learner's defaults fitted on ``instances`` instances of ``n_features`` features in ``seconds`` each
+    (the same order); ``timed_out``: the last fit passed its limit, so its seconds are a lower bound."""
+
+    instances: tuple[int, ...]
+    seconds: tuple[float, ...]
+    n_features: int
+    timed_out: bool = False
+
+    def describe(self) -> str:
+        bound = "more than " if self.timed_out else ""
+        return (f"automil's fit costs: {bound}{self.seconds[-1]:.1f} s a fit of its defaults on "
+                f"{self.instances[-1]:,} instances of {self.n_features} features")
+
+
+@cache
+def _table() -> dict:
+    return json.loads(resources.files(__package__).joinpath("fit_costs.json").read_text())
+
+
+def fit_cost(learner: str) -> FitCost | None:
+    """The shipped fit cost of ``learner``'s defaults; ``None`` for a learner not timed (a third-party one, or
+    one whose defaults failed or were refused on the task)."""
+    table = _table()
+    entry = table["learners"].get(learner)
+    if not entry or not entry["seconds"]:
+        return None
+    return FitCost(tuple(entry["instances"]), tuple(entry["seconds"]), table["features"], entry["timed_out"])
