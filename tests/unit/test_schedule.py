@@ -26,6 +26,7 @@ from automil.tune.schedule.budget import (
     estimated_trial_seconds,
     final_fits,
     final_reserve,
+    first_cost,
     fits_deadline,
     learner_state,
     next_step,
@@ -34,7 +35,7 @@ from automil.tune.schedule.budget import (
     trial_stop,
     tuning_deadline,
 )
-from automil.tune.schedule.ladder import GROWTH_MIN_SECONDS
+from automil.tune.schedule.ladder import GROWTH_MIN_SECONDS, RungState
 from automil.tune.schedule.probe import (
     ANYTIME_REACH,
     PRIOR_TOLERANCE,
@@ -84,6 +85,15 @@ def test_defaults_of_unmeasured_learners_run_cheapest_first_by_their_shipped_fit
         order.append(step.learner)
         states = [replace(s, studies=(StudyState(1, 0.7),)) if s.name == step.learner else s for s in states]
     assert order == ["c-cheap", "d-measured", "a-costly", "b-unknown"]
+    # the step carries the cost it was ordered by, for the trial to weigh against its share
+    first = next_step([learner("c-cheap", predicted=2.0), learner("d-measured", expected=50.0)], 20, 600.0)
+    assert (first.learner, first.estimate) == ("c-cheap", 2.0)
+    assert next_step([learner("b-unknown")], 20, 600.0).estimate is None
+    # on the ladder, the cost its rungs measured on this data stands before the shipped prediction
+    climbed = replace(learner("e-climbed", predicted=1.0), rungs=(RungState(1 / 16, 0.7, 1.0),
+                                                                   RungState(1 / 4, 0.7, 4.0)))
+    assert first_cost(climbed, ladder=(1 / 16, 1 / 4)) == pytest.approx(16.0)
+    assert first_cost(climbed, ladder=()) == 1.0
 
 
 def test_defaults_wait_for_no_learner_stopped_as_too_slow():

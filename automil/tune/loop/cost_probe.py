@@ -10,7 +10,6 @@ from typing import NamedTuple
 import numpy as np
 
 from automil.evaluation.folds import bag_sample
-from automil.tune.portfolio.fit_costs import fit_cost
 from automil.tune.schedule.ladder import estimated_trial_seconds
 from automil.tune.schedule.probe import PROBE_FRACTIONS, PROBE_GROWTH, beyond_prior, over_share, probe_limits
 from automil.tune.studies.plan import Plan
@@ -73,16 +72,17 @@ def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list,
 
 
 def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list,
-                   left: float = float("inf"), predicted: float | None = None, probe: bool = True) -> float | None:
+                   left: float = float("inf"), predicted: Estimate | None = None, probe: bool = True) -> float | None:
     """The :func:`probe_estimate` of the trial (with ``probe``), in seconds (``None``: none, the trial goes on
     as usual); raises ``TooSlow`` when it passes ``share``, or the seconds ``left`` before the tuning deadline
     when fewer (a trial the deadline would cut leaves no figure), by more than the probe's own error
-    (:func:`~automil.tune.schedule.probe.over_share`). First, before any fit, the seconds its shipped fit cost
-    ``predicted`` (``Plan.predicted_seconds``) raise ``TooSlow`` when beyond that limit by more than their own
-    error (:func:`~automil.tune.schedule.probe.beyond_prior`): a share too small for the learner costs nothing."""
+    (:func:`~automil.tune.schedule.probe.over_share`). First, before any fit, an estimate ``predicted`` before
+    the trial (from the learner's rungs or its shipped fit cost) raises ``TooSlow`` when beyond that limit by
+    more than its own error (:func:`~automil.tune.schedule.probe.beyond_prior`): a share too small for the
+    learner costs nothing."""
     limit = min(share, left)
-    if predicted is not None and beyond_prior(predicted, limit, spec.anytime):
-        raise TooSlow(predicted, limit, fit_cost(spec.name).describe(), left=left < share)
+    if predicted is not None and beyond_prior(predicted.seconds, limit, spec.anytime):
+        raise TooSlow(predicted.seconds, limit, predicted.measured, left=left < share)
     if not probe:
         return None
     estimate = probe_estimate(spec, params, bags, worker, share, splits, plan.options.seed)

@@ -22,9 +22,10 @@ from automil.tune.backend.optuna_internals import owned_trials, study_storage, t
 from automil.tune.backend.optuna_storage import trial_heartbeat
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, tell
 from automil.tune.listener import Listener, StudyProgress
-from automil.tune.loop.cost_probe import TooSlow, check_estimate
+from automil.tune.loop.cost_probe import Estimate, TooSlow, check_estimate
 from automil.tune.loop.trial_fits import TrialFits, beyond_share, cut_to_chance, timeout_attrs
 from automil.tune.options import Allocation, instance_values
+from automil.tune.portfolio.fit_costs import fit_cost
 from automil.tune.schedule.budget import (
     final_reserve,
     learner_state,
@@ -34,7 +35,7 @@ from automil.tune.schedule.budget import (
     tuning_deadline,
 )
 from automil.tune.schedule.ladder import run_ladder, rung_fraction
-from automil.tune.schedule.probe import cost_unknown, worth_probing
+from automil.tune.schedule.probe import cost_unknown, scored_rung, worth_probing
 from automil.tune.studies.creation import configure_study, study_name
 from automil.tune.studies.plan import Plan
 from automil.tune.studies.priors import first_point, queue_later_points
@@ -97,7 +98,7 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
                 warmed.add((step.learner, step.study))
         split = plan.options.splits[step.study]
         trial = run_trial(study, trials[step.learner][step.study], spec, split, plan, bags, worker,
-                          np.inf if deadline is None else deadline, step.time_limit, step.fraction)
+                          np.inf if deadline is None else deadline, step.time_limit, step.fraction, step.estimate)
         if split is None and step.fraction is None:
             recorder.trial_done(spec, trial, study.study_name)
     if plan.options.warm_start and index == 0:  # the main process tells; the helpers' listeners are silent
@@ -119,9 +120,14 @@ def _announce_warm_starts(studies: dict, listener: Listener):
 
 
 def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: Plan, bags, worker,
-              deadline: float, share: float | None, fraction: float | None = None) -> TrialRecord:
+              deadline: float, share: float | None, fraction: float | None = None,
+              estimate: float | None = None) -> TrialRecord:
     """One trial of ``study``, whose ``trials`` (records) the caller has just read: the learner's defaults
     first when none counts yet. Returns the new trial's record.
+
+    A first trial at the defaults whose ``estimate`` (the policy's, :attr:`Step.estimate`: from the
+    learner's rungs, else its shipped fit cost) is far past its ``share`` is reported too slow before any fit
+    (:func:`~automil.tune.loop.cost_probe.check_estimate`).
 
     With a ``fraction`` it is a trial on a rung of the ladder: every fold's model is fitted on that share of
     its training bags (stratified, whole bags) and scored on all its test bags; the trial is stored failed
@@ -158,6 +164,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     blind = share is not None and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
                                                plan.prior)
     probe = blind and not spec.anytime and worth_probing(instance_values(bags), share)
+    first = share is not None and fraction is None and estimate is not None \
+        and not any(counts_toward_budget(t) for t in trials)
     trial, held = _ask(study)
     with trial_heartbeat(study_storage(study), trial_id(trial)):
         state, value = TrialState.COMPLETE, None
@@ -166,8 +174,9 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
                 signal.raise_signal(signum)
             _describe(trial, spec, plan, bags)
             params = _parameters(trial, spec)
-            if blind:  # the shipped fit cost predicts the defaults only
-                predicted = plan.predicted_seconds.get(spec.name) if trial.params == spec.first_trial else None
+            if blind or first:
+                predicted = _first_estimate(spec, trials, estimate) if first and trial.params == spec.first_trial \
+                    else None  # an estimate of the defaults only
                 fits.allow(check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits,
                                           left=deadline - time.time(), predicted=predicted, probe=probe), deadline)
             value = _score_folds(trial, spec, params, plan, bags, worker, fits, deadline)
@@ -199,6 +208,14 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             _tell(study, trial, stopped, TrialState.FAIL, None)
             raise
         return _tell(study, trial, fits.attrs, state, value)
+
+
+def _first_estimate(spec, trials: list[TrialRecord], seconds: float) -> Estimate:
+    """The policy's estimate of the learner's defaults with what it comes from: its scored rungs, else its
+    shipped fit cost."""
+    if any(scored_rung(t) for t in trials):
+        return Estimate(seconds, "measured on its rungs of the ladder")
+    return Estimate(seconds, fit_cost(spec.name).describe())
 
 
 def _ask(study):

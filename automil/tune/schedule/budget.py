@@ -117,7 +117,9 @@ class Step:
 
     ``time_limit``: seconds the trial may run before it is stopped as too slow for its fair share
     (``None``: until the tuning deadline). ``phase``: ``"rung"``, ``"defaults"``, ``"promise"`` or
-    ``"rest"``; ``fraction``: the share of every fold's training bags a ``"rung"`` trial fits on.
+    ``"rest"``; ``fraction``: the share of every fold's training bags a ``"rung"`` trial fits on;
+    ``estimate``: for a ``"defaults"`` trial, the seconds its learner's defaults on all the bags are thought
+    to cost (:func:`first_cost`; ``None``: unknown, or a portfolio learner's, which spends its share).
     """
 
     learner: str
@@ -125,6 +127,7 @@ class Step:
     phase: str
     time_limit: float | None = None
     fraction: float | None = None
+    estimate: float | None = None
 
 
 def next_step(learners: list[LearnerState], n_trials: int | None, time_left: float | None,
@@ -171,7 +174,7 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
     if waiting:
         first = cheapest(waiting, lambda s: first_cost(s, ladder))
         share = None if time_left is None else max(time_left, 0.0) * jobs / len(waiting)
-        return Step(first.name, 0, "defaults", share)
+        return Step(first.name, 0, "defaults", share, estimate=first_cost(first, ladder))
     weights = shares(learners, n_trials, equal)
     if weights:
         by_name = {s.name: s for s in learners}
@@ -186,12 +189,10 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
 
 
 def first_cost(learner: LearnerState, ladder: tuple[float, ...]) -> float | None:
-    """What the learner's defaults on all the bags are thought to cost, for trying the cheapest first: their
-    measured seconds; before any, on the ``ladder``, the seconds estimated from its rungs; else the seconds
-    its shipped fit cost predicts (``None``: unknown)."""
-    measured = learner.expected_seconds
-    if measured is None and ladder:
-        measured = estimated_seconds(learner, 1.0)
+    """What the learner's defaults on all the bags are thought to cost: their measured seconds; before any, on
+    the ``ladder``, an estimate from its rungs; else its shipped fit cost's prediction (``None``: unknown)."""
+    measured = learner.expected_seconds if learner.expected_seconds is not None or not ladder \
+        else estimated_seconds(learner, 1.0)
     return learner.predicted_seconds if measured is None else measured
 
 

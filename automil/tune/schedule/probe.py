@@ -11,7 +11,7 @@ from automil.tune.schedule.ladder import estimated_trial_seconds
 
 __all__ = ["PROBE_CELLS", "PROBE_FRACTIONS", "PROBE_GROWTH", "PROBE_TOLERANCE", "PROBE_SHARE", "worth_probing",
            "cost_unknown", "over_share", "share_allowed", "probe_limits", "PRIOR_TOLERANCE", "ANYTIME_REACH",
-           "predicted_trial_seconds", "beyond_prior"]
+           "predicted_trial_seconds", "beyond_prior", "scored_rung"]
 
 # Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
 # it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
@@ -57,10 +57,10 @@ def cost_unknown(learner: str, trials: list[TrialRecord], fraction: float | None
         return False
     if not ladder:
         return True
-    return learner not in prior and not any(_scored_rung(t) or counts_toward_budget(t) for t in trials)
+    return learner not in prior and not any(scored_rung(t) or counts_toward_budget(t) for t in trials)
 
 
-def _scored_rung(trial: TrialRecord) -> bool:
+def scored_rung(trial: TrialRecord) -> bool:
     """A rung's trial that finished without an error: its seconds are the learner's cost on that share."""
     return trial.attrs.get(TrialAttr.RUNG) is not None and trial.finished and not trial.attrs.get(TrialAttr.ERROR)
 
