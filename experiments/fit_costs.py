@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -103,8 +104,16 @@ def main(argv=None):
         worker.close()
     Path(args.out).write_text(json.dumps({
         "built_by": "python experiments/fit_costs.py", "features": FEATURES, "threads": 1,
-        "machine": f"{platform.machine()}, {platform.processor() or 'unknown processor'}", "learners": learners},
+        "machine": machine(), "learners": learners},
         indent=1) + "\n")
+
+
+def machine() -> str:
+    """The cores and processor the costs were timed on."""
+    cpuinfo = Path("/proc/cpuinfo")
+    models = [line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+              if line.startswith("model name")] if cpuinfo.exists() else []
+    return f"{os.cpu_count()} cores, {models[0] if models else platform.processor() or platform.machine()}"
 
 
 def check(args):
