@@ -409,18 +409,20 @@ def test_a_shipped_fit_cost_is_extrapolated_in_instance_values_to_every_fit_of_t
     assert predicted_trial_seconds(cost, None, [8000] * 3, 128) == pytest.approx(3 * 16.0 * 4)
     # a declared growth is used as it is
     assert predicted_trial_seconds(cost, 2.0, [8000], 128) == pytest.approx(16.0 * 16)
-    # a fit that passed its limit is a lower bound, extrapolated linearly
-    bound = FitCost(instances=(1000,), seconds=(60.0,), n_features=64, timed_out=True)
-    assert predicted_trial_seconds(bound, None, [2000, 2000], 64) == pytest.approx(2 * 120.0)
-    assert "more than 60.0 s" in bound.describe()
+    assert "16.0 s a fit of its defaults on 4,000 instances of 64 features" in cost.describe()
 
 
-def test_every_built_in_learner_has_a_shipped_fit_cost_and_a_third_party_one_none():
+def test_every_built_in_learner_has_a_shipped_fit_cost_but_a_timed_out_one_and_a_third_party_one_none():
+    import json
+    from importlib import resources
+
     from automil import plugins
 
+    table = json.loads(resources.files("automil.tune.portfolio").joinpath("fit_costs.json").read_text())
     built_in = [s.name for s in plugins.learners().values() if s.plugin in
                 ("svm", "pdmisvm", "forests", "embedding", "neighbors", "deep")]
-    assert built_in and all(fit_cost(name) is not None for name in built_in)
+    timed_out = {name for name, entry in table["learners"].items() if entry["timed_out"]}
+    assert built_in and timed_out and all((fit_cost(name) is None) == (name in timed_out) for name in built_in)
     assert fit_cost("embedded-meanmax") is None  # the plugin template's: a third party's learner
 
 
