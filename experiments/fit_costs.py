@@ -10,8 +10,9 @@ deviations (the regime where a trial on all the bags is costly, as hard as the m
 grow as the classes come closer), at ``SIZES`` instances. Each learner's defaults (its first trial's parameters, as
 the space maps them on that data) are fitted on all the bags of each size in a killable worker of one thread, as a
 run's fits are, after an untimed warm-up fit on four bags that pays its one-time costs (imports, compilation). A fit
-that passes ``--fit-timeout`` is stored as that many seconds and ``timed_out``: a lower bound, and the larger size
-is not tried. Takes about three minutes on 2 cores; run it on an idle machine, since the seconds are the product.
+that passes ``--fit-timeout`` is stored as that many seconds and ``timed_out``: a lower bound at its size only, from
+which a run predicts nothing, and the larger size is not tried. Takes about three minutes on 2 cores; run it on an
+idle machine, since the seconds are the product.
 
 ``--check N`` writes nothing: it times every learner on a task of about ``N`` instances of ``--features`` features
 drawn with another seed, and prints each prediction of the shipped costs beside the fit it predicts.
