@@ -403,9 +403,8 @@ def test_a_probe_stops_a_learner_only_when_its_estimate_passes_the_share_by_more
 
 
 def test_a_shipped_fit_cost_is_extrapolated_in_instance_values_to_every_fit_of_the_trial():
-    cost = FitCost(instances=(1000, 4000), seconds=(1.0, 16.0), n_features=64)
-    # linear from the larger size, whatever the two sizes suggest; 3 fits on 8000 instances of 128 features:
-    # 4 times the values of 4000 x 64
+    cost = FitCost(instances=4000, seconds=16.0, n_features=64)
+    # linear; 3 fits on 8000 instances of 128 features: 4 times the values of 4000 x 64
     assert predicted_trial_seconds(cost, None, [8000] * 3, 128) == pytest.approx(3 * 16.0 * 4)
     # a declared growth is used as it is
     assert predicted_trial_seconds(cost, 2.0, [8000], 128) == pytest.approx(16.0 * 16)
@@ -419,8 +418,7 @@ def test_every_built_in_learner_has_a_shipped_fit_cost_but_a_timed_out_one_and_a
     from automil import plugins
 
     table = json.loads(resources.files("automil.tune.portfolio").joinpath("fit_costs.json").read_text())
-    built_in = [s.name for s in plugins.learners().values() if s.plugin in
-                ("svm", "pdmisvm", "forests", "embedding", "neighbors", "deep")]
+    built_in = [s.name for s in plugins.learners().values() if s.plugin in plugins.BUILTIN_PLUGINS]
     timed_out = {name for name, entry in table["learners"].items() if entry["timed_out"]}
     assert built_in and timed_out and all((fit_cost(name) is None) == (name in timed_out) for name in built_in)
     assert fit_cost("embedded-meanmax") is None  # the plugin template's: a third party's learner

@@ -17,16 +17,16 @@ __all__ = ["FitCost", "fit_cost"]
 
 @dataclass(frozen=True)
 class FitCost:
-    """A learner's defaults fitted on ``instances`` instances of ``n_features`` features in ``seconds`` each
-    (the same order)."""
+    """A learner's defaults fitted on ``instances`` instances of ``n_features`` features in ``seconds``: the
+    larger of the table's two sizes, the one a run extrapolates from."""
 
-    instances: tuple[int, ...]
-    seconds: tuple[float, ...]
+    instances: int
+    seconds: float
     n_features: int
 
     def describe(self) -> str:
-        return (f"automil's fit costs: {self.seconds[-1]:.1f} s a fit of its defaults on "
-                f"{self.instances[-1]:,} instances of {self.n_features} features")
+        return (f"automil's fit costs: {self.seconds:.1f} s a fit of its defaults on "
+                f"{self.instances:,} instances of {self.n_features} features")
 
 
 @cache
@@ -43,4 +43,4 @@ def fit_cost(learner: str) -> FitCost | None:
     entry = table["learners"].get(learner)
     if not entry or not entry["seconds"] or entry["timed_out"]:
         return None
-    return FitCost(tuple(entry["instances"]), tuple(entry["seconds"]), table["features"])
+    return FitCost(entry["instances"][-1], entry["seconds"][-1], table["features"])

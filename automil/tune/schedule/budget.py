@@ -117,9 +117,8 @@ class Step:
 
     ``time_limit``: seconds the trial may run before it is stopped as too slow for its fair share
     (``None``: until the tuning deadline). ``phase``: ``"rung"``, ``"defaults"``, ``"promise"`` or
-    ``"rest"``; ``fraction``: the share of every fold's training bags a ``"rung"`` trial fits on;
-    ``estimate``: for a ``"defaults"`` trial, the seconds its learner's defaults on all the bags are thought
-    to cost (:func:`first_cost`; ``None``: unknown, or a portfolio learner's, which spends its share).
+    ``"rest"``; ``fraction``: the share of every fold's training bags a ``"rung"`` trial fits on; ``estimate``:
+    a ``"defaults"`` trial's :func:`first_cost` (``None``: unknown, or a portfolio learner's: it spends its share).
     """
 
     learner: str
@@ -191,8 +190,9 @@ def next_step(learners: list[LearnerState], n_trials: int | None, time_left: flo
 def first_cost(learner: LearnerState, ladder: tuple[float, ...]) -> float | None:
     """What the learner's defaults on all the bags are thought to cost: their measured seconds; before any, on
     the ``ladder``, an estimate from its rungs; else its shipped fit cost's prediction (``None``: unknown)."""
-    measured = learner.expected_seconds if learner.expected_seconds is not None or not ladder \
-        else estimated_seconds(learner, 1.0)
+    measured = learner.expected_seconds
+    if measured is None and ladder:
+        measured = estimated_seconds(learner, 1.0)
     return learner.predicted_seconds if measured is None else measured
 
 

@@ -88,13 +88,13 @@ def probe_limits(share: float) -> list[float]:
 
 def predicted_trial_seconds(cost: FitCost, growth: float | None, train_instances: list[int], n_features: int) -> float:
     """The seconds of a trial of a learner's defaults whose fits train on ``train_instances`` instances of
-    ``n_features`` features, from the learner's shipped fit ``cost`` at its larger size: extrapolated in
+    ``n_features`` features, from the learner's shipped fit ``cost`` (the table's larger size): extrapolated in
     instance values (a fit's work grows with both) at the learner's declared ``growth``, else linearly. Why not
-    the growth between the cost's two sizes: on sizes that small it is noise (miGraph's 2.05 between 4,000
+    the growth between the table's two sizes: on sizes that small it is noise (miGraph's 2.05 between 4,000
     and 16,000 instances predicted 338 s for a fit of 22 s; ``experiments/fit_costs.py --check``)."""
     full = sum(train_instances) / len(train_instances) * n_features
-    return estimated_trial_seconds([cost.instances[-1] * cost.n_features], [cost.seconds[-1]], full,
-                                   len(train_instances), growth or 1.0)
+    return estimated_trial_seconds([cost.instances * cost.n_features], [cost.seconds], full, len(train_instances),
+                                   growth or 1.0)
 
 
 def beyond_prior(predicted: float, share: float, anytime: bool) -> bool:
