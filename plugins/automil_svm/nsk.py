@@ -32,6 +32,8 @@ class NSK(OneVsRestBagSVM):
         references="""\
     T. Gärtner, P. A. Flach, A. Kowalczyk and A. J. Smola, "Multi-instance kernels", ICML 2002.""")
 
+    _fixed_examples = True
+
     def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, scale_C=False, solver="auto",
                  class_weight=None, normalization="averaging"):
         super().__init__(kernel, C, gamma, degree, scale_C, solver, class_weight)

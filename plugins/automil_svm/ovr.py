@@ -39,6 +39,9 @@ class OneVsRestBagSVM(BagClassifier):
     :class:`MaxInstanceMixin`."""
 
     accepts_sparse = True
+    # One set of examples for every solve of a fit and no instance scores (NSK, miGraph): the instance kernel
+    # is reduced to the examples' block by block and never held (svm_problem.TrainingKernel).
+    _fixed_examples = False
 
     def __init__(self, kernel="linear", C=1.0, gamma="auto", degree=3, scale_C=False, solver="auto",
                  class_weight=None):
@@ -84,7 +87,8 @@ class OneVsRestBagSVM(BagClassifier):
         gamma = self._check_common_params(bags.n_features)
         self._check_params(bags)
         self.gamma_ = gamma
-        space = TrainingKernel(self._training_points(bags), self.kernel, gamma, self.degree, self.solver)
+        space = TrainingKernel(self._training_points(bags), self.kernel, gamma, self.degree, self.solver,
+                               keep_gram=not self._fixed_examples)
         targets = [np.where(y == 1, 1.0, -1.0)] if len(self.classes_) == 2 else \
             [np.where(y == k, 1.0, -1.0) for k in range(len(self.classes_))]
         self._begin_fit(bags)

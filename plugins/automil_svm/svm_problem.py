@@ -82,11 +82,15 @@ class TrainingKernel:
     """The training instances with one instance kernel; solves SVMs over combinations of them.
 
     The dense instance kernel (needed by libsvm on precomputed kernels) is computed once, on first use,
-    and shared by every SVM of a fit (every mi-SVM / MI-SVM iteration, every one-vs-rest class).
+    and shared by every SVM of a fit (every mi-SVM / MI-SVM iteration, every one-vs-rest class). A fit whose
+    examples never change and that never scores its instances (NSK, miGraph: ``keep_gram=False``) reduces it
+    block by block instead and never holds it: it would be used once, at ``8 n^2`` bytes (3.2 GB at 20,000
+    instances).
     """
 
-    def __init__(self, X, kernel: str, gamma: float, degree: int, solver: str):
+    def __init__(self, X, kernel: str, gamma: float, degree: int, solver: str, keep_gram: bool = True):
         self.X = X
+        self.keep_gram = keep_gram
         self.kernel = kernel
         self.gamma = gamma
         self.degree = degree
@@ -116,12 +120,12 @@ class TrainingKernel:
 
     def example_gram(self, R) -> np.ndarray:
         """``R K R^T``; ``R = None`` means every instance is an example. From the cached instance kernel
-        when it fits in memory (every later solve and score of the fit reuses it), else block by block;
-        the same ``R`` again (NSK's one-vs-rest classes) returns the same matrix."""
+        when it is kept and fits in memory (every later solve and score of the fit reuses it), else block by
+        block; the same ``R`` again (NSK's one-vs-rest classes) returns the same matrix."""
         if R is None:
             return self.gram
         if R is not self._last_examples:
-            if 8 * self.n * self.n <= MAX_GRAM_BYTES:
+            if self._gram is not None or (self.keep_gram and 8 * self.n * self.n <= MAX_GRAM_BYTES):
                 self._last_gram = np.asarray(R @ (R @ self.gram).T)
             else:
                 self._last_gram = kernels.combination_gram(self.X, R, **self._params())

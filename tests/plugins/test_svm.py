@@ -129,6 +129,20 @@ def test_mi_svm_label_update_forces_the_arg_max_and_counts_zero_as_positive():
                                   [-1, 1, -1, 1, 1, -1, -1])
 
 
+def test_a_fit_with_fixed_examples_reduces_the_kernel_in_blocks_and_never_holds_the_instance_kernel():
+    bags = witness_bags(12)
+    R = svm_problem.bag_examples(bags, np.arange(bags.n_bags), 1.0 / bags.sizes)
+    blocks = svm_problem.TrainingKernel(bags.X, "rbf", 0.5, 3, "smo", keep_gram=False)
+    kept = svm_problem.TrainingKernel(bags.X, "rbf", 0.5, 3, "smo")
+    np.testing.assert_allclose(blocks.example_gram(R), kept.example_gram(R), rtol=1e-10, atol=1e-12)
+    assert blocks._gram is None and kept._gram is not None
+    # NSK and miGraph fit that way, to the same model
+    for learner in (NSK, MiGraph):
+        model = learner(kernel="rbf").fit(bags)
+        held = type("Held", (learner,), {"_fixed_examples": False})(kernel="rbf").fit(bags)
+        np.testing.assert_allclose(model.decision_function(bags), held.decision_function(bags), atol=1e-8)
+
+
 @pytest.mark.parametrize("learner", list(NAMES.values()))
 def test_two_classes_train_one_model_with_columns_minus_f_and_f(learner):
     bags = witness_bags(15, seed=1)
