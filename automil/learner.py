@@ -187,7 +187,8 @@ class LearnerSpec:
     pair_bytes : float
         Bytes a fit holds for each pair of instances of one bag, when its memory grows with the square of a
         bag (exact self-attention: TransMIL about 40); ``--memory`` adds it times the largest bag's
-        instances squared. 0 for the learners whose memory is linear in their bags.
+        instances squared, and its shipped fit cost is extrapolated in its bags' instance pairs, as its work
+        grows too. 0 for the learners whose memory is linear in their bags.
     anytime : bool
         Its fits end within the time the driver gives them (:func:`automil.time_left`), keeping what they
         learned and saying how far they got (``time_limited_params_``: the deep learners' epochs, the forests'

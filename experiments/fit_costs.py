@@ -3,6 +3,7 @@ ships (``automil/tune/portfolio/fit_costs.json``) to know, before a run spends a
 that share can hold the learner's first trial.
 
     python experiments/fit_costs.py [--out automil/tune/portfolio/fit_costs.json] [--fit-timeout 60]
+    python experiments/fit_costs.py --learner migraph [--learner nsk]   # re-time these, keep the others
     python experiments/fit_costs.py --check 64000 [--features 96]   # the shipped costs' error on other data
 
 The task: bags of 40 to 120 instances of 64 features, 3% witnesses shifted by the generators' default 3 standard
@@ -47,11 +48,12 @@ def time_learner(worker, spec, fit_timeout: float, tasks: list[MilTask]) -> dict
     """The learner's fit seconds on the ``tasks`` (as far as it finishes) and whether the last timed out."""
     import optuna
 
+    from automil.tune.schedule.probe import bag_pairs
     from automil.tune.workers.fits import fit_predict, import_for
     from automil.tune.workers.isolation import FitError, FitMemoryExceeded, FitTimeout, WorkerDied
 
     import_for(worker, (spec.name,))
-    entry = {"instances": [], "seconds": [], "timed_out": False}
+    entry = {"instances": [], "pairs": [], "seconds": [], "timed_out": False}
     for task in tasks:
         bags = task.bags()
         worker.set_data(bags)
@@ -65,14 +67,14 @@ def time_learner(worker, spec, fit_timeout: float, tasks: list[MilTask]) -> dict
                         None, 0, timeout=fit_timeout)  # untimed: imports, compilation
             out = worker.call(fit_predict, spec.name, params, everything, None, 0, timeout=fit_timeout)
         except FitTimeout:
-            entry["instances"].append(int(bags.n_instances))
-            entry["seconds"].append(fit_timeout)
             entry["timed_out"] = True
-            return entry
         except (FitError, FitMemoryExceeded, WorkerDied) as error:
             return {**entry, "failed": str(error)[:300]}
         entry["instances"].append(int(bags.n_instances))
-        entry["seconds"].append(round(out.fit_seconds, 3))
+        entry["pairs"].append(bag_pairs(bags.sizes))
+        entry["seconds"].append(fit_timeout if entry["timed_out"] else round(out.fit_seconds, 3))
+        if entry["timed_out"]:
+            return entry
     return entry
 
 
@@ -82,6 +84,7 @@ def main(argv=None):
     parser.add_argument("--fit-timeout", type=float, default=60.0)
     parser.add_argument("--check", type=int, help="instances of a task to check the shipped costs on")
     parser.add_argument("--features", type=int, default=FEATURES)
+    parser.add_argument("--learner", action="append", help="re-time only this learner, keeping the table's others")
     args = parser.parse_args(argv)
     if args.check:
         return check(args)
@@ -93,9 +96,10 @@ def main(argv=None):
     from automil.tune.workers.fits import fit_worker
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    specs = sorted((s for s in plugins.learners().values() if s.plugin in BUILT_IN), key=lambda s: s.name.lower())
+    specs = sorted((s for s in plugins.learners().values() if s.plugin in BUILT_IN
+                    and (not args.learner or s.name in args.learner)), key=lambda s: s.name.lower())
     worker = fit_worker(TuneOptions(jobs=2))  # one thread, as each of a run's two workers on 2 cores
-    learners = {}
+    learners = json.loads(Path(args.out).read_text())["learners"] if args.learner else {}
     try:
         for spec in specs:
             start = time.time()
@@ -105,7 +109,7 @@ def main(argv=None):
         worker.close()
     Path(args.out).write_text(json.dumps({
         "built_by": "python experiments/fit_costs.py", "features": FEATURES, "threads": 1,
-        "machine": machine(), "learners": learners},
+        "machine": machine(), "learners": dict(sorted(learners.items(), key=lambda item: item[0].lower()))},
         indent=1) + "\n")
 
 
@@ -139,7 +143,8 @@ def check(args):
             cost = fit_cost(spec.name)
             if spec.plugin not in BUILT_IN or cost is None:
                 continue
-            predicted = predicted_trial_seconds(cost, spec.fit_growth, [bags.n_instances], bags.n_features)
+            predicted = predicted_trial_seconds(cost, spec.fit_growth, [bags.sizes], bags.n_features,
+                                                pairwise=spec.pair_bytes > 0)
             measured = time_learner(worker, spec, args.fit_timeout, [task])
             if not measured["seconds"]:
                 print(f"{spec.name:18s} {predicted:9.1f} {'failed':>9s}", flush=True)

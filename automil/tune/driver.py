@@ -146,9 +146,9 @@ def _portfolio(bags, specs, options: TuneOptions) -> tuple:
 
 def _predicted_seconds(specs, bags, plan: Plan) -> dict[str, float]:
     """Each learner's first trial on all the bags as its shipped fit cost predicts it, where it has one."""
-    train = [int(bags.sizes[t].sum()) for t, _ in plan.trial_folds(plan.options.held_out).fits]
+    train = [bags.sizes[t] for t, _ in plan.trial_folds(plan.options.held_out).fits]
     costs = [(spec, fit_cost(spec.name)) for spec in specs]
-    return {spec.name: predicted_trial_seconds(cost, spec.fit_growth, train, bags.n_features)
+    return {spec.name: predicted_trial_seconds(cost, spec.fit_growth, train, bags.n_features, spec.pair_bytes > 0)
             for spec, cost in costs if cost is not None}
 
 

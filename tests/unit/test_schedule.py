@@ -42,6 +42,7 @@ from automil.tune.schedule.probe import (
     PROBE_CELLS,
     PROBE_SHARE,
     PROBE_TOLERANCE,
+    bag_pairs,
     beyond_prior,
     cost_unknown,
     over_share,
@@ -274,6 +275,10 @@ def test_the_final_evaluation_keeps_the_measured_cost_of_the_headline_refits_and
         RESERVE_MARGIN * 12.0 * final_fits(4, "holdout"))
     assert final_reserve(states[1:], folds=6, jobs=2) == pytest.approx(RESERVE_MARGIN * 12.0 * (1 / 2 + 1 / 6))
     assert final_reserve(states[2:], folds=6) == 0.0
+    # and the time to log every result, which the final evaluation's fits leave before the budget ends
+    assert final_reserve(states[2:], folds=6, results=25) == pytest.approx(25 * LOG_SECONDS)
+    assert final_reserve(states, folds=6, jobs=2, results=25) == pytest.approx(
+        25 * LOG_SECONDS + RESERVE_MARGIN * (6.0 + 12.0) * (7 / 6) / 2)
     plan = Plan("d", ["a", "b"], TuneOptions(timeout=400.0, protocol="nested"), SIX_BAGS, start=1000.0)
     low, high = FINAL_SHARE
     assert tuning_deadline(plan, 0.0) == pytest.approx(1000.0 + 400.0 * (1 - low))  # room for repeats
@@ -403,12 +408,20 @@ def test_a_probe_stops_a_learner_only_when_its_estimate_passes_the_share_by_more
 
 
 def test_a_shipped_fit_cost_is_extrapolated_in_instance_values_to_every_fit_of_the_trial():
-    cost = FitCost(instances=4000, seconds=16.0, n_features=64)
+    cost = FitCost(instances=4000, seconds=16.0, n_features=64, pairs=4000 * 80)
     # linear; 3 fits on 8000 instances of 128 features: 4 times the values of 4000 x 64
-    assert predicted_trial_seconds(cost, None, [8000] * 3, 128) == pytest.approx(3 * 16.0 * 4)
+    assert predicted_trial_seconds(cost, None, [np.full(100, 80)] * 3, 128) == pytest.approx(3 * 16.0 * 4)
     # a declared growth is used as it is
-    assert predicted_trial_seconds(cost, 2.0, [8000], 128) == pytest.approx(16.0 * 16)
+    assert predicted_trial_seconds(cost, 2.0, [np.full(100, 80)], 128) == pytest.approx(16.0 * 16)
     assert "16.0 s a fit of its defaults on 4,000 instances of 64 features" in cost.describe()
+
+
+def test_a_pairwise_learners_cost_grows_with_its_bags_instance_pairs():
+    cost = FitCost(instances=4000, seconds=16.0, n_features=64, pairs=4000 * 80)  # 50 bags of 80
+    larger_bags = [np.full(20, 200)]  # as many instances (4,000), bags 2.5 times as large
+    assert bag_pairs(larger_bags[0]) == 20 * 200 * 200
+    assert predicted_trial_seconds(cost, None, larger_bags, 64) == pytest.approx(16.0)
+    assert predicted_trial_seconds(cost, None, larger_bags, 64, pairwise=True) == pytest.approx(16.0 * 2.5)
 
 
 def test_every_built_in_learner_has_a_shipped_fit_cost_but_a_timed_out_one_and_a_third_party_one_none():

@@ -18,11 +18,13 @@ __all__ = ["FitCost", "fit_cost"]
 @dataclass(frozen=True)
 class FitCost:
     """A learner's defaults fitted on ``instances`` instances of ``n_features`` features in ``seconds``: the
-    larger of the table's two sizes, the one a run extrapolates from."""
+    larger of the table's two sizes, the one a run extrapolates from; ``pairs``, its bags' instance pairs (what a
+    learner whose work grows with each bag's square extrapolates from)."""
 
     instances: int
     seconds: float
     n_features: int
+    pairs: int
 
     def describe(self) -> str:
         return (f"automil's fit costs: {self.seconds:.1f} s a fit of its defaults on "
@@ -43,4 +45,4 @@ def fit_cost(learner: str) -> FitCost | None:
     entry = table["learners"].get(learner)
     if not entry or not entry["seconds"] or entry["timed_out"]:
         return None
-    return FitCost(entry["instances"][-1], entry["seconds"][-1], table["features"])
+    return FitCost(entry["instances"][-1], entry["seconds"][-1], table["features"], entry["pairs"][-1])

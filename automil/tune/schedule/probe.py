@@ -4,6 +4,8 @@ learner's cost before spending its share")."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from automil.records import TrialAttr, TrialRecord
 from automil.tune.backend.optuna_trials import counts_toward_budget
 from automil.tune.portfolio.fit_costs import FitCost
@@ -11,7 +13,7 @@ from automil.tune.schedule.ladder import estimated_trial_seconds
 
 __all__ = ["PROBE_CELLS", "PROBE_FRACTIONS", "PROBE_GROWTH", "PROBE_TOLERANCE", "PROBE_SHARE", "worth_probing",
            "cost_unknown", "over_share", "share_allowed", "probe_limits", "PRIOR_TOLERANCE", "ANYTIME_REACH",
-           "predicted_trial_seconds", "beyond_prior", "scored_rung"]
+           "predicted_trial_seconds", "bag_pairs", "beyond_prior", "scored_rung"]
 
 # Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
 # it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
@@ -86,15 +88,25 @@ def probe_limits(share: float) -> list[float]:
     return [PROBE_SHARE * share] + [PROBE_SHARE * share * f / total for f in PROBE_FRACTIONS]
 
 
-def predicted_trial_seconds(cost: FitCost, growth: float | None, train_instances: list[int], n_features: int) -> float:
-    """The seconds of a trial of a learner's defaults whose fits train on ``train_instances`` instances of
-    ``n_features`` features, from the learner's shipped fit ``cost`` (the table's larger size): extrapolated in
-    instance values (a fit's work grows with both) at the learner's declared ``growth``, else linearly. Why not
-    the growth between the table's two sizes: on sizes that small it is noise (miGraph's 2.05 between 4,000
-    and 16,000 instances predicted 338 s for a fit of 22 s; ``experiments/fit_costs.py --check``)."""
-    full = sum(train_instances) / len(train_instances) * n_features
-    return estimated_trial_seconds([cost.instances * cost.n_features], [cost.seconds], full, len(train_instances),
-                                   growth or 1.0)
+def predicted_trial_seconds(cost: FitCost, growth: float | None, fit_bags: list[np.ndarray], n_features: int,
+                            pairwise: bool = False) -> float:
+    """The seconds of a trial of a learner's defaults whose fits train on bags of ``fit_bags`` instances (one
+    array of bag sizes a fit) of ``n_features`` features, from the learner's shipped fit ``cost`` (the table's
+    larger size): extrapolated in instance values (a fit's work grows with both), or for a ``pairwise`` learner
+    (exact self-attention over each bag) in instance pairs times features, at the learner's declared
+    ``growth``, else linearly. Why pairs: TransMIL's linear prediction from bags of 40 to 120 fell 6 times short
+    of its fits on bags of 50 to 500. Why not the growth between the table's two sizes: on sizes that small it
+    is noise (miGraph's 2.05 between 4,000 and 16,000 instances predicted 338 s for a fit of 22 s;
+    ``experiments/fit_costs.py --check``)."""
+    sizes = [bag_pairs(s) if pairwise else int(np.sum(s)) for s in fit_bags]
+    timed = cost.pairs if pairwise else cost.instances
+    return estimated_trial_seconds([timed * cost.n_features], [cost.seconds], sum(sizes) / len(sizes) * n_features,
+                                   len(sizes), growth or 1.0)
+
+
+def bag_pairs(sizes) -> int:
+    """The ordered pairs of instances within each bag of ``sizes``, summed (what exact self-attention scores)."""
+    return int(np.sum(np.square(np.asarray(sizes, dtype=np.int64))))
 
 
 def beyond_prior(predicted: float, share: float, anytime: bool) -> bool:
