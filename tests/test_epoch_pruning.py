@@ -3,7 +3,6 @@ fit whose held-out score is below the median of the completed trials' at the sam
 learner ends each fit in the time the driver gives it, keeping what it learned."""
 
 import json
-import math
 import re
 import subprocess
 import sys
@@ -86,7 +85,7 @@ def _tune_alone(tmp_path, learner: str, *options: str):
 
 
 def test_an_anytime_fit_ends_in_its_time_with_a_figure_and_the_refit_trains_as_far(tmp_path):
-    # the learner's epochs would take 14 hours: every fit of the run ends because its time ran out
+    # the learner has no end of its own: every fit of the run ends because its time ran out
     trials, fits = _tune_alone(tmp_path, "anytime", "--protocol", "holdout", "--json", "out.json")
     complete = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
     assert complete  # a figure, not a fit killed at its limit
@@ -94,7 +93,7 @@ def test_an_anytime_fit_ends_in_its_time_with_a_figure_and_the_refit_trains_as_f
         reached = trial.user_attrs["time_limited"]["epochs"]
         assert trial.user_attrs["estimator_params"]["epochs"] == reached
         assert 0 < reached < 10**6
-    assert fits and all(fit["limited"] for fit in fits if fit["epochs"] == 10**6)
+    assert fits and all(fit["limited"] for fit in fits if fit["epochs"] is None)
     row = json.loads((tmp_path / "out.json").read_text())[-1]
     assert row["learner"] == "anytime" and row["status"] == "ok"
     best = next(t for t in complete if t.number == row["best_trial"])
@@ -109,7 +108,7 @@ def test_a_trial_whose_anytime_fits_run_past_their_time_tells_the_later_ones_les
     trials, fits = _tune_alone(tmp_path, "anytime-over", "--protocol", "nested", "--n-trials", "1")
     first = trials[0]
     assert first.state == optuna.trial.TrialState.COMPLETE, first.user_attrs.get("error")
-    trial_fits = [fit for fit in fits if fit["epochs"] == 10**6]  # the trial's, not the refits of its epochs
+    trial_fits = [fit for fit in fits if fit["epochs"] is None]  # the trial's, not the refits of its epochs
     assert len(trial_fits) == len(first.user_attrs["fit_seconds"]) > 1
     assert all(fit["limited"] and fit["seconds"] > fit["told"] for fit in trial_fits)  # each ran past its time
 
@@ -122,9 +121,9 @@ def test_an_anytime_fit_cut_to_chance_is_too_slow_and_never_refitted(tmp_path):
     assert cut and not any(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
     assert cut[0].user_attrs["too_slow"] and "not above chance" in cut[0].user_attrs["error"]
     assert f"epochs {cut[0].user_attrs['time_limited']['epochs']} of {10**6}" in cut[0].user_attrs["error"]
-    # stopped once half its fits said so: the others would be cut as short
+    # stopped by its first fit, which reached less than ANYTIME_REACH of its epochs: the others would be cut as short
     done, total = map(int, re.search(r"\((\d+) of (\d+) fits\)", cut[0].user_attrs["error"]).groups())
-    assert done == len(cut[0].user_attrs["fit_seconds"]) == math.ceil(total / 2) < total
+    assert done == len(cut[0].user_attrs["fit_seconds"]) == 1 < total
     row = json.loads((tmp_path / "out.json").read_text())[-1]
     assert row["learner"] == "anytime-late" and row["status"] == "too slow"
     assert "ran out of time" in row["error"]

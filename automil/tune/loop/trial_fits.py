@@ -13,7 +13,7 @@ from automil.evaluation.chance import above_chance, score_stderr
 from automil.evaluation.metrics import mean_std
 from automil.records import TrialAttr
 from automil.tune.loop.cost_probe import TooSlow
-from automil.tune.schedule.probe import over_share, share_allowed
+from automil.tune.schedule.probe import ANYTIME_REACH, over_share, share_allowed
 from automil.tune.studies.plan import Plan
 from automil.tune.studies.trial_folds import TrialFolds
 from automil.tune.workers.isolation import FitTimeout
@@ -98,27 +98,31 @@ class CutToChance(TooSlow):
 
 
 def cut_to_chance(fits: TrialFits, params: dict, plan: Plan, y, estimator=None):
-    """Raise :class:`CutToChance` when the trial's fits so far, at least half of them, ran out of their time
-    short of their own end (an anytime learner's, ``time_limited``) and what they scored is not above chance by
-    twice its standard error over the bags they scored. Why: at what its share affords, the learner learns
-    nothing of these bags; the fits still to come are given as little, and the final evaluation's refit, cut
-    as short, would buy no figure (TransMIL at 10^5 instances: 1 of 50 epochs in its share, BACC 0.51; MIRF:
-    49 of 100 trees, 0.49; on a cohort of 265 slides, TransMIL's six fits took 100 s for AUC 0.41). The
-    estimate scales the trial's seconds by how far its fits fell short of ``params`` (the trial's estimator
-    parameters, else ``estimator``'s defaults) where those name the parameter, and by the fits still to make."""
+    """Raise :class:`CutToChance` when the trial's fits so far ran out of their time short of their own end (an
+    anytime learner's, ``time_limited``), at least half of them or any that reached less than ``ANYTIME_REACH``
+    of its work, and what they scored is not above chance by twice its standard error over the bags they
+    scored. Why: at what its share affords, the learner learns nothing of these bags; the fits still to come
+    are given as little, and the final evaluation's refit, cut as short, would buy no figure (TransMIL at 10^5
+    instances: 1 of 50 epochs in its share, BACC 0.51; MIRF: 49 of 100 trees, 0.49; on a cohort of 265 slides,
+    TransMIL's six fits took 100 s for AUC 0.41). Why one fit suffices below ``ANYTIME_REACH``: that is what
+    keeps such a learner from starting at all. The estimate scales the trial's seconds by how far its fits fell
+    short of ``params`` (the trial's estimator parameters, else ``estimator``'s defaults) where those name the
+    parameter, and by the fits still to make."""
     limited, metric = fits.attrs.get(TrialAttr.TIME_LIMITED), plan.options.metric
     done = len(fits.attrs[TrialAttr.FIT_SECONDS])
     score, _ = mean_std(fits.attrs.get(TrialAttr.fold(metric)) or [])
-    if not limited or plan.chance is None or fits.rung is not None or score is None or 2 * done < len(fits.folds.fits):
-        return
-    scored = np.concatenate([test for _, test in fits.folds.fits[:done]])
-    counts = np.unique(np.asarray(y)[scored], return_counts=True)[1]
-    if above_chance(score, score_stderr(metric, score, counts), plan.chance):
+    if not limited or plan.chance is None or fits.rung is not None or score is None:
         return
     params = {**_defaults(estimator), **params}
     named = {name: value for name, value in limited.items()
              if _count(params.get(name)) and _count(value) and 0 < value < params[name]}
     short = max((params[name] / value for name, value in named.items()), default=None)
+    if 2 * done < len(fits.folds.fits) and (short is None or short * ANYTIME_REACH <= 1):
+        return
+    scored = np.concatenate([test for _, test in fits.folds.fits[:done]])
+    counts = np.unique(np.asarray(y)[scored], return_counts=True)[1]
+    if above_chance(score, score_stderr(metric, score, counts), plan.chance):
+        return
     reached = ", ".join(f"{name} {value} of {params[name]}" for name, value in named.items()) or \
         ", ".join(f"{name} {value}" for name, value in limited.items())
     whole = (time.time() - fits.started) * len(fits.folds.fits) / done

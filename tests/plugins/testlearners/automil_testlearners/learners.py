@@ -197,7 +197,7 @@ def anytime_space(trial):
 
 
 def late_space(trial):
-    return {**anytime_space(trial), "warm_up": 10**6}
+    return {**anytime_space(trial), "epochs": 10**6, "warm_up": 10**6}
 
 
 def over_space(trial):
@@ -205,13 +205,13 @@ def over_space(trial):
 
 
 class Anytime(Centroid):
-    """A centroid trained in ``epochs`` epochs of ``EPOCH_SECONDS`` each, far more than any budget holds, that
-    stops when the driver's time for the fit would not hold another (automil.time_left) and says how far it
-    got (``time_limited_params_``); it records every fit's epochs and seconds. A fit cut short of ``warm_up``
-    epochs has learnt nothing: it scores bags by coin flips. One that misjudges its own speed by ``overrun``
-    runs that share past the time it was told."""
+    """A centroid trained in epochs of ``EPOCH_SECONDS`` each, ``epochs`` of them (``None``: no end of its own,
+    as many as its time holds) that stops when the driver's time for the fit would not hold another
+    (automil.time_left) and says how far it got (``time_limited_params_``); it records every fit's epochs and
+    seconds. A fit cut short of ``warm_up`` epochs has learnt nothing: it scores bags by coin flips. One that
+    misjudges its own speed by ``overrun`` runs that share past the time it was told."""
 
-    def __init__(self, epochs=10**6, shrink=0.0, warm_up=0, overrun=0.0):
+    def __init__(self, epochs=None, shrink=0.0, warm_up=0, overrun=0.0):
         self.epochs = epochs
         self.shrink = shrink
         self.warm_up = warm_up
@@ -220,7 +220,7 @@ class Anytime(Centroid):
     def _fit(self, bags, y):
         ran, self.time_limited_params_ = 0, {}
         told, began = automil.time_left(), time.monotonic()
-        for _ in range(self.epochs):
+        for _ in range(10**6 if self.epochs is None else self.epochs):  # 10**6: a fit never told its time
             if told is not None and (1 + self.overrun) * told - (time.monotonic() - began) < 2 * EPOCH_SECONDS:
                 self.time_limited_params_ = {"epochs": ran}
                 break
