@@ -74,7 +74,8 @@ def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener
                   for learner in plan.learners]
         # the final evaluation's share grows as the learners' costs become known
         deadline = tuning_deadline(plan, final_reserve(states, plan.options.folds, plan.options.jobs,
-                                                       plan.options.protocol, plan.validation is not None))
+                                                       plan.options.protocol, plan.validation is not None,
+                                                       results=len(plan.learners) + 1))
         if deadline is not None and now >= deadline:
             break
         left = None if deadline is None else deadline - now

@@ -266,19 +266,18 @@ def final_fits(folds: int, protocol: Protocol = Protocol.NESTED, inner_holdout: 
 
 
 def final_reserve(learners: list[LearnerState], folds: int, jobs: int = 1,
-                  protocol: Protocol = Protocol.NESTED, inner_holdout: bool = False) -> float:
-    """Seconds to keep for the final evaluation's essentials: for every learner with a score, its headline
-    refits and its model (:func:`final_fits`), on ``jobs`` workers, stretched by ``RESERVE_MARGIN``; at least
-    the costliest learner's fits that wait for one another (its model follows the choice, which waits for its
-    refits; the hold-out protocol's one refit leaves a second worker nothing of it to share). Learners of
-    unknown cost add nothing until measured."""
+                  protocol: Protocol = Protocol.NESTED, inner_holdout: bool = False, results: int = 0) -> float:
+    """Seconds to keep for the final evaluation's essentials: logging its ``results`` (``LOG_SECONDS`` each, as
+    :func:`fits_deadline` leaves them), and for every learner with a score its headline refits and its model
+    (:func:`final_fits`), on ``jobs`` workers, stretched by ``RESERVE_MARGIN``; at least the costliest learner's
+    fits that wait for one another (its model follows the choice, which waits for its refits; the hold-out
+    protocol's one refit leaves a second worker nothing of it to share). Learners of unknown cost add no fits
+    until measured."""
     known = [s.expected_seconds for s in learners if s.main.best is not None and s.expected_seconds is not None]
-    if not known:
-        return 0.0
     fits = final_fits(folds, protocol, inner_holdout)
     shared = sum(known) * fits / jobs
     chain = fits if protocol == Protocol.HOLDOUT else 1.0 / jobs + 1.0 / folds
-    return RESERVE_MARGIN * max(shared, max(known) * chain)
+    return LOG_SECONDS * results + RESERVE_MARGIN * max(shared, max(known, default=0.0) * chain)
 
 
 def run_seconds(studies: list[list[TrialRecord]], run_start: float, now: float) -> float:
