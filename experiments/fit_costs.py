@@ -4,7 +4,7 @@ that share can hold the learner's first trial.
 
     python experiments/fit_costs.py [--out automil/tune/portfolio/fit_costs.json] [--fit-timeout 60]
     python experiments/fit_costs.py --learner migraph [--learner nsk]   # re-time these, keep the others
-    python experiments/fit_costs.py --check 64000 [--features 96]   # the shipped costs' error on other data
+    python experiments/fit_costs.py --check 64000 [--features 96] [--learner NAME]   # their error on other data
 
 The task: bags of 40 to 120 instances of 64 features, 3% witnesses shifted by the generators' default 3 standard
 deviations (the regime where a trial on all the bags is costly, as hard as the matrix's tasks: a solver's iterations
@@ -84,7 +84,8 @@ def main(argv=None):
     parser.add_argument("--fit-timeout", type=float, default=60.0)
     parser.add_argument("--check", type=int, help="instances of a task to check the shipped costs on")
     parser.add_argument("--features", type=int, default=FEATURES)
-    parser.add_argument("--learner", action="append", help="re-time only this learner, keeping the table's others")
+    parser.add_argument("--learner", action="append",
+                        help="only this learner: re-timed, keeping the table's others, or checked")
     args = parser.parse_args(argv)
     if args.check:
         return check(args)
@@ -141,7 +142,7 @@ def check(args):
     try:
         for spec in sorted(plugins.learners().values(), key=lambda s: s.name.lower()):
             cost = fit_cost(spec.name)
-            if spec.plugin not in BUILT_IN or cost is None:
+            if spec.plugin not in BUILT_IN or cost is None or (args.learner and spec.name not in args.learner):
                 continue
             predicted = predicted_trial_seconds(cost, spec.fit_growth, [bags.sizes], bags.n_features,
                                                 pairwise=spec.pair_bytes > 0)

@@ -71,8 +71,9 @@ class MiGraph(NSK):
     instance expansion ``g`` scored as ``f(B) = sum_{x in B} alpha_x g(x) + b`` with
     ``alpha_x = W_x / sum W``.
 
-    Cost: the weights take ``sum_B |B|^2 d`` operations; the SVM is NSK's (a dense kernel over the training
-    instances with ``smo``, linear in instances with the linear kernel and ``cd``).""",
+    Cost: the weights take ``sum_B |B|^2 d`` operations; the SVM is NSK's (the instance kernel over the
+    training instances reduced to the bag kernel block by block with ``smo``, linear in instances with the
+    linear kernel and ``cd``).""",
         parameters=(COMMON_PARAMETERS.replace('default="linear"', 'default="rbf"').replace(
             "C : float, default=1.0", "C : float, default=10.0"),
                     SOLVER_PARAMETER, CLASS_WEIGHT_PARAMETER),
