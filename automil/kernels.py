@@ -18,8 +18,8 @@ from numba import njit
 
 __all__ = [
     "INSTANCE_KERNELS", "NORMALIZATIONS", "linear_kernel", "rbf_kernel", "polynomial_kernel",
-    "gamma_exponential_kernel", "squared_distances", "resolve_gamma", "pairwise_kernel", "combination_gram",
-    "bag_matrix", "set_normalizer", "set_kernel",
+    "gamma_exponential_kernel", "squared_distances", "resolve_gamma", "pairwise_kernel", "row_blocks",
+    "combination_gram", "bag_matrix", "set_normalizer", "set_kernel",
 ]
 
 INSTANCE_KERNELS = ("linear", "rbf", "poly")
@@ -126,7 +126,7 @@ def pairwise_kernel(X, Y, kernel: str = "linear", *, gamma="auto", degree: int =
     raise ValueError(f"unknown kernel {kernel!r}; choose one of {', '.join(INSTANCE_KERNELS)}")
 
 
-def _row_blocks(n_rows: int, n_cols: int):
+def row_blocks(n_rows: int, n_cols: int):
     """Ranges of rows of an ``n_rows x n_cols`` kernel matrix, each of at most :data:`_BLOCK_ROWS` rows and
     :data:`_BLOCK_CELLS` cells (one row at least)."""
     block = max(1, min(_BLOCK_ROWS, _BLOCK_CELLS // max(n_cols, 1)))
@@ -147,7 +147,7 @@ def combination_gram(X, R_a, Y=None, R_b=None, *, kernel="linear", gamma="auto",
         return linear_kernel(R_a @ X, R_b @ Y)
     R_a_cols = R_a.tocsc()
     G = np.zeros((R_a.shape[0], R_b.shape[0]))
-    for lo, hi in _row_blocks(X.shape[0], Y.shape[0]):
+    for lo, hi in row_blocks(X.shape[0], Y.shape[0]):
         K_block = pairwise_kernel(X[lo:hi], Y, kernel, gamma=gamma, degree=degree)
         G += R_a_cols[:, lo:hi] @ _combine_columns(K_block, R_b.indptr, R_b.indices, R_b.data)
     return G

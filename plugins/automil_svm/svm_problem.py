@@ -59,8 +59,7 @@ class InstanceScorer:
         if self.w is not None:
             return np.asarray(X @ self.w).ravel()
         out = np.empty(X.shape[0])
-        for lo in range(0, X.shape[0], 2048):  # bounded memory: a block of rows at a time
-            hi = min(lo + 2048, X.shape[0])
+        for lo, hi in kernels.row_blocks(X.shape[0], self.U.shape[0]):  # bounded memory: a block of cells at a time
             out[lo:hi] = kernels.pairwise_kernel(X[lo:hi], self.U, self.kernel, gamma=self.gamma,
                                                  degree=self.degree) @ self.beta
         return out

@@ -143,6 +143,15 @@ def test_a_fit_with_fixed_examples_reduces_the_kernel_in_blocks_and_never_holds_
         np.testing.assert_allclose(model.decision_function(bags), held.decision_function(bags), atol=1e-8)
 
 
+def test_an_instance_scorer_scores_in_blocks_of_bounded_cells_the_same_as_at_once(monkeypatch):
+    rng = np.random.default_rng(0)
+    U, X, beta = rng.normal(size=(50, 3)), rng.normal(size=(70, 3)), rng.normal(size=50)
+    scorer = svm_problem.InstanceScorer("rbf", 0.5, 3, 0.25, U=U, beta=beta)
+    monkeypatch.setattr(automil.kernels, "_BLOCK_CELLS", 50 * 7)  # 7 rows a block against 50 support instances
+    assert len(list(automil.kernels.row_blocks(70, 50))) == 10
+    np.testing.assert_allclose(scorer(X), automil.kernels.rbf_kernel(X, U, 0.5) @ beta + 0.25, rtol=1e-12)
+
+
 @pytest.mark.parametrize("learner", list(NAMES.values()))
 def test_two_classes_train_one_model_with_columns_minus_f_and_f(learner):
     bags = witness_bags(15, seed=1)
