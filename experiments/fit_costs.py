@@ -65,14 +65,15 @@ def time_learner(worker, spec, fit_timeout: float, tasks: list[MilTask]) -> dict
         try:
             worker.call(fit_predict, spec.name, params, np.concatenate([everything[bags.y == c][:2] for c in (0, 1)]),
                         None, 0, timeout=fit_timeout)  # untimed: imports, compilation
-            out = worker.call(fit_predict, spec.name, params, everything, None, 0, timeout=fit_timeout)
+            seconds = round(worker.call(fit_predict, spec.name, params, everything, None, 0,
+                                        timeout=fit_timeout).fit_seconds, 3)
         except FitTimeout:
-            entry["timed_out"] = True
+            seconds, entry["timed_out"] = fit_timeout, True
         except (FitError, FitMemoryExceeded, WorkerDied) as error:
             return {**entry, "failed": str(error)[:300]}
         entry["instances"].append(int(bags.n_instances))
         entry["pairs"].append(bag_pairs(bags.sizes))
-        entry["seconds"].append(fit_timeout if entry["timed_out"] else round(out.fit_seconds, 3))
+        entry["seconds"].append(seconds)
         if entry["timed_out"]:
             return entry
     return entry
@@ -100,7 +101,8 @@ def main(argv=None):
     specs = sorted((s for s in plugins.learners().values() if s.plugin in BUILT_IN
                     and (not args.learner or s.name in args.learner)), key=lambda s: s.name.lower())
     worker = fit_worker(TuneOptions(jobs=2))  # one thread, as each of a run's two workers on 2 cores
-    learners = json.loads(Path(args.out).read_text())["learners"] if args.learner else {}
+    kept = Path(args.out) if Path(args.out).exists() else OUT  # --learner keeps the others of this table
+    learners = json.loads(kept.read_text())["learners"] if args.learner else {}
     try:
         for spec in specs:
             start = time.time()

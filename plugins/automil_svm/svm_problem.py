@@ -124,7 +124,7 @@ class TrainingKernel:
         if R is None:
             return self.gram
         if R is not self._last_examples:
-            if self._gram is not None or (self.keep_gram and 8 * self.n * self.n <= MAX_GRAM_BYTES):
+            if self.keep_gram and 8 * self.n * self.n <= MAX_GRAM_BYTES:
                 self._last_gram = np.asarray(R @ (R @ self.gram).T)
             else:
                 self._last_gram = kernels.combination_gram(self.X, R, **self._params())
