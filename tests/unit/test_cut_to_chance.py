@@ -16,10 +16,10 @@ PLAN = Plan("d", ["net"], TuneOptions(protocol="nested"), RunFolds("d", (), np.z
             chance=0.5)
 
 
-def _fits(done: int, epochs: int) -> TrialFits:
+def _fits(done: int, epochs: int, promising: bool = True) -> TrialFits:
     """Three fits of a trial on 60 bags, ``done`` of them cut at ``epochs`` and scoring coin flips."""
     folds = TrialFolds.cross_validation(np.repeat([0, 1, 2], 20))
-    fits = TrialFits(folds, limit=10.0)
+    fits = TrialFits(folds, limit=10.0, promising=promising)
     fits.attrs[TrialAttr.TIME_LIMITED] = {"epochs": epochs}
     fits.attrs[TrialAttr.FIT_SECONDS] = [1.0] * done
     fits.attrs[TrialAttr.fold("balanced_accuracy")] = [0.5] * done
@@ -33,3 +33,9 @@ def test_one_fit_at_chance_stops_the_trial_only_below_the_reach_that_keeps_a_lea
         cut_to_chance(_fits(1, reached - 1), {"epochs": 100}, PLAN, Y)
     with pytest.raises(CutToChance, match=r"\(2 of 3 fits\)"):  # half its fits at chance stop it at any reach
         cut_to_chance(_fits(2, reached), {"epochs": 100}, PLAN, Y)
+
+
+def test_one_fit_at_chance_stops_a_learner_the_portfolio_passed_over_at_any_reach():
+    with pytest.raises(CutToChance, match=r"epochs 90 of 100 .*\(1 of 3 fits\)"):
+        cut_to_chance(_fits(1, 90, promising=False), {"epochs": 100}, PLAN, Y)
+    cut_to_chance(_fits(1, 90), {"epochs": 100}, PLAN, Y)  # a promising one waits for half its fits

@@ -44,6 +44,7 @@ from automil.tune.schedule.probe import (
     PROBE_TOLERANCE,
     bag_pairs,
     beyond_prior,
+    called_promising,
     cost_unknown,
     over_share,
     predicted_trial_seconds,
@@ -405,6 +406,20 @@ def test_a_probe_stops_a_learner_only_when_its_estimate_passes_the_share_by_more
     assert not over_share(100.0, 100.0)
     assert not over_share(PROBE_TOLERANCE * 100.0, 100.0)  # within the probe's measured overestimate
     assert over_share(PROBE_TOLERANCE * 100.0 + 1.0, 100.0)
+    # a learner the portfolio passed over is not given the estimate's doubt
+    assert not over_share(100.0, 100.0, promising=False)
+    assert over_share(101.0, 100.0, promising=False)
+
+
+def test_the_portfolio_a_passed_rung_or_a_run_without_a_prior_calls_a_learner_promising():
+    prior = ("member",)
+    rung = TrialRecord(0, TrialState.FAIL, None, attrs={"rung": 1 / 4})
+    stopped = TrialRecord(1, TrialState.FAIL, None, attrs={"rung": 1 / 4, "error": "too slow for the budget: ..."})
+    assert called_promising("member", [], prior)
+    assert not called_promising("other", [], prior)
+    assert called_promising("other", [rung], prior)  # its rung scored and it went on to all the bags
+    assert not called_promising("other", [stopped], prior)  # a rung stopped at its limit says nothing
+    assert called_promising("other", [], ())  # no portfolio names a learner of the run: no prior to go by
 
 
 def test_a_shipped_fit_cost_is_extrapolated_in_instance_values_to_every_fit_of_the_trial():
@@ -451,6 +466,8 @@ def test_a_trial_estimated_just_over_its_share_may_run_to_the_estimates_error_bo
     # estimated 20% over: stopped at its share, all its seconds would buy nothing
     assert share_allowed(120.0, 100.0) == PROBE_TOLERANCE * 100.0
     assert share_allowed(PROBE_TOLERANCE * 100.0, 100.0) == PROBE_TOLERANCE * 100.0
+    # a learner the portfolio passed over gets its share and no more
+    assert share_allowed(120.0, 100.0, promising=False) == 100.0
 
 
 def test_the_headline_refits_run_the_longest_first_by_their_trials_fit_seconds():

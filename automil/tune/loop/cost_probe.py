@@ -72,20 +72,21 @@ def probe_estimate(spec, params: dict, bags, worker, share: float, splits: list,
 
 
 def check_estimate(spec, params: dict, plan: Plan, bags, worker, share: float, splits: list,
-                   left: float = float("inf"), predicted: Estimate | None = None, probe: bool = True) -> float | None:
+                   left: float = float("inf"), predicted: Estimate | None = None, probe: bool = True,
+                   promising: bool = True) -> float | None:
     """The :func:`probe_estimate` of the trial (with ``probe``), in seconds (``None``: none, the trial goes on
     as usual); raises ``TooSlow`` when it passes ``share``, or the seconds ``left`` before the tuning deadline
-    when fewer (a trial the deadline would cut leaves no figure), by more than the probe's own error
-    (:func:`~automil.tune.schedule.probe.over_share`). First, before any fit, an estimate ``predicted`` before
-    the trial (from the learner's rungs or its shipped fit cost) raises ``TooSlow`` when beyond that limit by
-    more than its own error (:func:`~automil.tune.schedule.probe.beyond_prior`): a share too small for the
-    learner costs nothing."""
+    when fewer (a trial the deadline would cut leaves no figure), by more than the probe's own error, or for a
+    learner not ``promising`` at all (:func:`~automil.tune.schedule.probe.over_share`). First, before any fit,
+    an estimate ``predicted`` before the trial (from the learner's rungs or its shipped fit cost) raises
+    ``TooSlow`` when beyond that limit by more than its own error
+    (:func:`~automil.tune.schedule.probe.beyond_prior`): a share too small for the learner costs nothing."""
     limit = min(share, left)
     if predicted is not None and beyond_prior(predicted.seconds, limit, spec.anytime):
         raise TooSlow(predicted.seconds, limit, predicted.measured, left=left < share)
     if not probe:
         return None
     estimate = probe_estimate(spec, params, bags, worker, share, splits, plan.options.seed)
-    if estimate is not None and over_share(estimate.seconds, limit):
+    if estimate is not None and over_share(estimate.seconds, limit, promising):
         raise TooSlow(estimate.seconds, limit, estimate.measured, left=left < share)
     return None if estimate is None else estimate.seconds

@@ -42,6 +42,7 @@ class TrialFits:
     oof_scores: list = field(default_factory=list)
     overrun: float = 1.0  # the most an anytime fit so far ran past the time it was told, as a ratio
     first_result: bool = False  # the learner's first trial on all the bags: fits cut short at chance stop it
+    promising: bool = True  # the estimates' doubt and the half rule are its (probe.called_promising)
 
     def __post_init__(self):
         if self.rung is not None:
@@ -64,7 +65,8 @@ class TrialFits:
         from now (:func:`~automil.tune.schedule.probe.share_allowed`), never past the tuning ``deadline``."""
         if self.share is not None and more is not None:
             estimate = time.time() - self.started + more
-            self.stop = max(self.stop, min(self.started + share_allowed(estimate, self.share), deadline))
+            self.stop = max(self.stop, min(self.started + share_allowed(estimate, self.share, self.promising),
+                                           deadline))
 
 
 def beyond_share(fits: TrialFits, deadline: float):
@@ -82,7 +84,7 @@ def beyond_share(fits: TrialFits, deadline: float):
         return
     each = float(np.mean(fits.attrs[TrialAttr.FIT_SECONDS]) + np.mean(fits.attrs[TrialAttr.PREDICT_SECONDS]))
     estimate = time.time() - fits.started + left * each
-    if over_share(estimate, fits.share):
+    if over_share(estimate, fits.share, fits.promising):
         raise TooSlow(estimate, fits.share, f"{done} of {done + left} fits done, {each:.1f} s each")
     fits.allow(left * each, deadline)
 
@@ -99,15 +101,16 @@ class CutToChance(TooSlow):
 
 def cut_to_chance(fits: TrialFits, params: dict, plan: Plan, y, estimator=None):
     """Raise :class:`CutToChance` when the trial's fits so far ran out of their time short of their own end (an
-    anytime learner's, ``time_limited``), at least half of them or any that reached less than ``ANYTIME_REACH``
-    of its work, and what they scored is not above chance by twice its standard error over the bags they
-    scored. Why: at what its share affords, the learner learns nothing of these bags; the fits still to come
-    are given as little, and the final evaluation's refit, cut as short, would buy no figure (TransMIL at 10^5
-    instances: 1 of 50 epochs in its share, BACC 0.51; MIRF: 49 of 100 trees, 0.49; on a cohort of 265 slides,
-    TransMIL's six fits took 100 s for AUC 0.41). Why one fit suffices below ``ANYTIME_REACH``: that is what
-    keeps such a learner from starting at all. The estimate scales the trial's seconds by how far its fits fell
-    short of ``params`` (the trial's estimator parameters, else ``estimator``'s defaults) where those name the
-    parameter, and by the fits still to make."""
+    anytime learner's, ``time_limited``), at least half of them, or any that reached less than ``ANYTIME_REACH``
+    of its work or of a learner not called promising (``TrialFits.promising``), and what they scored is not
+    above chance by twice its standard error over the bags they scored. Why: at what its share affords, the
+    learner learns nothing of these bags; the fits still to come are given as little, and the final
+    evaluation's refit, cut as short, would buy no figure (TransMIL at 10^5 instances: 1 of 50 epochs in its
+    share, BACC 0.51; MIRF: 49 of 100 trees, 0.49; on a cohort of 265 slides, TransMIL's six fits took 100 s
+    for AUC 0.41). Why one fit suffices below ``ANYTIME_REACH``: that is what keeps such a learner from
+    starting at all; and for a learner the portfolio passed over: no prior says the others would differ. The
+    estimate scales the trial's seconds by how far its fits fell short of ``params`` (the trial's estimator
+    parameters, else ``estimator``'s defaults) where those name the parameter, and by the fits still to make."""
     limited, metric = fits.attrs.get(TrialAttr.TIME_LIMITED), plan.options.metric
     done = len(fits.attrs[TrialAttr.FIT_SECONDS])
     score, _ = mean_std(fits.attrs.get(TrialAttr.fold(metric)) or [])
@@ -117,7 +120,7 @@ def cut_to_chance(fits: TrialFits, params: dict, plan: Plan, y, estimator=None):
     named = {name: value for name, value in limited.items()
              if _count(params.get(name)) and _count(value) and 0 < value < params[name]}
     short = max((params[name] / value for name, value in named.items()), default=None)
-    if 2 * done < len(fits.folds.fits) and (short is None or short * ANYTIME_REACH <= 1):
+    if fits.promising and 2 * done < len(fits.folds.fits) and (short is None or short * ANYTIME_REACH <= 1):
         return
     scored = np.concatenate([test for _, test in fits.folds.fits[:done]])
     counts = np.unique(np.asarray(y)[scored], return_counts=True)[1]

@@ -35,7 +35,7 @@ from automil.tune.schedule.budget import (
     tuning_deadline,
 )
 from automil.tune.schedule.ladder import run_ladder, rung_fraction
-from automil.tune.schedule.probe import cost_unknown, scored_rung, worth_probing
+from automil.tune.schedule.probe import called_promising, cost_unknown, scored_rung, worth_probing
 from automil.tune.studies.creation import configure_study, study_name
 from automil.tune.studies.plan import Plan
 from automil.tune.studies.priors import first_point, queue_later_points
@@ -138,10 +138,11 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     its fair share of the budget (the trial says so, with its fits' times); on all the bags, so is a trial
     whose fits so far say that the others cannot end within it, and one they say ends a little after it
     may run on to the estimate's error bound (:func:`beyond_share`), and so is a first trial on all the bags
-    whose fits, half of them or more, ran out of their time and scored at chance (:func:`cut_to_chance`). A
-    fit still running at the tuning ``deadline`` is stopped too: the run's budget ended. A completed trial at
-    least as good as the best so far keeps its out-of-fold scores, so the best trial always has them for
-    ensemble selection while the storage does not grow with every trial.
+    whose fits, half of them or more (any, for a learner not called promising), ran out of their time and
+    scored at chance (:func:`cut_to_chance`). A fit still running at the tuning ``deadline`` is stopped too: the
+    run's budget ended. A completed trial at least as good as the best so far keeps its out-of-fold scores,
+    so the best trial always has them for ensemble selection while the storage does not grow with every
+    trial.
     """
     import optuna
 
@@ -161,7 +162,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     hard_stop, fair_share = trial_stop(started, share, deadline)
     own_share = share if fair_share and fraction is None else None  # a defaults trial's on all the bags
     fits = TrialFits(folds, plan.options.fit_timeout, rung=fraction, share=own_share, started=started, stop=hard_stop,
-                     first_result=fraction is None and best is None)  # one bought at chance is none
+                     first_result=fraction is None and best is None,  # one bought at chance is none
+                     promising=called_promising(spec.name, trials, plan.prior))
     blind = share is not None and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
                                                plan.prior)
     probe = blind and not spec.anytime and worth_probing(instance_values(bags), share)
@@ -179,7 +181,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
                 predicted = _first_estimate(spec, trials, estimate) if first and trial.params == spec.first_trial \
                     else None  # an estimate of the defaults only
                 fits.allow(check_estimate(spec, params, plan, bags, worker, share, fits.folds.fits,
-                                          left=deadline - time.time(), predicted=predicted, probe=probe), deadline)
+                                          left=deadline - time.time(), predicted=predicted, probe=probe,
+                                          promising=fits.promising), deadline)
             value = _score_folds(trial, spec, params, plan, bags, worker, fits, deadline)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None

@@ -12,8 +12,8 @@ from automil.tune.portfolio.fit_costs import FitCost
 from automil.tune.schedule.ladder import estimated_trial_seconds
 
 __all__ = ["PROBE_CELLS", "PROBE_FRACTIONS", "PROBE_GROWTH", "PROBE_TOLERANCE", "PROBE_SHARE", "worth_probing",
-           "cost_unknown", "over_share", "share_allowed", "probe_limits", "PRIOR_TOLERANCE", "ANYTIME_REACH",
-           "predicted_trial_seconds", "bag_pairs", "beyond_prior", "scored_rung"]
+           "cost_unknown", "called_promising", "over_share", "share_allowed", "probe_limits", "PRIOR_TOLERANCE",
+           "ANYTIME_REACH", "predicted_trial_seconds", "bag_pairs", "beyond_prior", "scored_rung"]
 
 # Data below this many instance values (stored values when sparse) never has its defaults probed: a fit on
 # it finishes in seconds, so the probe would only add its own cost (every classic benchmark is below; a set
@@ -28,7 +28,8 @@ PROBE_FRACTIONS = (1 / 16, 1 / 8)
 PROBE_GROWTH = 1.5
 # The probe's largest overestimate of a trial's seconds among the learners whose estimate reached a tenth of
 # their share, on two sets no reported run uses (1.39, MI-SVM on 1,500 bags; experiments/probe_error.py): an
-# estimate up to this factor over the share may still finish within it (docs/tune.md, "Knowing a learner's cost").
+# estimate up to this factor over the share may still finish within it (docs/tune.md, "Knowing a learner's cost"),
+# for a learner called promising (called_promising).
 PROBE_TOLERANCE = 1.4
 # The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.
 PROBE_SHARE = 0.1
@@ -67,17 +68,28 @@ def scored_rung(trial: TrialRecord) -> bool:
     return trial.attrs.get(TrialAttr.RUNG) is not None and trial.finished and not trial.attrs.get(TrialAttr.ERROR)
 
 
-def over_share(estimate: float, share: float) -> bool:
-    """Whether a probe's ``estimate`` of a trial passes its ``share`` by more than the probe's own error
-    (``PROBE_TOLERANCE``): a learner is stopped only when it would surely not finish."""
-    return estimate > PROBE_TOLERANCE * share
+def called_promising(learner: str, trials: list[TrialRecord], prior: tuple[str, ...]) -> bool:
+    """Whether ``learner`` is given the benefit of the doubt by the cost estimates (:func:`over_share`) and by
+    its first fits at chance (``cut_to_chance``): named by the portfolio (``prior``), past a rung of the ladder
+    (a rung trial of its ``trials`` that scored), or in a run whose portfolio names none of its learners (no
+    prior to go by). Why not the others: the portfolio's matrix found their defaults rarely best on data of
+    this kind, so the seconds a doubt costs buy a figure that is unlikely to be chosen."""
+    return not prior or learner in prior or any(scored_rung(t) for t in trials)
 
 
-def share_allowed(estimate: float, share: float) -> float:
+def over_share(estimate: float, share: float, promising: bool = True) -> bool:
+    """Whether an ``estimate`` of a trial passes its ``share`` by more than a cost estimate's own error
+    (``PROBE_TOLERANCE``), or for a learner not ``promising`` (:func:`called_promising`), at all: a learner is
+    stopped only when it would surely not finish, one the portfolio passed over when it likely would not."""
+    return estimate > (PROBE_TOLERANCE if promising else 1.0) * share
+
+
+def share_allowed(estimate: float, share: float, promising: bool = True) -> float:
     """The seconds a trial estimated at ``estimate`` may run under its ``share`` when it is not over it
-    (:func:`over_share`): the share, or where the estimate passes it, the probe's error's bound. Why: stopped
-    at its share, a trial whose estimate says it ends a little after would spend every second for nothing."""
-    return share if estimate <= share else PROBE_TOLERANCE * share
+    (:func:`over_share`): the share, or where the estimate of a ``promising`` learner passes it, the probe's
+    error's bound. Why: stopped at its share, a trial whose estimate says it ends a little after would spend
+    every second for nothing."""
+    return PROBE_TOLERANCE * share if promising and estimate > share else share
 
 
 def probe_limits(share: float) -> list[float]:
