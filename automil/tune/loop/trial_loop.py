@@ -283,6 +283,9 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
     heard = not multi and fits.rung is None  # the pruner hears trials on all bags only
     attrs = fits.attrs
     for k, ((train, test), blocks) in enumerate(zip(fits.folds.fits, fits.folds.fit_blocks(), strict=True)):
+        # a worker killed in the trial (a probe's fit past its limit) is replaced on the trial's clock: its
+        # start is not the fit's time, so the fit's limit is measured once it has started
+        worker.wait_started()
         left = max(fits.stop - time.time(), 0.01)
         fits.limit = min(plan.options.fit_timeout, left)
         # an anytime learner ends each fit on all the bags in its part of the time left (automil.time_left),
