@@ -20,9 +20,11 @@ from automil import report_epoch
 __all__ = ["Batches", "Training", "evaluate", "fit_network", "matrix_rows", "minimum_epochs", "resolve_device",
            "seeded_torch"]
 
-# Padded instances per prediction batch: large enough to amortize the per-call overhead, small enough that a
-# batch of (B, N, D) activations stays a few MB.
-PREDICT_CELLS = 1 << 16
+# Padded instances per prediction batch (also early stopping's held-out pass of every epoch): large enough to
+# amortize the per-call overhead, small enough that a batch's activations stay tens of MB. At 2^16 a fit of
+# abmil or MI-Net on 1,500 bags of 96 features peaked 90 to 115 MB higher and its prediction 95 to 145 MB
+# higher, and took as long (benchmarks/deep_memory.py; docs/benchmarks.md, "A network's prediction batches").
+PREDICT_CELLS = 1 << 14
 # Pairs of instances per prediction batch of a network whose memory grows with the square of a bag (exact
 # self-attention, TransMIL: about 40 bytes a pair): a batch of about 170 MB, however large its bags (at 2^24,
 # TransMIL's prediction of 91 bags of 275 instances peaked 500 MB higher than at 2^22 or 2^20). A bag of
