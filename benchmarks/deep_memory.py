@@ -20,8 +20,7 @@ import subprocess
 import sys
 
 CELL = """
-import json, sys, time
-import numpy as np
+import json, time
 import torch
 import automil
 import automil_deep.training as training

@@ -81,7 +81,7 @@ def over_share(estimate: float, share: float, promising: bool = True) -> bool:
     """Whether an ``estimate`` of a trial passes its ``share`` by more than a cost estimate's own error
     (``PROBE_TOLERANCE``), or for a learner not ``promising`` (:func:`called_promising`), at all: a learner is
     stopped only when it would surely not finish, one the portfolio passed over when it likely would not."""
-    return estimate > (PROBE_TOLERANCE if promising else 1.0) * share
+    return estimate > _tolerance(promising) * share
 
 
 def share_allowed(estimate: float, share: float, promising: bool = True) -> float:
@@ -89,7 +89,12 @@ def share_allowed(estimate: float, share: float, promising: bool = True) -> floa
     (:func:`over_share`): the share, or where the estimate of a ``promising`` learner passes it, the probe's
     error's bound. Why: stopped at its share, a trial whose estimate says it ends a little after would spend
     every second for nothing."""
-    return PROBE_TOLERANCE * share if promising and estimate > share else share
+    return _tolerance(promising) * share if estimate > share else share
+
+
+def _tolerance(promising: bool) -> float:
+    """How far past its share a learner's estimate may go: the probe's error for a ``promising`` one, none else."""
+    return PROBE_TOLERANCE if promising else 1.0
 
 
 def probe_limits(share: float) -> list[float]:

@@ -236,7 +236,8 @@ class FitWorker:
     # ---- tasks ---------------------------------------------------------------------------------------
     def submit(self, fn: Callable, *args, timeout: float | None = None,
                on_epoch: Callable[[int, float], bool] | None = None, budget: float | None = None):
-        """Send one task; collect it with :meth:`result`. ``timeout`` counts from now. ``on_epoch`` answers
+        """Send one task; collect it with :meth:`result`. ``timeout`` counts from when the child has started
+        (a replacement's start is not the task's time). ``on_epoch`` answers
         the task's :func:`automil.report_epoch` calls (true: stop the fit, a :class:`FitError` FitPruned).
         ``budget``: the seconds the task should end in (:func:`automil.time_left` inside it, less
         :data:`BUDGET_MARGIN` for sending its result back), where an anytime learner may stop early instead of
