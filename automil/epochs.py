@@ -1,7 +1,7 @@
 """Progress inside one fit: a learner that trains in epochs tells the driver how each epoch scored, and the
 driver's pruner may stop the fit there instead of after it (docs/tune.md, "Pruning inside a fit"); and the
 driver tells the learner how long the fit may take, so that it can stop in time and keep what it learned
-(docs/tune.md, "Fits that end in their time").
+(docs/budget.md, "Fits that end in their time").
 
 The learner calls :func:`report_epoch` after each epoch with a score where higher is better, measured on
 bags it holds out of its training bags (never the fold's test bags). Outside a driver's trial nothing

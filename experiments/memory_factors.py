@@ -1,5 +1,5 @@
 """Each learner's memory factor (``LearnerSpec.memory_factor``) measured: the peak memory of a fit at its defaults
-beside its standardized training instances, as a multiple of those instances (docs/tune.md, "Memory").
+beside its standardized training instances, as a multiple of those instances (docs/budget.md, "Memory").
 
     python experiments/memory_factors.py [--learner NAME ...] [--bags 500 2000] [--instances 100] [--features 64]
                                          [--limit 240] [--cap 6e9] [--jobs 1] [--seed 0] [--out DIR]

@@ -95,7 +95,7 @@ def _add_tune_options(sub, defaults: bool):
                               "the machine's memory less a tenth, at least 1 GiB)")
     sub.add_argument("--folds-file", metavar="PATH",
                      help="the folds (and repeats) of a folds.json, such as the artifact of an earlier run "
-                          "(docs/tune.md, \"Shareable folds\")")
+                          "(docs/protocol.md, \"Shareable folds\")")
     sub.add_argument("--no-ensemble", dest="ensemble", action="store_false", default=True if defaults else None,
                      help="no ensemble row (by default, with two or more learners, ensemble selection over "
                           "their best trials is scored like a learner and can be the chosen model)")

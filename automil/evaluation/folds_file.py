@@ -1,4 +1,4 @@
-"""The folds of a run, by bag name, and ``folds.json``, the file that shares them (docs/tune.md, "Shareable
+"""The folds of a run, by bag name, and ``folds.json``, the file that shares them (docs/protocol.md, "Shareable
 folds"): a run writes it, and ``--folds-file`` makes another run use the same folds."""
 
 from __future__ import annotations

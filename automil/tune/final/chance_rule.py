@@ -1,5 +1,5 @@
 """The rule every choice of a run follows, so that it never ships chance: a row is chosen only when its score
-is above chance by its own uncertainty (``docs/tune.md``, "The chosen model"), an ensemble only when it beats
+is above chance by its own uncertainty (``docs/protocol.md``, "The chosen model"), an ensemble only when it beats
 its best member, and that member alone calibrated as the ensemble is by the uncertainty of the gain; and what
 a choice that found nothing scores (chance itself)."""
 

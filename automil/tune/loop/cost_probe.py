@@ -1,7 +1,7 @@
 """The cost checks of a learner's first trial on all the bags, before it spends its fair share: what its shipped
 fit cost predicts, then on large data its defaults fitted on two small samples of bags, so that defaults that
 cannot finish within their share are stopped at once or in seconds, not at the end of their share
-(``docs/tune.md``, "Knowing a learner's cost before spending its share")."""
+(``docs/scale.md``, "Knowing a learner's cost before spending its share")."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ what the headline figure does not need in time to log every result.
 
 The policy sees plain records (what the studies hold now) and answers with the next study to run a trial
 in, so that it can be tested on made-up states and so that several tuning processes sharing one storage
-reach the same decisions from the same state. The reasons for its design are in ``docs/tune.md``
+reach the same decisions from the same state. The reasons for its design are in ``docs/budget.md``
 ("Budget").
 """
 

@@ -3,7 +3,8 @@ training bags (the rungs), and the rule that promotes learners up it by promise 
 
 A rung's score only schedules: its trials never count, never become a study's best, and so never reach a
 headline, a chosen model or an ensemble. Only the learners that reach the top rung (all the training bags)
-are tuned there. The reasons for the rule are in ``docs/tune.md`` ("Budget", "The ladder").
+are tuned there. The reasons for the rule are in ``docs/scale.md`` ("The ladder") and ``docs/budget.md``
+("Budget").
 
 Pure rules on the budget's records (:class:`~automil.tune.schedule.budget.LearnerState`), like the budget itself.
 """

@@ -1,5 +1,5 @@
 """When a trial's cost is probed before it spends its share, and how far its estimate may pass the share:
-the policy of the cost probe (:mod:`automil.tune.loop.cost_probe` runs it; ``docs/tune.md``, "Knowing a
+the policy of the cost probe (:mod:`automil.tune.loop.cost_probe` runs it; ``docs/scale.md``, "Knowing a
 learner's cost before spending its share")."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ PROBE_FRACTIONS = (1 / 16, 1 / 8)
 PROBE_GROWTH = 1.5
 # The probe's largest overestimate of a trial's seconds among the learners whose estimate reached a tenth of
 # their share, on two sets no reported run uses (1.39, MI-SVM on 1,500 bags; experiments/probe_error.py): an
-# estimate up to this factor over the share may still finish within it (docs/tune.md, "Knowing a learner's cost"),
+# estimate up to this factor over the share may still finish within it (docs/scale.md, "Knowing a learner's cost"),
 # for a learner called promising (called_promising).
 PROBE_TOLERANCE = 1.4
 # The part of its fair share a learner's probe may spend, split over the samples in proportion to their size.

@@ -114,7 +114,7 @@ def _check_trials(studies, options, inner: str | None) -> None:
         if "fold_assignment" in attrs and attrs.get(INNER_ATTR) != inner:
             raise ValueError(f"study {study.study_name!r} in {shown_storage(options.storage)} was tuned "
                              f"{_trial_kind(attrs.get(INNER_ATTR))}; this run's trials are {_trial_kind(inner)} "
-                             '(docs/tune.md, "One fit a trial at scale"): use another --storage for studies of '
+                             '(docs/protocol.md, "One fit a trial at scale"): use another --storage for studies of '
                              "this kind")
 
 

@@ -1,5 +1,5 @@
 """What one trial fits and scores on: the cross-validation over the tuning folds, or, under the hold-out
-protocol, one inner hold-out of a fifth of the tuning bags scored in blocks (``docs/tune.md``, "One fit a
+protocol, one inner hold-out of a fifth of the tuning bags scored in blocks (``docs/protocol.md``, "One fit a
 trial at scale")."""
 
 from __future__ import annotations
