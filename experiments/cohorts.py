@@ -137,12 +137,12 @@ def outer_folds(protocol: str, n_folds: int) -> list[int]:
 def defaults_params(name: str, bags) -> dict:
     """The estimator parameters of the learner's first trial (its defaults) on ``bags``, as the driver maps
     them through its search space; ``{}`` (the estimator's own defaults) when its plugin gives none."""
-    import portfolio  # experiments/ is on sys.path when experiments/scale.py runs
+    from learner_params import estimator_params  # experiments/ is on sys.path when experiments/scale.py runs
 
     import automil
 
     spec = automil.get_learner(name)
-    return portfolio.estimator_params(spec, dict(spec.first_trial), bags) if spec.first_trial else {}
+    return estimator_params(spec, dict(spec.first_trial), bags) if spec.first_trial else {}
 
 
 def defaults_alone(worker, bags, name: str, assignment, outer: list[int], seed: int, fit_timeout: float) -> dict:

@@ -30,7 +30,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from portfolio import BUILT_IN, MilTask, estimator_params
+from learner_params import estimator_params
+from portfolio import BUILT_IN, MilTask
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "automil" / "tune" / "portfolio" / "fit_costs.json"

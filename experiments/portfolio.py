@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+from learner_params import estimator_params  # experiments/ is on sys.path when this script runs
 
 from automil import Bags, bag_folds, fold_splits
 
@@ -181,20 +182,6 @@ def configurations(points: int) -> list[dict]:
                                     "params": trial.params})
                 break
     return configs
-
-
-def estimator_params(spec, params: dict, bags: Bags) -> dict:
-    """The learner's estimator parameters for the Optuna ``params`` on ``bags`` (its space maps one to the
-    other); raises ``optuna.TrialPruned`` when the space refuses them on this data."""
-    import optuna
-
-    study = optuna.create_study()
-    study.enqueue_trial(params)
-    trial = study.ask()
-    for key, value in {"n_features": bags.n_features, "n_instances": bags.n_instances,
-                       "n_classes": len(bags.classes)}.items():
-        trial.set_user_attr(key, value)
-    return spec.search_space(trial)
 
 
 def score_cell(worker, bags: Bags, folds, config: dict, fit_timeout: float) -> dict:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from portfolio import estimator_params  # experiments/ is on sys.path when this script runs
+from learner_params import estimator_params  # experiments/ is on sys.path when this script runs
 
 from automil import load_bags, plugins
 from automil.evaluation.folds import bag_folds, fold_splits

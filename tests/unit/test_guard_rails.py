@@ -138,9 +138,8 @@ def _automil_imports():
             for m in graph.modules if m.startswith("automil")}
 
 
-def test_no_import_circle_inside_automil():
-    pytest.importorskip("grimp")
-    imports = _automil_imports()
+def _assert_no_circle(imports: dict[str, set[str]]):
+    """A depth-first walk of ``{module: modules it imports}`` that fails on the first circle, naming it."""
     done, path = set(), []
 
     def visit(module):
@@ -156,6 +155,25 @@ def test_no_import_circle_inside_automil():
 
     for module in sorted(imports):
         visit(module)
+
+
+def test_no_import_circle_inside_automil():
+    pytest.importorskip("grimp")
+    _assert_no_circle(_automil_imports())
+
+
+def test_no_import_circle_between_the_experiments():
+    """The scripts of experiments/ import their siblings by name (``import cohorts``, in a function too):
+    one circle among them (cohorts <-> portfolio) made either script's meaning depend on the other's."""
+    scripts = {path.stem: ast.parse(path.read_text()) for path in (ROOT / "experiments").glob("*.py")}
+    imports = {name: {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+                      for alias in node.names}
+               | {node.module.split(".")[0] for node in ast.walk(tree)
+                  if isinstance(node, ast.ImportFrom) and node.module and not node.level}
+               for name, tree in scripts.items()}
+    imports = {name: targets & set(scripts) - {name} for name, targets in imports.items()}
+    assert sum(map(len, imports.values())) >= 5, f"the walk found too few sibling imports: {imports}"
+    _assert_no_circle(imports)
 
 
 def test_no_module_imports_a_private_name_of_another():
