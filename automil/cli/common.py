@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 
-__all__ = ["add_common", "add_tracking_uri", "subcommand", "print_table"]
+__all__ = ["add_common", "add_tracking_uri", "subcommand", "print_table", "print_wrapped", "SCREEN_WIDTH"]
+
+# What a screen holds: the leaderboard's default table and its lines fit this many columns.
+SCREEN_WIDTH = 160
 
 
 def add_common(parser):
@@ -40,6 +44,12 @@ def print_table(header, rows, file=None):
     print("  ".join("-" * w for w in widths), file=out)
     for row in rows:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip(), file=out)
+
+
+def print_wrapped(text: str, width: int = SCREEN_WIDTH):
+    """``text`` with each of its lines wrapped at ``width`` columns (between words: a long word stays whole)."""
+    for line in text.split("\n"):
+        print(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False) if line else "")
 
 
 def add_slide_labels(sub) -> None:

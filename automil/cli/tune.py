@@ -5,11 +5,12 @@ from __future__ import annotations
 import functools
 import sys
 
-from automil.cli.common import add_slide_labels, add_tracking_uri, print_table, subcommand
+from automil.cli.common import add_slide_labels, add_tracking_uri, print_wrapped, subcommand
+from automil.cli.leaderboard_notes import print_notes
+from automil.cli.leaderboard_table import measured, print_rows
 from automil.evaluation.metrics import LABELS
-from automil.records import DEFAULT_LEVEL, LEVELS, PROCEDURE, CalibrationFigures, LearnerResult, Status
+from automil.records import DEFAULT_LEVEL, LEVELS, PROCEDURE, CalibrationFigures, LearnerResult
 from automil.records.calibration import level_key
-from automil.records.protocol import Protocol
 from automil.uris import shown_storage
 
 __all__ = ["add_tune", "add_run"]
@@ -27,6 +28,14 @@ def add_tune(commands):
     sub.add_argument("--learner", action="append", metavar="NAME",
                      help="learner to tune (repeatable; default: every learner that fits the data)")
     _add_tune_options(sub, defaults=True)
+    _add_verbose(sub)
+
+
+def _add_verbose(sub):
+    """``--verbose``: the leaderboard's every column and note (by default it fits one screen)."""
+    sub.add_argument("--verbose", action="store_true",
+                     help="print the leaderboard's every column (repeated CV, tuning, budget, instance figures, best "
+                          "parameters) and every learner's note in full")
 
 
 def _add_tune_options(sub, defaults: bool):
@@ -123,7 +132,7 @@ def _run_tune(args) -> int:
         print(f"automil: interrupted; every completed trial is kept in {shown_storage(options.storage)}: run the "
               "same command to continue", file=sys.stderr)
         return 130
-    return print_leaderboard(results, args.json)
+    return print_leaderboard(results, args.json, verbose=args.verbose)
 
 
 def _tracking(options):
@@ -133,8 +142,9 @@ def _tracking(options):
     return functools.partial(open_tracker, options.tracking_uri) if options.track else None
 
 
-def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
-    """The leaderboard as a table, and as JSON to ``json_path`` ('-': to stdout instead of the table)."""
+def print_leaderboard(rows: list[LearnerResult], json_path, table=True, verbose=False) -> int:
+    """The leaderboard as a table (every column and note in full under ``verbose``), and as JSON to
+    ``json_path`` ('-': to stdout instead of the table)."""
     import json
 
     if json_path:
@@ -146,78 +156,14 @@ def print_leaderboard(rows: list[LearnerResult], json_path, table=True) -> int:
             f.write(text + "\n")
     if not rows or not table:
         return 0
-    nested = Protocol(rows[0].protocol).held_out
-    metric = LABELS.get(rows[0].metric, "ACC")
-    head = {Protocol.NESTED: "nested", Protocol.HOLDOUT: "hold-out"}.get(Protocol(rows[0].protocol), "tuned*")
-    fronts = any(row.tuning.pareto_front is not None for row in rows)
-    objectives = _objectives(rows)
-    cost = next((name for name in objectives if name.endswith("_seconds")), None)
-    instance = any(row.instance is not None for row in rows)
-    header = ("learner", f"ACC ({head})", f"BACC ({head})", f"AUC ({head})", "repeated-CV ACC", "repeated-CV BACC",
-              "reps",
-              f"tuning {metric}*", "fit s", "budget s", "trials", "T/O") + (
-        ("front", f"fast: {(cost or 'seconds').replace('_seconds', ' s')}", f"fast: {metric}*") if fronts
-        else ()) + (("inst AUC", "wit prec") if instance else ()) + ("best parameters",)
-    table = []
-    for row in rows:
-        status = row.status
-        extra = (_front_cells(row, cost) if fronts else ()) + (_instance_cells(row) if instance else ())
-        if not status.has_figure:
-            what = status.value if status != Status.SKIPPED else f"skipped: {row.error}"
-            timed_out = "" if status == Status.SKIPPED else row.counts.timed_out  # a skipped row has no count
-            table.append((row.learner, what, what, "", "", "", "", "", "", _budget(row.costs.budget_seconds),
-                          row.counts.trials,
-                          timed_out, *extra,
-                          (row.error or "")[:70] if status != Status.TIMED_OUT else ""))
-            continue
-        # a one-class headline is never chosen: its flag is the one mark it needs
-        name = (f"{row.learner} (one class)" if row.headline.one_class else
-                f"{row.learner} (chosen)" if row.model.selected else row.learner)
-        headline, repeated, costs = row.headline, row.repeated, row.costs
-        table.append((name, _measured(headline.accuracy, headline.accuracy_std),
-                      _measured(headline.balanced_accuracy, headline.balanced_accuracy_std),
-                      _measured(headline.roc_auc, headline.roc_auc_std),
-                      _measured(repeated.accuracy, repeated.accuracy_std),
-                      _measured(repeated.balanced_accuracy, repeated.balanced_accuracy_std),
-                      _blank(repeated.repeats), _percent(row.tuning.score),
-                      "-" if costs.fit_seconds is None else f"{costs.fit_seconds:.2f}", _budget(costs.budget_seconds),
-                      _blank(row.counts.trials), _blank(row.counts.timed_out), *extra,
-                      _members(row.members) if row.members else _choices(row.choices) if row.choices
-                      else _params(row.tuning.best_params)))
-    print_table(header, table)
-    if fronts:
-        print(f"front: trials on the Pareto front of {' against '.join(objectives)} (tuning folds); fast: its "
-              f"fastest point within 1 point of its best {metric}.")
-    first = rows[0]
-    repeats = max(r.repeated.repeats or 0 for r in rows)
-    if first.protocol == Protocol.HOLDOUT:
-        print(f"\n{first.dataset}: hold-out: one of {first.folds} folds of bags held out, tuned by "
-              f"{first.folds - 1}-fold CV on the others; the hold-out figure's 95% interval is a bootstrap over "
-              "its bags (`interval` in --json); screened: the learner's defaults on a share of the bags only.")
-    print(f"\n{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}; repeated CV = "
-          + (f"best parameters re-evaluated over up to {repeats} repeat{'s' if repeats > 1 else ''} "
-             "(mean +- sd over the repeats in `reps`; sd '-': one repeat, not measured)." if repeats else
-             "none: the budget ended before a repeat (raise --timeout)."))
-    print("* optimistic: scored on the folds the parameters were tuned on." + (
-        "" if nested else " Use --protocol nested for scores from folds the tuner never saw."))
-    if any(row.headline.one_class for row in rows):
-        print("one class: a refit behind the headline predicted one class for every bag of its test bags; the "
-              "figure is flagged, never a choice.")
-    if any(row.learner == PROCEDURE for row in rows):
-        print(f"{PROCEDURE}: the procedure itself; each outer split takes the row best on its inner folds "
-              "(as the final choice does on all bags) and is scored on its outer fold.")
-    if instance:
-        print("inst AUC: AUC of the instance scores against the instance labels; wit prec: share of positive "
-              "bags whose witness is a positive instance (test bags of the nested refits; '-': no such output).")
-    for row in rows:
-        if row.status in (Status.OK, Status.PARTIAL, Status.NO_RESULT, Status.TOO_SLOW) and row.error:
-            print(f"{row.learner}: {row.status}: {row.error}")
+    print_rows(rows, verbose)
+    print_notes(rows, verbose)
     _print_choice(rows)
     return 0
 
 
 def _print_choice(rows: list[LearnerResult]):
-    """Which model the run chose, and how to apply it."""
+    """Which model the run chose, its calibration, and how to apply it."""
     chosen = next((row for row in rows if row.model.selected), None)
     if chosen is None:
         print("\nNo model chosen: no learner has a figure above chance by its uncertainty without a fold "
@@ -226,25 +172,25 @@ def _print_choice(rows: list[LearnerResult]):
     model = chosen.model
     where = (f", registered as {model.registered}" if model.registered
              else " (not tracked: no model logged)" if not model.uri else "")
-    metric = LABELS.get(chosen.metric, 'ACC')
+    metric = chosen.metric or "balanced_accuracy"
     procedure = next((row for row in rows if row.learner == PROCEDURE and row.metric_value() is not None), None)
-    own = "" if procedure is None else (f"; {PROCEDURE}'s own nested {metric} "
-                                        f"{_measured(procedure.metric_value(), procedure.metric_std())}, "
-                                        "choosing blind to each outer fold")
-    print(f"\nChosen: {chosen.learner} ({chosen.headline.kind} {metric} "
-          f"{_measured(chosen.metric_value(), chosen.metric_std())}{own}){where}.")
+    own = "" if procedure is None else (f"; {PROCEDURE}'s own nested {LABELS[metric]} "
+                                        f"{measured(procedure.headline, metric)}, choosing blind to each outer fold")
+    print()
+    print_wrapped(f"Chosen: {chosen.learner} ({chosen.headline.kind} {LABELS[metric]} "
+                  f"{measured(chosen.headline, metric)}{own}){where}.")
     for row in (chosen, procedure):
         if row is not None and row.calibration is not None:
-            print(calibration_lines(row.learner, row.calibration))
+            print_wrapped(calibration_lines(row.learner, row.calibration))
     if model.registered:
         name = model.registered.rsplit("/", 1)[0]
         print(f"Apply it: automil predict {name}/latest --dataset NAME_OR_FILE")
 
 
 def calibration_lines(learner: str, figures: CalibrationFigures) -> str:
-    """A line on a row's calibration figures (``docs/probabilities.md``), its probabilities against its raw
-    scores, and where the row's prediction sets were measured a second: their coverage beside the band the
-    guarantee allows, with the abstention rate at the default coverage."""
+    """Lines on a row's calibration figures (``docs/probabilities.md``), its probabilities against its raw
+    scores, and where the row's prediction sets were measured a second and third: their coverage beside the band
+    the guarantee allows, their mean size with the abstention rate at the default coverage."""
     levels = " / ".join(f"{c:g}" for c in LEVELS)
 
     def each(values: dict, digits: int = 2) -> str:
@@ -259,70 +205,10 @@ def calibration_lines(learner: str, figures: CalibrationFigures) -> str:
     bands = " / ".join("{:g}-{:.3f}".format(*figures.band(c)) for c in LEVELS)
     errors = " / ".join(f"{figures.standard_error(c):.3f}" for c in LEVELS)
     worst = figures.worst_class(DEFAULT_LEVEL)
-    return (f"{line};\n  prediction sets at {levels}: coverage "
-            f"{each(figures.coverage)} (guaranteed {bands}; binomial SE {errors}), mean size {each(figures.set_size)}"
+    return (f"{line};\n  prediction sets at {levels}: coverage {each(figures.coverage)} (guaranteed {bands}; "
+            f"binomial SE {errors}),\n  mean size {each(figures.set_size)}"
             + ("" if worst is None else f", worst class {worst:.2f} at {DEFAULT_LEVEL:g}")
             + f"; abstains on {100 * figures.abstention[level_key(DEFAULT_LEVEL)]:.1f}% of bags at {DEFAULT_LEVEL:g}.")
-
-
-def _objectives(rows: list[LearnerResult]) -> list[str]:
-    """The objectives of the fronts, in their order."""
-    return next((list(row.tuning.pareto_front[0].values) for row in rows if row.tuning.pareto_front), [])
-
-
-def _front_cells(row: LearnerResult, cost: str | None) -> tuple:
-    """The front's size and its cheapest point (by ``cost``) within 1 point of its best metric."""
-    from automil.evaluation.pareto import cheapest_near_best
-
-    front = row.tuning.pareto_front
-    if not front or cost is None:
-        return ("-" if front is None else len(front), "-", "-")
-    metric = row.metric
-    fast = front[cheapest_near_best([p.values[metric] for p in front], [p.values[cost] for p in front])].values
-    return (len(front), f"{fast[cost]:.3g}", _percent(fast[metric]))
-
-
-def _instance_cells(row: LearnerResult) -> tuple:
-    """The instance figures of a row: its instance AUC and witness precision, '-' where it has none."""
-    figures = row.instance
-    if figures is None:
-        return ("-", "-")
-    return (_measured(figures.instance_auc, figures.instance_auc_std),
-            _measured(figures.witness_precision, figures.witness_precision_std))
-
-
-def _measured(mean, std) -> str:
-    """A figure over folds or repeats: mean +- sd, the sd ``-`` where it rests on one (not measured)."""
-    if mean is None:
-        return "-"
-    return f"{100 * mean:.1f} +- " + ("-" if std is None else f"{100 * std:.1f}")
-
-
-def _percent(value) -> str:
-    return "-" if value is None else f"{100 * value:.1f}"
-
-
-def _params(params) -> str:
-    if not params:
-        return ""
-    return " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
-
-
-def _members(members) -> str:
-    return "members: " + " ".join(f"{m.learner}={m.weight:.2f}" for m in members)
-
-
-def _choices(choices) -> str:
-    return "per outer split: " + " ".join(choice or "-" for choice in choices)
-
-
-def _budget(seconds) -> str:
-    """The seconds of the run's budget a row's learner used, whole ('' for a row that ran nothing here)."""
-    return "" if seconds is None else f"{seconds:.0f}"
-
-
-def _blank(value):
-    return "-" if value is None else value
 
 
 def _count_or_none(text):
@@ -340,6 +226,7 @@ def add_run(commands):
                       "studies/quickstart.toml); options given here override the file.")
     sub.add_argument("study_file", metavar="FILE", help="a study file, e.g. studies/quickstart.toml")
     _add_tune_options(sub, defaults=False)
+    _add_verbose(sub)
 
 
 def _run_run(args) -> int:
@@ -355,6 +242,6 @@ def _run_run(args) -> int:
         found = tune(dataset, learners, options, Progress(), _tracking(options))
         rows += found
         if args.json != "-":
-            print_leaderboard(found, None)
+            print_leaderboard(found, None, verbose=args.verbose)
             print()
     return print_leaderboard(rows, args.json, table=False) if args.json else 0
