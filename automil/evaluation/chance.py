@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from automil.evaluation.metrics import score
+from automil.evaluation.metrics import auc_stderr, score
 
 __all__ = ["chance_level", "above_chance", "score_stderr", "gain_stderr", "CHANCE_SIGMAS", "GAIN_RESAMPLES"]
 
@@ -38,9 +38,9 @@ def above_chance(score: float | None, stderr: float, chance: float) -> bool:
 def score_stderr(metric: str, score: float, counts) -> float:
     """The standard error of ``score``, a figure of ``metric``, over the bags it scored (``counts``: how many
     of each class): binomial for accuracy, for balanced accuracy each class's recall taken at ``score``, and
-    Hanley and McNeil's (1982) for ROC AUC, the smallest class against the others. Why: a score's spread over
-    three folds estimates this with two degrees of freedom, so two learners of equal skill can differ several
-    fold in it; the bags an estimate scored give its uncertainty without that noise. At chance it is the
+    Hanley and McNeil's (1982) for ROC AUC (:func:`~automil.evaluation.metrics.auc_stderr`). Why: a score's
+    spread over three folds estimates this with two degrees of freedom, so two learners of equal skill can
+    differ several fold in it; the bags an estimate scored give its uncertainty without that noise. At chance it is the
     spread of a prediction that ignores the bags, the test of a permutation of their labels."""
     counts = np.asarray([c for c in counts if c > 0], dtype=float)
     s = min(max(float(score), 0.0), 1.0)
@@ -49,10 +49,7 @@ def score_stderr(metric: str, score: float, counts) -> float:
     if metric == "balanced_accuracy":
         return float(np.sqrt(s * (1 - s) * np.sum(1 / counts)) / len(counts))
     if metric == "roc_auc":
-        rare, rest = counts.min(), counts.sum() - counts.min()
-        q_rare, q_rest = s / (2 - s), 2 * s * s / (1 + s)
-        return float(np.sqrt((s * (1 - s) + (rare - 1) * (q_rare - s * s) + (rest - 1) * (q_rest - s * s))
-                             / (rare * rest)))
+        return auc_stderr(s, counts)
     raise ValueError(f"no standard error for metric {metric!r}")
 
 

@@ -1,14 +1,15 @@
 """The figures a fit is judged by: a fold's ACC, BACC and ROC AUC, the metric of class probabilities and
-their log-loss, the mean and spread over folds, and the bootstrap interval of a confusion matrix."""
+their log-loss, the mean and spread over folds, and the 95% interval of a figure over the bags it scored."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
 __all__ = ["METRICS", "LABELS", "FoldScores", "fold_scores", "one_class", "roc_auc", "score", "log_loss", "mean_std",
-           "bootstrap_interval"]
+           "bootstrap_interval", "auc_stderr", "figure_interval"]
 
 # The metrics every fold is scored with (each a field of FoldScores; --metric names one), and their labels.
 METRICS = ("balanced_accuracy", "accuracy", "roc_auc")
@@ -86,6 +87,31 @@ def bootstrap_interval(matrix, metric: str, seed: int, resamples: int = 2000, le
             values = np.nanmean(np.where(totals > 0, diagonal / totals, np.nan), axis=1)
     tail = (1.0 - level) / 2.0
     return [float(v) for v in np.quantile(values, [tail, 1.0 - tail])]
+
+
+def auc_stderr(auc: float, counts) -> float:
+    """Hanley and McNeil's (1982) standard error of a ROC AUC ``auc`` over the bags it ranked (``counts``: how
+    many of each class), the smallest class in the role of their abnormal cases, against the others. Why the
+    smallest: an AUC is the same whichever class is called positive, and above 0.5 this is the larger of the
+    two readings of their formula, the conservative one (two normal classes of 60 and 140 bags at AUC 0.76:
+    7% above the spread of the AUC, the other reading 8% below)."""
+    counts = np.asarray([c for c in counts if c > 0], dtype=float)
+    a = min(max(float(auc), 0.0), 1.0)
+    rare, rest = counts.min(), counts.sum() - counts.min()
+    q_rare, q_rest = a / (2 - a), 2 * a * a / (1 + a)
+    return float(np.sqrt((a * (1 - a) + (rare - 1) * (q_rare - a * a) + (rest - 1) * (q_rest - a * a))
+                         / (rare * rest)))
+
+
+def figure_interval(metric: str, value: float, matrix, seed: int, level: float = 0.95) -> list[float]:
+    """The ``level`` interval of ``value``, a figure of ``metric``, over the bags a confusion ``matrix`` (true
+    class by predicted) counts: for accuracy and balanced accuracy their bootstrap
+    (:func:`bootstrap_interval`); for ROC AUC, which a matrix cannot give, ``value`` within the normal
+    quantile times its standard error (:func:`auc_stderr`, from the bags of each class), kept in [0, 1]."""
+    if metric != "roc_auc":
+        return bootstrap_interval(matrix, metric, seed, level=level)
+    margin = NormalDist().inv_cdf(0.5 + level / 2) * auc_stderr(value, np.asarray(matrix).sum(axis=1))
+    return [max(value - margin, 0.0), min(value + margin, 1.0)]
 
 
 def score(y_index, proba, metric: str) -> float:

@@ -108,7 +108,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     finally:
         worker.close()
         release_instances(bags)
-    procedure = procedure_row(rows, plan.inner_bags(bags.y))  # absent under the tuned protocol: no outer folds
+    procedure = procedure_row(rows, plan.inner_bags(bags.y), choice)  # none under the tuned protocol
     if procedure is not None:
         recorder.procedure_done(procedure, bags)
     tracker.call(tracker.tracking.refresh_comparison, dataset, _select(rows, choice, dataset, tracker, listener))

@@ -8,10 +8,10 @@ from scipy.stats import rankdata
 
 from automil.evaluation.chance import gain_stderr, score_stderr
 from automil.evaluation.metrics import FoldScores, score
-from automil.records import Headline, LearnerResult, Member, Status, TrialRecord, TrialState
-from automil.tune.final.chance_rule import bag_bound, lower_bound, row_chance
+from automil.records import Headline, LearnerResult, Member, Status, TrialRecord, TrialState, Tuning
+from automil.tune.final.chance_rule import bag_bound, row_chance
 from automil.tune.final.choice import Choice, choose
-from automil.tune.final.leaderboard import Evaluation, Refit, rank, result_row
+from automil.tune.final.leaderboard import Evaluation, Refit, procedure_row, rank, result_row
 from automil.tune.options import TuneOptions
 
 OPTIONS = TuneOptions(folds=3, repeats=2, protocol="nested", metric="balanced_accuracy", jobs=1)
@@ -94,14 +94,15 @@ def test_rank_puts_the_best_headline_figure_first_and_rows_without_one_last_by_n
 
 
 def test_choose_names_the_best_ok_row_and_finds_it_among_the_final_rows():
-    rows = [LearnerResult(learner="a", metric="accuracy", headline=Headline(accuracy=0.9), status=Status.PARTIAL),
+    rows = [LearnerResult(learner="a", metric="accuracy", headline=Headline(accuracy=0.9), status=Status.PARTIAL,
+                          tuning=Tuning(score=0.9)),
             LearnerResult(learner="b", metric="accuracy", headline=Headline(accuracy=0.7, one_class=False),
-                          status=Status.OK),
+                          status=Status.OK, tuning=Tuning(score=0.7)),
             LearnerResult(learner="c", metric="accuracy", headline=Headline(accuracy=0.8, one_class=True),
-                          status=Status.OK)]
-    choice = choose(rows)
+                          status=Status.OK, tuning=Tuning(score=0.8))]
+    choice = choose(rows, [100, 100])
     assert choice == Choice("b") and choice.row(rows) is rows[1]
-    assert choose(rows[::2]) == Choice(None, "no learner has a figure to choose a model by")
+    assert choose(rows[::2], [100, 100]) == Choice(None, "no learner has a figure to choose a model by")
     assert Choice(None).row(rows) is None
 
 
@@ -141,7 +142,7 @@ def test_a_headline_from_a_one_class_refit_is_flagged_in_the_table_and_never_cho
                                                  nested=[_scores(0.5, 0.5, one_class=True)] * 3))
     fine = result_row("fox", OPTIONS, Evaluation("nsk", "svm", "fox/nsk", trials, trials[0], **nested,
                                                  nested=[_scores(0.6, 0.6)] * 3))
-    assert flat.headline.one_class and choose([flat, fine]).learner == "nsk"
+    assert flat.headline.one_class and choose([flat, fine], [50, 50]).learner == "nsk"
     print_leaderboard([flat, fine], None)
     out = capsys.readouterr().out
     assert "sil (one class)" in out and "nsk (one class)" not in out
@@ -167,13 +168,6 @@ def test_chance_is_one_over_the_classes_for_bacc_one_half_for_auc_and_the_majori
     assert row_chance(LearnerResult(metric="accuracy")) is None, "no predictions: no chance level to hold it to"
 
 
-def test_a_score_claims_its_mean_less_twice_its_standard_error_over_its_folds():
-    folds = [0.6, 0.7, 0.8]
-    assert lower_bound(0.7, folds) == pytest.approx(0.7 - 2 * np.std(folds, ddof=1) / np.sqrt(3))
-    assert lower_bound(0.7, [0.7, None]) == 0.7, "one scored fold: no spread measured, the score claims itself"
-    assert lower_bound(None, folds) is None
-
-
 @pytest.mark.parametrize("metric", ["balanced_accuracy", "accuracy", "roc_auc"])
 @pytest.mark.parametrize("skill", [0.0, 1.0])
 def test_an_inner_scores_standard_error_over_its_bags_is_the_spread_of_such_scores_on_such_bags(metric, skill):
@@ -191,11 +185,14 @@ def test_an_inner_scores_standard_error_over_its_bags_is_the_spread_of_such_scor
     assert bag_bound(None, metric, [60, 140]) is None
 
 
-def test_the_best_row_is_not_chosen_when_its_figure_is_within_its_own_uncertainty_of_chance():
-    # a: mean 0.633, but its folds spread so far that twice its standard error reaches below 0.5
-    noisy, steady = _nested_row("a", [1.0, 0.4, 0.5]), _nested_row("b", [0.60, 0.62, 0.61])
-    assert noisy.metric_value() > steady.metric_value()
-    assert choose([noisy, steady]) == Choice("b")
+def test_the_choice_is_the_best_tuning_score_above_chance_by_its_uncertainty_over_the_tuning_bags():
+    # a heads the table by its nested figure, b by its tuning score: the choice looks at the tuning scores
+    a, b = _nested_row("a", [0.9, 0.9, 0.9], tuning=0.62), _nested_row("b", [0.6, 0.6, 0.6], tuning=0.66)
+    assert a.metric_value() > b.metric_value()
+    assert choose([a, b], [100, 100]) == Choice("b")
+    # on 15 bags of each class 0.66 is within twice its standard error (0.087) of chance; 0.62 below it too
+    assert bag_bound(0.66, "balanced_accuracy", [15, 15]) < 0.5 < bag_bound(0.66, "balanced_accuracy", [100, 100])
+    assert choose([a, b], [15, 15]).learner is None
 
 
 def test_nothing_above_chance_chooses_nothing_and_the_run_says_why_in_one_line():
@@ -203,47 +200,71 @@ def test_nothing_above_chance_chooses_nothing_and_the_run_says_why_in_one_line()
 
     from automil.tune.driver import _select
 
-    rows = [_nested_row("a", [0.9, 0.2, 0.5]), _nested_row("b", [0.55, 0.45, 0.5])]
-    choice = choose(rows)
+    rows = [_nested_row("a", [0.9, 0.8, 0.9], tuning=0.53), _nested_row("b", [0.55, 0.45, 0.5], tuning=0.51)]
+    choice = choose(rows, [30, 30])
     assert choice.learner is None
-    assert choice.reason.startswith("no learner scored above chance (BACC 0.50; the best, a, 0.53 with its lower")
-    assert choice.reason.endswith("no model is registered")
+    bound = bag_bound(0.53, "balanced_accuracy", [30, 30])
+    assert choice.reason == (f"no learner scored above chance on its tuning folds (BACC 0.50; the best, a, 0.53 "
+                             f"with its lower bound at {bound:.2f} over 60 bags): no model is registered")
     lines = []
-    assert _select(rows, choice, "fox", None, SimpleNamespace(message=lines.append)) is None
+    assert _select(rows, choice, None, None, SimpleNamespace(message=lines.append)) is None
     assert lines == [choice.reason] and not any(r.model.selected for r in rows)
 
 
-def test_under_the_hold_out_protocol_the_interval_must_clear_chance():
-    options = TuneOptions(folds=4, repeats=1, protocol="holdout", metric="balanced_accuracy", jobs=1)
-    trials = [_complete(0, 0.7, {})]
+def _held_out(learner, y_pred, metric="balanced_accuracy", auc=None, tuning=0.7):
+    """A hold-out row of 12 held-out bags (6 of each class) predicted ``y_pred`` (ROC AUC ``auc``), tuned to
+    ``tuning`` on its inner bags."""
+    options = TuneOptions(folds=4, repeats=1, protocol="holdout", metric=metric, jobs=1)
+    trials = [_complete(0, tuning, {})]
     truth = np.array([0, 1] * 6)
+    hits = float(np.mean(truth == np.asarray(y_pred)))  # both classes recalled alike below: BACC = ACC
+    return result_row("fox", options, Evaluation(
+        learner, "p", f"fox/{learner}", trials, trials[0], outer_best=trials, inner=[tuning],
+        nested=[FoldScores(hits, hits, False, auc)], fit_seconds=[1.0],
+        predictions={Refit.NESTED: [(truth, np.asarray(y_pred))]}))
 
-    def held_out(learner, y_pred):
-        return result_row("fox", options, Evaluation(
-            learner, "p", f"fox/{learner}", trials, trials[0], outer_best=trials,
-            nested=[FoldScores(*[float(np.mean(truth == y_pred))] * 2, False)], fit_seconds=[1.0],
-            predictions={Refit.NESTED: [(truth, np.asarray(y_pred))]}))
 
+def test_under_the_hold_out_protocol_a_rows_interval_is_the_bootstrap_of_its_held_out_bags():
     # 8 of 12 right: BACC 0.67, but on 12 bags the interval reaches below 0.5; 11 of 12 clear it
-    weak, strong = held_out("a", [0, 1] * 4 + [1, 0] * 2), held_out("b", [0, 1] * 5 + [0, 0])
+    weak, strong = _held_out("a", [0, 1] * 4 + [1, 0] * 2), _held_out("b", [0, 1] * 5 + [0, 0])
     assert weak.headline.interval[0] <= 0.5 < strong.headline.interval[0]
-    assert choose([weak]).learner is None and choose([weak, strong]) == Choice("b")
+    assert weak.headline.interval[0] < weak.headline.balanced_accuracy < weak.headline.interval[1]
+
+
+def test_a_hold_out_auc_gets_an_interval_from_its_standard_error_and_at_chance_is_never_registered():
+    # AUC 0.51 on 12 held-out bags: 0.51 within 1.96 of Hanley and McNeil's standard error, by hand
+    row = _held_out("a", [0, 1] * 3 + [1, 0] * 3, metric="roc_auc", auc=0.51, tuning=0.51)
+    a, n = 0.51, 6
+    q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
+    stderr = np.sqrt((a * (1 - a) + (n - 1) * (q1 - a * a) + (n - 1) * (q2 - a * a)) / (n * n))
+    assert row.headline.interval == pytest.approx([a - 1.96 * stderr, a + 1.96 * stderr], abs=1e-3)
+    assert row.headline.interval[0] < 0.5
+    # tuned to AUC 0.51 on 40 inner bags: below chance by its uncertainty, nothing is chosen or registered,
+    # and the procedure's one outer split ships nothing either
+    inner_bags = np.array([20, 20])
+    choice = choose([row], inner_bags)
+    assert choice.learner is None and choice.reason.startswith("no learner scored above chance on its tuning folds "
+                                                               "(AUC 0.50; the best, a, 0.51")
+    assert procedure_row([row], [inner_bags], choice).choices == [None]
+    strong = _held_out("b", [0, 1] * 6, metric="roc_auc", auc=0.95, tuning=0.9)
+    assert choose([row, strong], inner_bags) == Choice("b")
+    assert procedure_row([row, strong], [inner_bags]).choices == ["b"]
 
 
 def test_the_ensemble_is_chosen_only_when_it_beats_its_best_member_on_the_tuning_folds():
     a, b = _nested_row("a", [0.80, 0.82], tuning=0.80), _nested_row("b", [0.70, 0.72], tuning=0.75)
     ensemble = _nested_row("ensemble", [0.84, 0.86], tuning=0.80)
     ensemble.members = [Member("a", 0.6), Member("b", 0.4)]
-    assert choose([a, b, ensemble]) == Choice("a"), "level with its best member: its cost buys nothing"
+    assert choose([a, b, ensemble], [100, 100]) == Choice("a"), "level with its best member: its cost buys nothing"
     ensemble.tuning = replace(ensemble.tuning, score=0.81)
-    assert choose([a, b, ensemble]) == Choice("ensemble")
+    assert choose([a, b, ensemble], [100, 100]) == Choice("ensemble")
     ensemble.tuning = replace(ensemble.tuning, score=None)
-    assert choose([a, b, ensemble]) == Choice("a"), "no tuning score: nothing says it beats its members"
+    assert choose([a, b, ensemble], [100, 100]) == Choice("a"), "no tuning score: nothing says it beats its members"
     # above a, but its gain over a alone (calibrated as the ensemble is) within twice its standard error
     ensemble.tuning = replace(ensemble.tuning, score=0.83, gain_bound=-0.01)
-    assert choose([a, b, ensemble]) == Choice("a")
+    assert choose([a, b, ensemble], [100, 100]) == Choice("a")
     ensemble.tuning = replace(ensemble.tuning, gain_bound=0.01)
-    assert choose([a, b, ensemble]) == Choice("ensemble")
+    assert choose([a, b, ensemble], [100, 100]) == Choice("ensemble")
 
 
 @pytest.mark.parametrize("metric", ["balanced_accuracy", "roc_auc"])
@@ -266,3 +287,22 @@ def test_a_gains_standard_error_is_the_spread_of_the_difference_of_two_scores_on
     assert np.mean(bootstrapped) == pytest.approx(spread, rel=0.15)
     unpaired = np.sqrt(2) * score_stderr(metric, float(levels[:, 1].mean()), [60, 140])
     assert spread < 0.6 * unpaired
+
+
+def test_an_aucs_standard_error_is_hanley_and_mcneils_and_the_spread_of_a_bootstrap_of_its_bags():
+    from sklearn.metrics import roc_auc_score
+
+    from automil.evaluation.metrics import auc_stderr
+
+    # 25 positive bags among 65, scored with some skill: the formula by hand (the rarer class as their
+    # abnormal cases), and the spread of scikit-learn's AUC over 2,000 resamples of the bags within each class
+    rng = np.random.default_rng(11)
+    y = np.repeat([0, 1], [40, 25])
+    scores = rng.normal(size=len(y)) + 1.2 * y
+    auc = roc_auc_score(y, scores)
+    q1, q2 = auc / (2 - auc), 2 * auc**2 / (1 + auc)
+    by_hand = np.sqrt((auc * (1 - auc) + 24 * (q1 - auc**2) + 39 * (q2 - auc**2)) / (25 * 40))
+    assert auc_stderr(auc, [40, 25]) == pytest.approx(by_hand) == score_stderr("roc_auc", auc, [40, 25])
+    drawn = [np.concatenate([rng.choice(np.flatnonzero(y == k), size=n) for k, n in ((0, 40), (1, 25))])
+             for _ in range(2000)]
+    assert np.std([roc_auc_score(y[d], scores[d]) for d in drawn]) == pytest.approx(by_hand, rel=0.15)

@@ -8,12 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from automil.evaluation.chance import CHANCE_SIGMAS, chance_level, score_stderr
-from automil.evaluation.metrics import METRICS, bootstrap_interval
+from automil.evaluation.metrics import METRICS
 from automil.records import LearnerResult, OuterSplit
-from automil.records.protocol import Protocol
 
-__all__ = ["row_chance", "lower_bound", "bag_bound", "above", "headline_bound", "best_member", "beats_members",
-           "chance_split"]
+__all__ = ["row_chance", "bag_bound", "above", "best_member", "beats_members", "chance_split"]
 
 
 def row_chance(row: LearnerResult, metric: str | None = None) -> float | None:
@@ -24,16 +22,6 @@ def row_chance(row: LearnerResult, metric: str | None = None) -> float | None:
         return None
     counts = np.asarray(row.headline.confusion_matrix).sum(axis=1)
     return chance_level(metric or row.metric or "balanced_accuracy", np.repeat(np.arange(len(counts)), counts))
-
-
-def lower_bound(score: float | None, folds) -> float | None:
-    """``score`` less ``CHANCE_SIGMAS`` standard errors of the mean of its ``folds``' scores (``None`` ones
-    left out): what the score can claim by its own uncertainty. With fewer than two scored folds the spread
-    is not measured and the score claims itself."""
-    values = [v for v in folds or () if v is not None]
-    if score is None or len(values) < 2:
-        return score
-    return score - CHANCE_SIGMAS * float(np.std(values, ddof=1) / np.sqrt(len(values)))
 
 
 def bag_bound(score: float | None, metric: str, counts) -> float | None:
@@ -47,20 +35,6 @@ def above(bound: float | None, chance: float | None) -> bool:
     """The rule of every choice: a score is chosen only when its lower bound is above chance (no chance
     level: the row has no predictions to tell it by, and passes)."""
     return bound is not None and (chance is None or bound > chance)
-
-
-def headline_bound(row: LearnerResult) -> float | None:
-    """The lower bound of the row's headline figure of its metric: over its outer folds (nested CV); the
-    95% bootstrap interval's low end over its out-of-fold bags (hold-out: the row's ``interval``; tuned: of
-    its confusion matrix), for accuracy and balanced accuracy; else the figure itself."""
-    value, metric = row.metric_value(), row.metric or "balanced_accuracy"
-    splits = [s for s in row.nested.outer_splits or () if s is not None]
-    if row.protocol == Protocol.NESTED and len(splits) > 1:
-        return lower_bound(value, [getattr(s, metric) for s in splits])
-    if metric == "roc_auc" or row.headline.confusion_matrix is None:
-        return value
-    interval = row.headline.interval or bootstrap_interval(row.headline.confusion_matrix, metric, row.seed or 0)
-    return interval[0]
 
 
 def best_member(members: list[str], scores: dict[str, float | None]) -> str | None:
@@ -82,10 +56,10 @@ def beats_members(row: LearnerResult, score: float | None, scores: dict[str, flo
     return score is not None and (best is None or score > scores[best]) and (gain_bound is None or gain_bound > 0)
 
 
-def chance_split(scored: list[tuple[LearnerResult, OuterSplit]]) -> OuterSplit | None:
+def chance_split(rows: list[LearnerResult]) -> OuterSplit | None:
     """An outer split where the procedure ships nothing, scored as chance: every metric's chance level on
-    the bags the rows' predictions scored (a prediction of the majority class); ``None`` without them."""
-    row = next((r for r, _ in scored if r.headline.confusion_matrix is not None), None)
+    the bags the ``rows``' predictions scored (a prediction of the majority class); ``None`` without them."""
+    row = next((r for r in rows if r.headline.confusion_matrix is not None), None)
     if row is None:
         return None
     return OuterSplit(None, **{m: row_chance(row, m) for m in METRICS})

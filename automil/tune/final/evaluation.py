@@ -1,8 +1,8 @@
 """The final evaluation: nested refits, models and repeated cross-validation of every learner's best parameters.
 
 It runs in the order the run needs its parts: the headline figure first (the nested refits, or the first
-repeat under the tuned protocol), the run's one choice of model on it, then the models, the chosen one
-first, then more repeats while the budget lasts.
+repeat under the tuned protocol), then the run's one choice of model (on the tuning scores of the rows that
+have a headline figure), then the models, the chosen one first, then more repeats while the budget lasts.
 """
 
 from __future__ import annotations
@@ -98,8 +98,9 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     """Nested refits, models and repeated CV of every learner's best parameters, run on ``--jobs`` workers;
     every learner's row (and the ensemble's) and the run's choice of model.
 
-    The choice (:func:`~automil.tune.final.choice.choose`) is made once, on the headline rows, before any
-    model is fitted: the chosen model is fitted first, and the run registers that one.
+    The choice (:func:`~automil.tune.final.choice.choose`, on the rows' tuning scores, by the rule the row
+    ``automil`` measures) is made once, when the headline rows are in and before any model is fitted: the
+    chosen model is fitted first, and the run registers that one.
 
     A learner whose stored result matches its studies (same best trials, trial count, repeats and
     protocol) is not evaluated again; if the budget left that result without a model, the model is fitted
@@ -144,9 +145,9 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         ensemble, chosen = ensemble_nested(plan, bags, candidates) if members is not None else (None, [])
         now = _rows_now(plan, rows, pending, candidates, members, ensemble, bags)
         pending = {learner: pending[learner] for learner in sorted(pending, key=lambda n: rank(now[n]))}  # best first
-        choice = choose(list(now.values()))
+        choice = choose(list(now.values()), plan.tuning_bags(bags.y))
         # the sets of the chosen row and of the procedure's choices, measured on the outer folds as they are made
-        procedure = procedure_row(list(now.values()), plan.inner_bags(bags.y))
+        procedure = procedure_row(list(now.values()), plan.inner_bags(bags.y), choice)
         sets = coverage_tasks(plan, outer_best, measured_learners(plan, choice, procedure, ensemble)) if nested else []
         later = []
         if recorder.enabled:

@@ -1,6 +1,6 @@
 """The leaderboard: one row per learner from its studies and final evaluation, their ranking, and the
 nested figure of the run's choice itself (:func:`procedure_row`, the rule of :mod:`automil.tune.final.choice`
-applied in every outer split).
+applied in every outer split). The rows are ranked by their headline figures, which no choice looks at.
 
 The keys of a row are documented in ``docs/reference/leaderboard-row.md``; ``automil tune`` prints the rows and
 :mod:`automil.track` logs them.
@@ -15,7 +15,7 @@ import numpy as np
 
 from automil.evaluation.calibration_figures import pooled
 from automil.evaluation.instance_metrics import InstanceFold
-from automil.evaluation.metrics import FoldScores, bootstrap_interval, mean_std
+from automil.evaluation.metrics import FoldScores, figure_interval, mean_std
 from automil.evaluation.pareto import non_dominated
 from automil.records import (
     PROCEDURE,
@@ -38,8 +38,8 @@ from automil.records import (
 )
 from automil.records.protocol import Protocol
 from automil.tune.backend.optuna_trials import counts_toward_budget, trial_counts
-from automil.tune.final.chance_rule import above, bag_bound, beats_members, chance_split, row_chance
-from automil.tune.final.choice import admissible, choose, preference
+from automil.tune.final.chance_rule import chance_split
+from automil.tune.final.choice import Choice, InnerScore, admissible, best_inner
 from automil.tune.options import METRICS, TuneOptions
 from automil.tune.schedule.ladder import rung_states, screened_note
 
@@ -131,7 +131,8 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
         s.one_class for scores in repeats for s in scores)
     headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
                         kind=Protocol(options.protocol).headline, one_class=one_class,
-                        classes=classes, confusion_matrix=matrix, interval=_interval(matrix, options))
+                        classes=classes, confusion_matrix=matrix,
+                        interval=_interval(matrix, options, getattr(nested_figure, options.metric)))
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row = LearnerResult(dataset=dataset, learner=job.learner, plugin=job.plugin, study=job.study,
                         protocol=options.protocol, metric=options.metric, seed=options.seed, folds=options.folds,
@@ -166,11 +167,12 @@ def _rung(rungs, top: bool) -> str | None:
     return "all" if top else f"1/{round(1 / max(scored))}" if scored else None
 
 
-def _interval(matrix, options: TuneOptions) -> list[float] | None:
-    """Under the hold-out protocol, the 95% bootstrap interval of the metric over the held-out bags."""
-    if options.protocol != Protocol.HOLDOUT or matrix is None:
+def _interval(matrix, options: TuneOptions, value: float | None) -> list[float] | None:
+    """Under the hold-out protocol, the 95% interval of the metric's figure ``value`` over the held-out bags
+    (:func:`~automil.evaluation.metrics.figure_interval`)."""
+    if options.protocol != Protocol.HOLDOUT or matrix is None or value is None:
         return None
-    return [round(v, 4) for v in bootstrap_interval(matrix, options.metric, options.seed)]
+    return [round(v, 4) for v in figure_interval(options.metric, value, matrix, options.seed)]
 
 
 def _figure(cls, scores, **extra) -> Figure:
@@ -285,19 +287,20 @@ def rank(result: LearnerResult):
     return (value is None, -(value or 0.0), result.learner)
 
 
-def procedure_row(rows: list[LearnerResult], inner_bags: list) -> LearnerResult | None:
+def procedure_row(rows: list[LearnerResult], inner_bags: list,
+                  choice: Choice | None = None) -> LearnerResult | None:
     """automil's own nested figure: the row ``automil``, or ``None`` without nested rows.
 
-    A learner's nested figure is honest for that learner, but the run then picks the best of many such
-    figures. Here outer split ``i`` makes that choice blind to its outer fold: among the rows
-    :func:`choose` considers (the ensemble's too), those whose score on split ``i``'s inner folds is above
-    chance by its own uncertainty (over the bags they scored, ``inner_bags[i]`` of each class:
-    :meth:`~automil.tune.studies.plan.Plan.inner_bags`), the ensemble only above its best member there, its
-    gain over that member alone above twice its standard error, the best inner score wins (ties: cheaper,
-    then by name), and that row's score on outer fold ``i`` is the procedure's. A split where no row passes
-    ships nothing: it is scored as chance (a prediction of the majority class), its choice is ``None``, and
-    the row's ``error`` names it. ``choices`` names the row chosen in each split; ``outer_splits`` holds the
-    chosen row's inner and outer scores. No fit.
+    A learner's nested figure is honest for that learner, but the run then picks among many learners. Here
+    outer split ``i`` makes the run's choice (:func:`~automil.tune.final.choice.best_inner`, the rule
+    :func:`~automil.tune.final.choice.choose` applies to the tuning scores) blind to its outer fold: on the
+    rows' scores on split ``i``'s inner folds, their uncertainty over the bags those scored
+    (``inner_bags[i]`` of each class: :meth:`~automil.tune.studies.plan.Plan.inner_bags`), the ensemble's
+    members and gain bound there; that row's score on outer fold ``i`` is the procedure's. A split where no
+    row passes ships nothing: it is scored as chance (a prediction of the majority class), its choice is
+    ``None``, and the row's ``error`` names it, and the run's ``choice`` when it chose nothing says why.
+    ``choices`` names the row chosen in each split (under the hold-out protocol ``choices[0]`` is the run's
+    choice); ``outer_splits`` holds the chosen row's inner and outer scores. No fit.
     """
     nested = [r for r in rows if Protocol(r.protocol).held_out and r.learner != PROCEDURE
               and r.status != Status.SKIPPED]
@@ -312,15 +315,14 @@ def procedure_row(rows: list[LearnerResult], inner_bags: list) -> LearnerResult 
     metric = first.metric or "balanced_accuracy"
     choices, outer_splits, at_chance = [], [], []
     for i in range((first.folds or 0) if first.protocol == Protocol.NESTED else 1):
-        scored = [(r, s) for r in candidates if (s := _split(r, i)) is not None and s.inner is not None]
+        scored = [InnerScore(r, s.inner, s.members, s.gain_bound) for r in candidates
+                  if (s := _split(r, i)) is not None and s.inner is not None]
         inner = {r.learner: s.inner for r in nested if (s := _split(r, i)) is not None}
-        passed = [(r, s) for r, s in scored if above(bag_bound(s.inner, metric, inner_bags[i]), row_chance(r))
-                  and beats_members(r, s.inner, inner, s.members, s.gain_bound)]
-        chosen = min(passed, key=lambda pair: preference(pair[0], pair[1].inner), default=(None, None))
-        split = chosen[1] if chosen[0] is not None or not scored else chance_split(scored)
-        if chosen[0] is None and split is not None:
+        chosen = best_inner(scored, inner, metric, inner_bags[i])
+        split = _split(chosen.row, i) if chosen is not None else chance_split([s.row for s in scored])
+        if chosen is None and split is not None:
             at_chance.append(str(i))
-        choices.append(chosen[0] and chosen[0].learner)
+        choices.append(chosen and chosen.row.learner)
         outer_splits.append(split)
     row.choices, row.nested = choices, NestedFigure(outer_splits=outer_splits)
     missing = [str(i) for i, split in enumerate(outer_splits) if split is None]
@@ -335,8 +337,7 @@ def procedure_row(rows: list[LearnerResult], inner_bags: list) -> LearnerResult 
     notes = [] if not at_chance else [
         f"no row scored above chance on the inner folds of outer split(s) {', '.join(at_chance)} (an ensemble: "
         f"above its best member): nothing is shipped there, scored as chance (the majority class)"]
-    run_choice = choose(rows)
-    row.error = "; ".join(notes + ([run_choice.reason] if run_choice.learner is None else [])) or None
+    row.error = "; ".join(notes + ([choice.reason] if choice and choice.learner is None else [])) or None
     # under the hold-out protocol the one chosen row's figure is the procedure's, with its interval
     chosen = next((r for r in candidates if r.learner == choices[0]), None) \
         if first.protocol == Protocol.HOLDOUT else None

@@ -55,5 +55,12 @@ class Plan:
         """For every outer split (``options.outer_folds``), how many bags of each class of ``y`` its inner
         scores cover (its trials', its refit's, the ensemble's): the uncertainty the procedure's chance rule
         weighs an inner score by."""
-        y = np.asarray(y)
-        return [np.unique(y[self.trial_folds(i).order], return_counts=True)[1] for i in self.options.outer_folds]
+        return [self._scored_bags(y, i) for i in self.options.outer_folds]
+
+    def tuning_bags(self, y) -> np.ndarray:
+        """How many bags of each class of ``y`` the main studies' tuning scores cover (all bags; under the
+        hold-out protocol its one outer split's inner ones): what the run's choice weighs them by."""
+        return self._scored_bags(y, self.options.held_out)
+
+    def _scored_bags(self, y, exclude: int | None) -> np.ndarray:
+        return np.unique(np.asarray(y)[self.trial_folds(exclude).order], return_counts=True)[1]
