@@ -6,6 +6,7 @@ import re
 import pytest
 
 from automil.cli.common import SCREEN_WIDTH
+from automil.cli.leaderboard_notes import note_kind
 from automil.cli.main import build_parser
 from automil.cli.tune import print_leaderboard
 from automil.records import (
@@ -109,6 +110,17 @@ def test_verbose_prints_every_column_and_every_note_in_full_each_reason_once(cap
     assert out.count(FAILURE) == 1
     assert "lists them" not in out, "nothing folded: every note is listed"
     assert "Apply it: automil predict models:/automil-digits-bags/latest" in out
+
+
+def test_a_final_fit_the_budget_cut_is_folded_and_one_that_raised_keeps_its_line(capsys):
+    rows = [_row("sil", Status.OK, bacc=0.9, selected=True),
+            _row("nsk", Status.PARTIAL, "nested fit: stopped: the time budget ran out", bacc=0.8),
+            _row("midf", Status.PARTIAL, "nested fit: ValueError: a bag without instances", bacc=0.7)]
+    assert note_kind(rows[1]) is not None and note_kind(rows[2]) is None
+    out = _printed(capsys, rows)
+    assert "1 learner has no full figure: the budget ran out during its final fits; `--verbose` lists them." in out
+    assert "midf: partial: nested fit: ValueError: a bag without instances" in out
+    assert not any(line.startswith("nsk:") for line in out)
 
 
 @pytest.mark.parametrize("command", [["tune", "--dataset", "digits-bags"], ["run", "studies/quickstart.toml"]])
