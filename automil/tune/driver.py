@@ -25,6 +25,16 @@ from automil.records import LearnerResult
 from automil.tune.backend.optuna_storage import open_storage
 from automil.tune.final.choice import Choice
 from automil.tune.final.evaluation import final_evaluation
+from automil.tune.final.first_model import (
+    FIRST_MODEL,
+    FirstModel,
+    commit_first_model,
+    commits_first,
+    keeps,
+    replaced_row,
+    shipped_row,
+    stays_note,
+)
 from automil.tune.final.leaderboard import procedure_row, rank, skipped_row
 from automil.tune.listener import Listener, Silent
 from automil.tune.loop.trial_loop import tune_studies
@@ -35,7 +45,7 @@ from automil.tune.schedule.memory import default_memory, over_budget
 from automil.tune.schedule.probe import predicted_trial_seconds
 from automil.tune.studies.creation import changed_data_note, prepare_studies
 from automil.tune.studies.plan import Plan
-from automil.tune.tracking import Guarded, Tracking, open_tracking
+from automil.tune.tracking import Tracking, open_tracking
 from automil.tune.workers.fits import fit_worker
 from automil.tune.workers.processes import die_with_parent, release_instances, share_instances
 from automil.uris import shown_storage
@@ -70,10 +80,13 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     bags = None
     try:
         # every process of the run maps this one copy
-        bags = share_instances(functools.partial(load_bags, dataset, labels=options.labels, groups=options.groups))
+        bags = share_instances(functools.partial(load_bags, dataset, labels=options.labels, groups=options.groups),
+                               options.scratch, listener.message)
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
-        options = options.for_data(bags)  # --protocol auto decided by the data's size
+        options = options.for_data(bags)  # --protocol auto and the default folds decided by the data's size
+        if (folds_note := options.folds_note(bags)) is not None:
+            listener.message(folds_note)
         # --jobs processes fit at the same time: each fit has its share of the memory
         specs, skipped = _usable_learners(bags, learners, (options.memory or default_memory()) // options.jobs)
         storage = open_storage(options.storage)
@@ -94,9 +107,12 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         given_note = "" if given is None else f" from {given.path}"
         listener.message(f"tuning {len(specs)} learner(s) on {dataset} ({bags.n_bags} bags, {options.folds} folds"
                          f"{given_note}, protocol {options.protocol}; studies in {shown_storage(options.storage)})")
-        helpers = [_start_helper(plan, bags, index, tracking) for index in range(1, options.jobs)]
+        helpers, first = [], None
         try:
             with _sigterm_interrupts():
+                if recorder.enabled and commits_first(plan, bags):  # before any trial, registered when it learned
+                    first = commit_first_model(plan, bags, worker, recorder, listener)
+                helpers = [_start_helper(plan, bags, index, tracking) for index in range(1, options.jobs)]
                 tune_studies(plan, bags, storage, worker, recorder, listener, index=0)
                 for helper in helpers:
                     helper.join()
@@ -111,24 +127,34 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     procedure = procedure_row(rows, plan.inner_bags(bags.y), choice)  # none under the tuned protocol
     if procedure is not None:
         recorder.procedure_done(procedure, bags)
-    tracker.call(tracker.tracking.refresh_comparison, dataset, _select(rows, choice, dataset, tracker, listener))
+    shipped = _select(rows, choice, first, recorder, listener)
+    tracker.call(tracker.tracking.refresh_comparison, dataset, shipped)
     backlog = tracker.flush()
     if backlog is not None:
         listener.unlogged(backlog)
+    if first is not None:
+        rows.append(shipped if shipped is not None and shipped.learner == FIRST_MODEL.name
+                    else first.row if shipped is None else replaced_row(first, shipped))
     rows += [skipped_row(dataset, spec, reason, options) for spec, reason in skipped]
     return [procedure] * (procedure is not None) + sorted(rows, key=rank)
 
 
-def _select(rows: list[LearnerResult], choice: Choice, dataset: str, guard: Guarded,
+def _select(rows: list[LearnerResult], choice: Choice, first: FirstModel | None, recorder: TrackingRecorder,
             listener: Listener) -> LearnerResult | None:
-    """Mark the final evaluation's chosen row and register its logged model as the dataset's new model
-    version; the chosen row, or ``None`` when there is none (the choice says why)."""
+    """Mark the row the run ships and register its logged model as the dataset's new model version, unless the
+    first model the run registered stays (:func:`~automil.tune.final.first_model.keeps`); the shipped row, or
+    ``None`` when there is none (the choice says why)."""
     chosen = choice.row(rows)
+    if keeps(first, chosen):
+        listener.message(f"the first model stays the registered one ({first.registered}): "
+                         f"{stays_note(first, chosen)}")
+        shipped = shipped_row(first, chosen)
+        recorder.first_model_done(shipped)  # its row again, now the shipped one
+        return shipped
     if chosen is None:
         listener.message(choice.reason or "no learner has a figure to choose a model by")
         return None
-    registered = None if chosen.model.uri is None else guard.call(guard.tracking.register_model, dataset,
-                                                                    chosen.model.uri)
+    registered = None if chosen.model.uri is None else recorder.register(chosen.model.uri)
     chosen.model = replace(chosen.model, selected=True, registered=registered)
     return chosen
 

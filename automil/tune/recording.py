@@ -8,6 +8,7 @@ from __future__ import annotations
 from automil.records import LearnerResult, TrialRecord
 from automil.tune.backend.optuna_trials import records, study_record
 from automil.tune.final.ensemble_row import ENSEMBLE
+from automil.tune.final.first_model import FIRST_MODEL
 from automil.tune.final.leaderboard import PROCEDURE_SPEC
 from automil.tune.studies.creation import study_name
 from automil.tune.studies.plan import Plan
@@ -56,6 +57,14 @@ class TrackingRecorder:
 
     def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
         return self._row_done(result, ENSEMBLE, model, bags)
+
+    def first_model_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
+        """The first model's row (and its model, when given) on a run of its own; the logged model's URI."""
+        return self._row_done(result, FIRST_MODEL, model, bags)
+
+    def register(self, model_uri: str) -> str | None:
+        """Register the logged model ``model_uri`` as the dataset's new model version; its ``models:/`` URI."""
+        return self.guard.call(self.tracking.register_model, self.plan.dataset, model_uri)
 
     def procedure_done(self, result: LearnerResult, bags) -> None:
         """The procedure's row on a run of its own, beside the learners' (it has no model); ``bags`` are its

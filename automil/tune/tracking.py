@@ -138,3 +138,10 @@ class Recorder(Protocol):
 
     def ensemble_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
         """The ensemble's result and model; the URI of the logged model, if any."""
+
+    def first_model_done(self, result: LearnerResult, model=None, bags=None) -> str | None:
+        """The first model's result and model (:mod:`automil.tune.final.first_model`); the URI of the logged
+        model, if any."""
+
+    def register(self, model_uri: str) -> str | None:
+        """Register a logged model as the dataset's model (a new version); its ``models:/`` URI, if registered."""

@@ -224,17 +224,19 @@ class DeepMILClassifier(BagClassifier):
     def _batches(self, bags, device):
         """The network's batches of ``bags`` (``Bags``, or :class:`~automil.streamed_bags.StreamedBags` read
         through ``take``), each batch's instances scaled by ``mean_`` (each bag's own mean with
-        ``centre_bags``) and ``scale_`` in float64 as it is read: no copy of the bags' instances, and the rows
-        of a batch the same on either kind of bags."""
+        ``centre_bags``) and ``scale_`` in float32 as it is read (float16 instances upcast first): no copy of
+        the bags' instances, and the rows of a batch the same on either kind of bags."""
         from automil_deep.training import Batches, matrix_rows
 
         take = bags.take if isinstance(bags, StreamedBags) else matrix_rows(bags.X, bags.offsets)
-        centres = bags.means() if self.centre_bags else None
+        centres = (bags.means() if self.centre_bags else self.mean_[None]).astype(np.float32)
+        scale = self.scale_.astype(np.float32)
 
         def read(index, positions):
-            rows = take(index, positions).astype(np.float64)  # (x - mean_) / scale_, in place
-            np.subtract(rows, self.mean_ if centres is None else centres[index], out=rows)
-            return np.divide(rows, self.scale_, out=rows)
+            # a float32 copy (take's rows are a fancy index's, never a view), then (x - mean) / scale in place
+            rows = np.asarray(take(index, positions), dtype=np.float32)
+            np.subtract(rows, centres[index] if self.centre_bags else centres[0], out=rows)
+            return np.divide(rows, scale, out=rows)
 
         return Batches(read, bags.sizes, bags.n_features, device, pairs=self.pair_bytes > 0)
 

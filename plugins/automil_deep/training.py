@@ -1,13 +1,14 @@
 """Training and applying a network on bags: mini-batches of bags of similar size, padded with masks, each
-bag cut to a random subset of its instances per step; Adam with weight decay, early stopping on held-out
-bags, on the CPU or a CUDA device, in a seeded, thread-capped run that leaves torch's global state as it
-was."""
+bag cut to a few random runs of its instances per step, the next batch read while one trains; Adam with
+weight decay, early stopping on held-out bags, on the CPU or a CUDA device, in a seeded, thread-capped run
+that leaves torch's global state as it was."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -16,8 +17,9 @@ from sklearn.metrics import balanced_accuracy_score
 from torch import nn
 
 from automil import report_epoch
+from automil_deep.reading import prefetched, run_positions
 
-__all__ = ["Batches", "Training", "evaluate", "fit_network", "matrix_rows", "minimum_epochs", "resolve_device",
+__all__ = ["Batches", "Epoch", "Training", "evaluate", "fit_network", "matrix_rows", "minimum_epochs", "resolve_device",
            "seeded_torch"]
 
 # Padded instances per prediction batch (also early stopping's held-out pass of every epoch): large enough to
@@ -41,8 +43,8 @@ POOL_BATCHES = 50
 # larger): on a few dozen held-out bags the loss is often lowest after 1 to 3 epochs, while the network still
 # predicts the class shares, and a network trained that long scores near chance (docs/deep.md, "Cohorts").
 MIN_EPOCHS = 10
-# Bytes of float64 rows a batch reads (and scales) at once: a prediction batch of a wide matrix holds its
-# padded float32 tensor, not a float64 copy of it too.
+# Bytes of float32 rows a batch reads (and scales) at once: a prediction batch of a wide matrix holds its
+# padded float32 tensor, not a second copy of it too.
 READ_BYTES = 1 << 24
 # Early stopping's held-out bags are scored each epoch on at most this many times ``max_instances`` instances
 # a bag (2,048 at the default), the same sample every epoch so that the losses compare: on slides of 10,000
@@ -71,41 +73,59 @@ class Batches:
     pairs : bool, default=False
         The network's memory grows with the square of a bag's instances: prediction batches are bounded by
         their bags' instance pairs (``PREDICT_PAIRS``) as well as their cells (``PREDICT_CELLS``).
+    prefetch : int, default=1
+        Batches read ahead in a thread while the caller works on the current one
+        (:func:`~automil_deep.reading.prefetched`): the same batches in the same order, one more held per
+        batch ahead. 0 reads each batch when it is asked for.
     """
 
-    def __init__(self, read, sizes: np.ndarray, n_features: int, device: torch.device = CPU, pairs: bool = False):
+    def __init__(self, read, sizes: np.ndarray, n_features: int, device: torch.device = CPU, pairs: bool = False,
+                 prefetch: int = 1):
         self.read = read
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.n_features = int(n_features)
         self.device = device
         self.pairs = pairs
+        self.prefetch = prefetch
+
+    def _ahead(self, batches):
+        return prefetched(batches, self.prefetch) if self.prefetch else batches
 
     def batch(self, index: np.ndarray, max_instances: int | None = None,
               rng: np.random.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bags ``index`` padded to the longest: ``X`` (B, N, D) with zero rows past each bag's end and
         ``mask`` (B, N). A bag of more than ``max_instances`` instances is cut to that many, drawn with
-        ``rng`` without replacement and kept in their order. Only the instances used are read, at most
-        ``READ_BYTES`` of float64 per ``read`` (which may scale them in float64)."""
+        ``rng`` as a few contiguous runs of rows (:func:`~automil_deep.reading.run_positions`) in their
+        order. Only the instances used are read, at most ``READ_BYTES`` of float32 per ``read`` (which may
+        scale them), into a float32 batch whatever the stored dtype (float16 is upcast)."""
         sizes = self.sizes[index] if max_instances is None else np.minimum(self.sizes[index], max_instances)
         positions = np.arange(sizes.max())
         mask = positions[None, :] < sizes[:, None]
         chosen = np.broadcast_to(positions, mask.shape).copy()
         for row in np.flatnonzero(self.sizes[index] > sizes):  # only bags over the cap draw from rng
-            chosen[row, :sizes[row]] = np.sort(rng.choice(self.sizes[index[row]], sizes[row], replace=False))
+            chosen[row, :sizes[row]] = run_positions(self.sizes[index[row]], sizes[row], rng)
         X = np.zeros(mask.shape + (self.n_features,), dtype=np.float32)
-        cells = np.flatnonzero(mask)  # (bag, position) of every instance read, in the order of X's rows
+        cells = np.flatnonzero(mask)  # (bag, position) of every instance read, bag after bag
         bags, positions = np.asarray(index)[cells // mask.shape[1]], chosen.reshape(-1)[cells]
-        rows = X.reshape(-1, self.n_features)  # a view: the reads land in X
-        step = max(1, READ_BYTES // (8 * self.n_features))
+        ends = np.cumsum(sizes)
+        begins = ends - sizes
+        step = max(1, READ_BYTES // (4 * self.n_features))
         for start in range(0, len(cells), step):
-            part = slice(start, start + step)
-            rows[cells[part]] = self.read(bags[part], positions[part])
+            stop = min(start + step, len(cells))
+            block = self.read(bags[start:stop], positions[start:stop])
+            # each bag's part of the block is a slice of its row of X: copied as slices, not scattered
+            for row in range(np.searchsorted(ends, start, side="right"), np.searchsorted(begins, stop)):
+                low, high = max(begins[row], start), min(ends[row], stop)
+                X[row, low - begins[row]:high - begins[row]] = block[low - start:high - start]
         return torch.from_numpy(X).to(self.device), torch.from_numpy(mask).to(self.device)
 
     def training_batches(self, index: np.ndarray, batch_size: int, max_instances: int | None,
                          rng: np.random.Generator):
         """One epoch's ``(index part, X, mask)`` over the bags ``index`` in random order, batches of bags of
-        similar (capped) size, each bag cut to at most ``max_instances`` instances."""
+        similar (capped) size, each bag cut to at most ``max_instances`` instances; read ahead (``prefetch``)."""
+        return self._ahead(self._training_batches(index, batch_size, max_instances, rng))
+
+    def _training_batches(self, index, batch_size, max_instances, rng):
         order = rng.permutation(index)
         sizes = self.sizes if max_instances is None else np.minimum(self.sizes, max_instances)
         pool = POOL_BATCHES * batch_size
@@ -120,7 +140,11 @@ class Batches:
     def prediction_batches(self, index: np.ndarray, max_instances: int | None = None, seed: int = VALIDATION_SEED):
         """``(index part, X, mask)`` over ``index`` in order of size, so that little padding is computed, each
         batch within ``PREDICT_CELLS`` (and ``PREDICT_PAIRS``): every instance, or at most ``max_instances`` of a
-        bag, drawn from a generator seeded with ``seed`` (the same sample every call)."""
+        bag, drawn from a generator seeded with ``seed`` (the same sample every call); read ahead
+        (``prefetch``)."""
+        return self._ahead(self._prediction_batches(index, max_instances, seed))
+
+    def _prediction_batches(self, index, max_instances, seed):
         sizes = self.sizes if max_instances is None else np.minimum(self.sizes, max_instances)
         index = index[np.argsort(sizes[index], kind="stable")]
         rng = np.random.default_rng(seed)
@@ -230,10 +254,24 @@ class Training(NamedTuple):
     epoch_seconds: float
 
 
+class Epoch(NamedTuple):
+    """One epoch of :func:`fit_network`, as its ``on_epoch`` sees it: its number (from 1), its seconds
+    (training and held-out pass), the mean training loss of its bags, the held-out bags' logits and loss
+    (``None`` without held-out bags), and whether its weights are now the ones early stopping keeps."""
+
+    number: int
+    seconds: float
+    train_loss: float
+    validation_logits: np.ndarray | None
+    validation_loss: float | None
+    kept: bool
+
+
 def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
                 *, learning_rate, weight_decay, epochs, batch_size, max_instances, patience, rng,
                 min_epochs: int = 1, class_weight: np.ndarray | None = None, report: bool = True,
-                end: float | None = None, after: float = 1.0, after_each_kept: float = 0.0) -> Training:
+                end: float | None = None, after: float = 1.0, after_each_kept: float = 0.0,
+                on_epoch: Callable[[Epoch], None] | None = None) -> Training:
     """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step,
     each bag's loss weighted by ``class_weight`` of its class (None: 1); after each epoch the loss on the
     ``validation`` bags (at most ``VALIDATION_FACTOR x max_instances`` instances of each, the same every epoch;
@@ -245,7 +283,10 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
     With an ``end`` (a ``time.monotonic()`` time), training also stops, keeping the best weights so far (or
     the last, before ``min_epochs``), when another epoch would leave less than ``after`` epochs' time, plus
     ``after_each_kept`` per epoch of the weights it would keep, before ``end``: what must follow the training
-    (a prediction, the caller's training again on every bag). An epoch's time is the mean of those run."""
+    (a prediction, the caller's training again on every bag). An epoch's time is the mean of those run.
+
+    ``on_epoch``, when given, is called with each :class:`Epoch` as it ends (a script's log of the epochs, a
+    copy of the weights kept by some time)."""
     # foreach: one kernel per update over all parameters instead of one per tensor (the step's cost on small nets)
     optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate, weight_decay=weight_decay, foreach=True)
     labels = torch.from_numpy(y).to(batches.device)
@@ -260,27 +301,33 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
             if time.monotonic() + each * (1 + after + after_each_kept * keep) > end:
                 out_of_time = True
                 break
-        run = epoch + 1
+        run, epoch_started, train_sum = epoch + 1, time.monotonic(), torch.zeros((), device=batches.device)
         network.train()
         for part, X, mask in batches.training_batches(train, batch_size, max_instances, rng):
             heads, _ = network(X, mask)
             optimizer.zero_grad()
-            network_loss(heads, labels[torch.from_numpy(part).to(batches.device)], weight).backward()
+            step_loss = network_loss(heads, labels[torch.from_numpy(part).to(batches.device)], weight)
+            step_loss.backward()
             optimizer.step()
+            train_sum += step_loss.detach() * len(part)  # on the device: no wait for it at each step
+        train_loss = float(train_sum) / max(len(train), 1)
         if len(validation) == 0:
+            if on_epoch is not None:
+                on_epoch(Epoch(run, time.monotonic() - epoch_started, train_loss, None, None, False))
             continue
         logits, _, loss = evaluate(network, batches, validation, y[validation], weight, instance_scores=False,
                                    max_instances=None if max_instances is None else VALIDATION_FACTOR * max_instances)
         losses.append(loss)
         if report:  # the driver's pruner may stop a fit whose held-out bags score below other trials' here
             report_epoch(epoch, balanced_accuracy_score(y[validation], logits.argmax(axis=1)))
-        if epoch + 1 < min_epochs:
-            continue
         # a NaN loss never compares lower, so diverged weights are never the ones kept
-        if loss < best * (1 - MIN_IMPROVEMENT):
+        kept = epoch + 1 >= min_epochs and loss < best * (1 - MIN_IMPROVEMENT)
+        if kept:
             best, best_epochs, waited = loss, epoch + 1, 0
             best_state = {name: value.clone() for name, value in network.state_dict().items()}
-        else:
+        if on_epoch is not None:
+            on_epoch(Epoch(run, time.monotonic() - epoch_started, train_loss, logits, loss, kept))
+        if epoch + 1 >= min_epochs and not kept:
             waited += 1
             if waited >= patience:
                 break

@@ -239,3 +239,23 @@ def test_a_network_on_streamed_bags_reads_a_batch_at_a_time_and_gives_the_gather
     assert np.array_equal(loaded.witness(StreamedBags(mapped, test)), gathered.witness(mapped.subset(test)))
     assert np.array_equal(loaded.instance_scores(StreamedBags(mapped, test)),
                           gathered.instance_scores(mapped.subset(test)))
+
+
+def test_on_epoch_sees_every_epoch_its_losses_and_the_epochs_whose_weights_are_kept():
+    from automil_deep.training import fit_network, seeded_torch
+
+    bags = witness_bags(30)
+    y = np.unique(bags.y, return_inverse=True)[1]
+    batches = Batches(matrix_rows(bags.X, bags.offsets), bags.sizes, bags.n_features)
+    train, validation, seen = np.arange(22), np.arange(22, 30), []
+    with seeded_torch(0):
+        network = ABMIL(bags.n_features, 2, 16, 0.0, False)
+        result = fit_network(network, batches, y, train, validation, learning_rate=3e-3, weight_decay=0.0,
+                             epochs=8, batch_size=4, max_instances=None, patience=3, min_epochs=3,
+                             rng=np.random.default_rng(0), report=False, on_epoch=seen.append)
+    assert [epoch.number for epoch in seen] == list(range(1, result.run + 1))
+    assert [epoch.validation_loss for epoch in seen] == result.validation_loss
+    kept = [epoch for epoch in seen if epoch.kept]
+    assert kept[0].number == 3 and kept[-1].number == result.kept  # never before min_epochs; the last is kept
+    assert all(later.validation_loss < earlier.validation_loss for earlier, later in zip(kept, kept[1:]))
+    assert all(epoch.train_loss > 0 and epoch.validation_logits.shape == (8, 2) for epoch in seen)
