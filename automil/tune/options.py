@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
@@ -60,7 +61,8 @@ class TuneOptions:
     file's number (without a file ``None`` means 6). ``track`` and ``tracking_uri``
     are read by the command line, which opens the tracking store and hands
     ``tune`` a factory for it; the driver itself never opens one. ``labels`` and ``groups`` say how to read a
-    slide feature folder (its labels CSV, and the column of every slide's group).
+    slide feature folder (its labels CSV, and the column of every slide's group). ``scratch`` is the directory
+    of the run's one file of the instances (``None``: the temporary directory).
     """
 
     n_trials: int | None = 20
@@ -86,6 +88,7 @@ class TuneOptions:
     tracking_uri: str | None = None
     labels: str | None = None  # a slide feature folder's labels CSV (automil.data.load_bags)
     groups: str | None = None  # its column of every bag's group; None: case_id when it has one
+    scratch: str | None = None  # where the run's file of the instances goes; None: the temporary directory
 
     def __post_init__(self):
         self.objectives = tuple(self.objectives or ())
@@ -161,11 +164,24 @@ class TuneOptions:
         self._check_objectives()
         if self.portfolio not in (None, SHIPPED_PORTFOLIO) and not Path(self.portfolio).is_file():
             raise ValueError(f"--portfolio: no such file: {self.portfolio}")
+        self._check_scratch()
         for name, value, allowed in (("--metric", self.metric, METRICS), ("--protocol", self.protocol, tuple(Protocol)),
                                      ("--sampler", self.sampler, tuple(Sampler)),
                                      ("--allocation", self.allocation, tuple(Allocation))):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+
+    def _check_scratch(self):
+        """A ``--scratch`` that is no directory, or one this process cannot write to, named before the data is
+        read (the run's file is written there once the whole folder has been opened)."""
+        if self.scratch is None:
+            return
+        if not Path(self.scratch).is_dir():
+            raise ValueError(f"--scratch: no such directory: {self.scratch}")
+        try:
+            tempfile.TemporaryFile(dir=self.scratch).close()
+        except OSError as error:
+            raise ValueError(f"--scratch: cannot write to {self.scratch} ({error.strerror or error})") from None
 
     def _check_objectives(self):
         for name in self.objectives:
@@ -250,8 +266,9 @@ def read_study_file(path, overrides: dict | None = None) -> list[tuple[str, list
         for key in ("fit_memory", "memory"):
             if isinstance(values.get(key), str):
                 values[key] = parse_size(values[key])
-        if values.get("folds_file") is not None:  # a path in the file is relative to the file
-            values["folds_file"] = str(Path(path).parent / Path(values["folds_file"]).expanduser())
+        for key in ("folds_file", "scratch"):  # a path in the file is relative to the file
+            if values.get(key) is not None:
+                values[key] = str(Path(path).parent / Path(values[key]).expanduser())
         options = TuneOptions(**{**values, **(overrides or {})})
         options.check()
         runs += [(dataset, learners, options) for dataset in datasets]
