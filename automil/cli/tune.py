@@ -114,6 +114,9 @@ def _add_tune_options(sub, defaults: bool):
     sub.add_argument("--storage", default=default("storage"),
                      help=f"study storage: journal:PATH (default {DEFAULT_STORAGE}; safe for local "
                           "processes), sqlite:///FILE (one process) or postgresql://... (many machines)")
+    sub.add_argument("--scratch", metavar="DIR", default=None,
+                     help="the directory of the run's one file of the instances, which every process maps "
+                          "(default: the temporary directory; give a disk when that is a memory-backed tmpfs)")
     sub.add_argument("--json", nargs="?", const="-", metavar="PATH",
                      help="write the leaderboard as JSON (to PATH, or to stdout instead of the table)")
     sub.add_argument("--no-track", dest="track", action="store_false", default=None if not defaults else True,
@@ -235,7 +238,7 @@ def _run_run(args) -> int:
     from automil.tune.options import read_study_file
 
     overrides = {name: getattr(args, name) for name in ("jobs", "storage", "folds_file", "ensemble", "track",
-                                                         "tracking_uri")
+                                                         "tracking_uri", "scratch")
                  if getattr(args, name) is not None}
     rows = []
     for dataset, learners, options in read_study_file(args.study_file, overrides):

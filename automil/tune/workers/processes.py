@@ -1,16 +1,18 @@
 """The run's processes: an identity that survives pid reuse, whether a process still runs, its memory,
 how it ended, dying with the parent; and the one copy of the run's instance matrix they all map.
 
-The main process writes the instances once to a temporary ``.npy`` file, and every fit worker and
-``--jobs`` helper maps that file read-only (the bags they receive carry the file's name, not the matrix;
-see :meth:`automil.Bags.mapped`). The file goes when the run ends, fails or is stopped; a main process
-killed with SIGKILL cannot remove it, so each run first removes the files of runs whose main process no
-longer exists."""
+The main process writes the instances once to a ``.npy`` file in a run directory of the temporary directory
+(or of ``--scratch DIR``), and every fit worker and ``--jobs`` helper maps that file read-only (the bags they
+receive carry the file's name, not the matrix; see :meth:`automil.Bags.mapped`). The file goes when the run
+ends, fails or is stopped; a main process killed with SIGKILL cannot remove it, so each run first removes the
+directories of runs whose main process no longer exists. A file on a memory-backed file system (a tmpfs
+``/tmp``) takes its size of the machine's memory, which the run says."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -23,7 +25,7 @@ import numpy as np
 from automil.bags import Bags
 
 __all__ = ["process_identity", "process_alive", "resident_bytes", "exit_reason", "die_with_parent", "signals_held",
-           "share_instances", "release_instances", "remove_orphans", "RUN_DIRECTORY_PREFIX",
+           "share_instances", "release_instances", "remove_orphans", "file_system", "RUN_DIRECTORY_PREFIX",
            "stop_after_ask_for_tests", "STOP_AFTER_ASK_ENV"]
 
 _PR_SET_PDEATHSIG = 1
@@ -116,21 +118,27 @@ RUN_DIRECTORY_PREFIX = "automil-run-"
 OWNER_FILE = "owner"  # the process identity of the run's main process
 
 
-def share_instances(load: Callable[[], Bags]) -> Bags:
-    """The bags ``load()`` reads, with their dense instances in a new temporary file, mapped; sparse bags
-    (small text data), and dense ones where no file can be written, in memory (every process then gets its
-    own copy).
+MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs")
+
+
+def share_instances(load: Callable[[], Bags], scratch=None, notice: Callable[[str], None] | None = None) -> Bags:
+    """The bags ``load()`` reads, with their dense instances in a new file in a run directory of ``scratch``
+    (default: the temporary directory), mapped; sparse bags (small text data), and dense ones where no file
+    can be written, in memory (every process then gets its own copy).
 
     A folder reader writes its bags into the file one at a time
     (:func:`automil.data.instance_matrix.writing_instances`), so a folder larger than memory is read without
     ever holding its matrix; the bags of other readers are read into memory, written once and dropped (the
-    caller keeps only the mapped ones). The caller calls :func:`release_instances` when the run ends."""
+    caller keeps only the mapped ones). ``notice`` hears, in one line, that the file lies on a memory-backed
+    file system, or that it could not be written. The caller calls :func:`release_instances` when the run
+    ends."""
     from automil.data.instance_matrix import writing_instances
 
-    remove_orphans()
+    parent = Path(tempfile.gettempdir() if scratch is None else scratch)
+    remove_orphans(parent)
     directory = bags = shared = None
     try:
-        directory = Path(tempfile.mkdtemp(prefix=RUN_DIRECTORY_PREFIX))
+        directory = Path(tempfile.mkdtemp(prefix=RUN_DIRECTORY_PREFIX, dir=parent))
         (directory / OWNER_FILE).write_text(process_identity())
         with writing_instances(directory / "instances.npy") as written:
             bags = load()
@@ -140,14 +148,52 @@ def share_instances(load: Callable[[], Bags]) -> Bags:
             shared = bags
         elif not bags.is_sparse:
             shared = bags.mapped(written.path)
-    except OSError:  # no temporary directory, or no room for the file: the bags stay in memory
-        pass
+    except OSError as error:  # no temporary directory, or no room for the file: the bags stay in memory
+        _tell(notice, f"the run's instances could not be written to {parent} ({error.strerror or error}): "
+                      "every process of the run holds its own copy (--scratch DIR names a directory with room)")
     finally:
         if shared is None and directory is not None:
             shutil.rmtree(directory, ignore_errors=True)
     if bags is None:  # a folder's file could not be written: read the folder into memory
         bags = load()
+    if shared is not None and file_system(directory) in MEMORY_FILE_SYSTEMS:
+        size = sum(f.stat().st_size for f in directory.glob("*.npy")) / 1e6
+        _tell(notice, f"the run's instances ({size:,.1f} MB) are in {directory}, on a memory-backed file system "
+                      f"({file_system(directory)}): they take that much of the machine's memory; --scratch DIR "
+                      "puts them on a disk")
     return bags if shared is None else shared
+
+
+def _tell(notice, line: str) -> None:
+    if notice is not None:
+        notice(line)
+
+
+def file_system(path, mounts: str = "/proc/self/mounts") -> str | None:
+    """The type of the file system ``path`` lies on (``tmpfs``, ``ext4``...), from the mount table: the
+    entry of the longest mount point above the resolved path, the last one where several are mounted on the
+    same point (it hides the others). ``None`` where there is no mount table (not Linux).
+
+    ``os.statvfs`` tells sizes, not what backs them, so the table is the one place that says whether a
+    file takes disk or memory."""
+    try:
+        with open(mounts) as f:
+            table = [line.split()[1:3] for line in f if len(line.split()) >= 3]
+    except OSError:
+        return None
+    target = os.path.realpath(path)
+    found, depth = None, -1
+    for point, kind in table:
+        point = _unescape(point)
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= depth:
+            found, depth = kind, len(point)
+    return found
+
+
+def _unescape(point: str) -> str:
+    """A mount point as the table writes it, with space, tab, newline and backslash as octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point)
 
 
 def release_instances(bags: Bags | None) -> None:
@@ -159,9 +205,10 @@ def release_instances(bags: Bags | None) -> None:
         shutil.rmtree(Path(bags.instances_file).parent, ignore_errors=True)
 
 
-def remove_orphans() -> None:
-    """Remove the run directories (in the temporary directory) whose main process has ended."""
-    for directory in Path(tempfile.gettempdir()).glob(f"{RUN_DIRECTORY_PREFIX}*"):
+def remove_orphans(parent=None) -> None:
+    """Remove the run directories in ``parent`` (default: the temporary directory) whose main process has
+    ended."""
+    for directory in Path(tempfile.gettempdir() if parent is None else parent).glob(f"{RUN_DIRECTORY_PREFIX}*"):
         try:
             owner = (directory / OWNER_FILE).read_text()
         except OSError:
