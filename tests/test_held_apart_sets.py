@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from driver_support import plugin_env, plugin_site
+from driver_support import load_in_process, plugin_env, plugin_site
 from test_tuning import automil, load, records
 
 FOLDS = 4
@@ -66,11 +66,32 @@ def test_each_outer_split_measures_its_sets_with_a_fit_without_its_outer_fold_an
     assert procedure["coverage"] == row["coverage"] and procedure["calibration_bags"] == row["calibration_bags"]
 
 
-def test_predict_gives_the_registered_models_sets_and_abstentions(run):
+def test_predict_gives_the_registered_models_sets_and_abstentions_all_from_its_held_apart_fit(run, fresh_plugins):
+    target = run["root"] / "sets.json"
     done = subprocess.run([sys.executable, "-m", "automil.cli", "predict", "models:/automil-test-bags/latest",
-                           "--dataset", "test-bags", "--coverage", "0.9", "--tracking-uri", run["uri"]],
+                           "--dataset", "test-bags", "--coverage", "0.9", "--json", str(target),
+                           "--tracking-uri", run["uri"]],
                           cwd=run["root"], env=plugin_env(plugin_site(), run["root"] / "predict-records"),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "set at 0.9" in done.stdout
     assert "prediction sets at coverage 0.9 (marginal):" in done.stdout and "bags decided" in done.stdout
+    calibration = (run["assignment"] == 0).sum()  # the first tuning fold
+    assert done.stdout.splitlines()[0] == (
+        f"model: held-apart model (conformal sets, coverage 0.9): the logged configuration fitted without its "
+        f"{calibration} calibration bags; labels, probabilities, sets and witnesses all its")
+    rows = json.loads(target.read_text())
+    assert all(r["prediction_set"] == [str(r["label"])] for r in rows if not r["abstain"])
+    assert all(str(r["label"]) == max(r["scores"], key=r["scores"].get) for r in rows)
+    # the probabilities printed are the held-apart fit's through the calibration map, not the logged fit's
+    from automil import load_bags
+    from automil.evaluation.calibrated import logits
+    from automil.evaluation.prediction import bag_scores
+    from automil.track.writing.model import load_estimator
+
+    load_in_process(fresh_plugins, run["root"] / "in-process-records")
+    model, bags = load_estimator(run["uri"], "models:/automil-test-bags/latest"), load_bags("test-bags")
+    printed = np.array([[r["scores"][str(c)] for c in model.classes_] for r in rows])
+    apart = model.calibrator.predict_proba(logits(bag_scores(model.held_apart, bags), model.probabilities))
+    np.testing.assert_allclose(printed, apart)
+    assert not np.allclose(printed, model.predict_proba(bags)), "the two fits score the bags alike: no test"

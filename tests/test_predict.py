@@ -81,11 +81,12 @@ def test_predict_reproduces_the_chosen_models_predictions_and_prints_a_line_per_
     assert [p["label"] for p in written] == list(expected)
     assert [p["bag"] for p in written] == [bags.bag_name(i) for i in range(bags.n_bags)]
     assert all(set(p["scores"]) == {"0", "1"} for p in written)
-    # the table beside the file: a line per bag, then the figures of labelled bags
+    # the table beside the file, under the line naming the model: a line per bag, then the figures
     lines = out.splitlines()
-    assert lines[0].split()[:2] == ["bag", "label"]
+    assert lines[0] == "model: full-data model (the logged fit; its labels, calibrated probabilities)"
+    assert lines[2].split()[:2] == ["bag", "label"]
     assert sum(line.startswith(bags.bag_name(0) + " ") for line in lines) == 1
-    assert "ACC" in lines[-1] and "BACC" in lines[-1]
+    assert "(full-data model): ACC" in lines[-1] and "BACC" in lines[-1]
 
 
 def test_predict_names_a_file_with_other_features_and_an_unknown_model(tuned, tmp_path):
@@ -135,6 +136,41 @@ def test_the_chosen_and_the_ensembles_models_are_calibrated_and_give_sets_from_a
     assert f"{sum(not r['abstain'] for r in rows)} bags decided" in out.stderr
     # on the bags it was tuned on (most of them in its training: a sanity check, not the guarantee)
     assert np.mean([str(r["truth"]) in r["prediction_set"] for r in rows]) >= 0.85
+
+
+def test_with_coverage_one_model_the_held_apart_one_gives_every_bags_label_scores_and_set(tuned):
+    from automil.track.writing.model import load_estimator
+
+    (ensemble,) = [r for r in tuned["rows"] if r["learner"] == "ensemble"]
+    bags = automil.load_bags("digits-bags")
+    for uri in ("models:/automil-digits-bags/latest", ensemble["model_uri"]):
+        target = tuned["root"] / "sets.json"
+        out = _automil("predict", uri, "--dataset", "digits-bags", "--coverage", "0.9", "--json", str(target),
+                       "--tracking-uri", tuned["uri"], cwd=tuned["root"]).stdout
+        model = load_estimator(tuned["uri"], uri)
+        lines = out.splitlines()
+        assert lines[0] == (f"model: held-apart model (conformal sets, coverage 0.9): the logged configuration "
+                            f"fitted without its {len(model.conformal.scores)} calibration bags; labels, "
+                            "probabilities, sets and witnesses all its")
+        assert "(held-apart model): ACC" in lines[-1]
+        rows = json.loads(target.read_text())
+        decided = [r for r in rows if not r["abstain"]]
+        assert decided, uri
+        # the label is its set's class for every decided bag, and the most probable class of every bag
+        assert all(r["prediction_set"] == [str(r["label"])] for r in decided)
+        assert all(str(r["label"]) == max(r["scores"], key=r["scores"].get) for r in rows)
+        # the table says the same, line by line (columns two spaces apart: bag names hold single ones)
+        table = [line.split("  ") for line in lines[4:4 + len(rows)]]
+        printed = [[cell.strip() for cell in row if cell.strip()] for row in table]
+        assert [(row[1], row[-1]) for row in printed] == [
+            (str(r["label"]), ("abstain " if r["abstain"] else "") + "{" + ",".join(r["prediction_set"]) + "}")
+            for r in rows]
+        # and all of it is the held-apart model's answer, as the Python API gives it
+        answer = model.predict_conformal(bags, 0.9)
+        assert [r["label"] for r in rows] == answer.labels.tolist()
+        np.testing.assert_allclose([[r["scores"][str(c)] for c in model.classes_] for r in rows], answer.proba)
+        np.testing.assert_array_equal([[str(c) in r["prediction_set"] for c in model.classes_] for r in rows],
+                                      answer.sets)
 
 
 def test_bag_predictions_carry_scores_for_every_class_and_the_witness():

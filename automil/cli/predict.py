@@ -32,7 +32,9 @@ def add_predict(commands):
     sub.add_argument("--coverage", type=float, metavar="LEVEL",
                      help="also give every bag its conformal prediction set at this coverage (e.g. 0.9): the "
                           "classes that hold the true one for at least that share of bags like the calibration "
-                          "bags; a set of more than one class is an abstention (docs/probabilities.md)")
+                          "bags; a set of more than one class is an abstention. The model fitted without the "
+                          "calibration bags then gives every column: label, scores, witness and set "
+                          "(docs/probabilities.md)")
     sub.add_argument("--mondrian", action="store_true",
                      help="with --coverage: the coverage holds within each class, not only on average")
     add_tracking_uri(sub)
@@ -60,13 +62,16 @@ def _run_predict(args) -> int:
             predictions = predict_bags(model, bags, args.coverage, args.mondrian)
         except ValueError as error:
             raise ValueError(f"model {args.model!r}: {error}") from None
+        notes = sys.stderr if args.json == "-" else sys.stdout  # with --json -, standard output is the rows
+        print(_answering(model, args), file=notes)
         if args.heatmaps:
             from automil.evaluation.heatmap_drawing import write_heatmaps
 
-            written = write_heatmaps(model, bags, predictions, args.heatmaps)
+            written = write_heatmaps(model if args.coverage is None else model.held_apart, bags, predictions,
+                                     args.heatmaps)
             pictures = sum(files.picture is not None for files in written)
             print(f"heatmaps of {len(written)} bags in {args.heatmaps} ({pictures} pictures, {len(written)} "
-                  "tables)", file=sys.stderr if args.json == "-" else sys.stdout)
+                  "tables)", file=notes)
     finally:
         release_instances(mapped)
     if args.json:
@@ -80,6 +85,7 @@ def _run_predict(args) -> int:
             f.write(text + "\n")
     rows = [(p.bag, p.label, "" if p.scores is None else " ".join(f"{c}:{v:.3g}" for c, v in p.scores.items()),
              "" if p.witness is None else p.witness) for p in predictions]
+    print()
     if args.coverage is None:
         print_table(("bag", "label", "scores", "witness"), rows)
     else:
@@ -93,9 +99,22 @@ def _run_predict(args) -> int:
             [[p.scores[str(c)] for c in classes] for p in predictions])
         scores = fold_scores(bags.y, [p.label for p in predictions], probabilities, classes)
         auc = "" if scores.roc_auc is None else f", AUC {100 * scores.roc_auc:.1f}"
-        print(f"\n{bags.n_bags} bags: ACC {100 * scores.accuracy:.1f}, BACC {100 * scores.balanced_accuracy:.1f}"
-              f"{auc}")
+        who = "full-data model" if args.coverage is None else "held-apart model"
+        print(f"\n{bags.n_bags} bags ({who}): ACC {100 * scores.accuracy:.1f}, BACC "
+              f"{100 * scores.balanced_accuracy:.1f}{auc}")
     return 0
+
+
+def _answering(model, args) -> str:
+    """Which model the printed labels, scores and witnesses are of: the full-data model, or with
+    ``--coverage`` the held-apart one, whose sets the coverage is about."""
+    if args.coverage is None:
+        scores = "calibrated probabilities" if hasattr(model, "calibrator") else "its own scores"
+        return f"model: full-data model (the logged fit; its labels, {scores})"
+    kind = ", class-conditional" if args.mondrian else ""
+    return (f"model: held-apart model (conformal sets, coverage {args.coverage:g}{kind}): the logged configuration "
+            f"fitted without its {len(model.conformal.scores)} calibration bags; labels, probabilities, sets and "
+            "witnesses all its")
 
 
 def _set_summary(predictions, args) -> str:

@@ -4,6 +4,7 @@ The calibration map comes from out-of-fold scores of the model's training bags (
 scores of the best trial), without a new fit. The prediction sets come from a second fit of the same
 configuration without one part of those bags (the held-apart model): its scores of the bags it never saw
 give the conformity scores, and it scores the new bags, so that the two are exchangeable (split conformal).
+When sets are asked for, that model answers alone: its labels, probabilities and sets (:class:`ConformalAnswer`).
 """
 
 from __future__ import annotations
@@ -15,11 +16,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.frozen import FrozenEstimator
 
-from automil.evaluation.conformal import ConformalScores, conformal_scores, prediction_sets
+from automil.evaluation.conformal import ConformalScores, conformal_scores, prediction_sets, set_labels
 from automil.evaluation.prediction import bag_scores
 
-__all__ = ["ScoreColumns", "CalibrationBags", "HeldApart", "Calibrated", "calibrate_model", "conformity",
-           "gives_probabilities", "calibration_map", "logits", "NO_SETS"]
+__all__ = ["ScoreColumns", "CalibrationBags", "HeldApart", "ConformalAnswer", "Calibrated", "calibrate_model",
+           "conformity", "gives_probabilities", "calibration_map", "logits", "NO_SETS"]
 
 NO_SETS = ("this model gives no prediction sets: no fit of it without its calibration bags was kept (that fit "
            "failed or was cut by the run's time-out, or the model was logged before automil made one)")
@@ -99,10 +100,23 @@ class HeldApart:
         return CalibrationBags(self.scores[self.calibration], bags.y[self.calibration], groups)
 
 
+@dataclass(frozen=True)
+class ConformalAnswer:
+    """One model's answer for bags, the held-apart model's: its ``labels`` (each the class its bag's set
+    decides, the most probable class of the set), its calibrated probabilities ``proba`` and its conformal
+    prediction ``sets`` (boolean), both of shape ``(n_bags, n_classes)``. The coverage is a promise about
+    that model, so the label and probabilities beside a set are its too."""
+
+    labels: np.ndarray
+    proba: np.ndarray
+    sets: np.ndarray
+
+
 class Calibrated(ClassifierMixin, BaseEstimator):
     """A fitted bag classifier whose ``predict_proba`` is calibrated and which gives conformal prediction
-    sets (:meth:`predict_set`). Its labels are the model's own (the leaderboard's figures are theirs);
-    everything else (witness, instance scores, the learner inside) is the model's too.
+    sets (:meth:`predict_conformal`). ``predict``, ``predict_proba`` and everything else (witness, instance
+    scores, the learner inside) are the model's (the full-data fit: the leaderboard's figures are its labels);
+    :meth:`predict_conformal` and :meth:`predict_set` are the held-apart model's.
 
     Parameters
     ----------
@@ -155,15 +169,20 @@ class Calibrated(ClassifierMixin, BaseEstimator):
         """Calibrated class probabilities, shape ``(n_bags, n_classes)``."""
         return self.calibrator.predict_proba(logits(bag_scores(self.model, bags), self.probabilities))
 
-    def predict_set(self, bags, coverage: float = 0.9, mondrian: bool = False) -> np.ndarray:
-        """Conformal prediction sets at ``coverage`` (boolean, shape ``(n_bags, n_classes)``; see
-        :func:`automil.evaluation.conformal.prediction_sets`) of the held-apart model's calibrated
-        probabilities: the model the conformity scores came from, so that new bags are scored as the
-        calibration bags were. ``ValueError`` (:data:`NO_SETS`) without one."""
+    def predict_conformal(self, bags, coverage: float = 0.9, mondrian: bool = False) -> ConformalAnswer:
+        """The held-apart model's labels, calibrated probabilities and conformal prediction sets at
+        ``coverage`` (see :func:`automil.evaluation.conformal.prediction_sets`; class-conditional when
+        ``mondrian``): the model the conformity scores came from, so that new bags are scored as the
+        calibration bags were, and one model behind all three. ``ValueError`` (:data:`NO_SETS`) without one."""
         if self.held_apart is None:
             raise ValueError(NO_SETS)
         proba = self.calibrator.predict_proba(logits(bag_scores(self.held_apart, bags), self.probabilities))
-        return prediction_sets(proba, self.conformal, coverage, mondrian)
+        sets = prediction_sets(proba, self.conformal, coverage, mondrian)
+        return ConformalAnswer(self.classes_[set_labels(proba, sets)], proba, sets)
+
+    def predict_set(self, bags, coverage: float = 0.9, mondrian: bool = False) -> np.ndarray:
+        """The sets of :meth:`predict_conformal` alone (boolean, shape ``(n_bags, n_classes)``)."""
+        return self.predict_conformal(bags, coverage, mondrian).sets
 
 
 def calibrate_model(model, scores, y, held_apart=None, calibration: CalibrationBags | None = None) -> Calibrated:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ConformalScores", "conformal_scores", "group_weights", "threshold", "prediction_sets"]
+__all__ = ["ConformalScores", "conformal_scores", "group_weights", "threshold", "prediction_sets", "set_labels"]
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,12 @@ def prediction_sets(proba, calibration: ConformalScores, coverage: float, mondri
     empty = ~sets.any(axis=1)
     sets[empty, np.argmax(proba[empty], axis=1)] = True
     return sets
+
+
+def set_labels(proba, sets) -> np.ndarray:
+    """The class index each bag's set decides: the most probable class of its set (``sets`` as
+    :func:`prediction_sets` gives them for ``proba``), so that a set of one class and the label never differ.
+    With marginal sets that is the arg-max of ``proba`` (one threshold for every class: a set holds the
+    most probable class whenever it holds any); with class-conditional ones a set of one class may hold a
+    class other than the most probable, and the label is the set's."""
+    return np.argmax(np.where(np.asarray(sets, dtype=bool), np.asarray(proba, dtype=np.float64), -np.inf), axis=1)

@@ -39,20 +39,22 @@ class BagPrediction:
 def predict_bags(model, bags: Bags, coverage: float | None = None, mondrian: bool = False) -> list[BagPrediction]:
     """Predict every bag with ``model`` (a fitted estimator on bags, e.g. the logged
     ``Standardized(learner)``), checking first that the bags have the features it was trained on; with a
-    ``coverage``, every bag's conformal prediction set too (the model's ``predict_set``, class-conditional
-    when ``mondrian``)."""
-    if coverage is not None and not hasattr(model, "predict_set"):
+    ``coverage``, every bag's conformal prediction set too (class-conditional when ``mondrian``), and then
+    the held-apart model answers alone (the model's ``predict_conformal``): label, scores, set and witness."""
+    if coverage is not None and not hasattr(model, "predict_conformal"):
         raise ValueError("this model has no calibration (it was logged before automil calibrated its models), "
                          "so it gives no prediction sets; a model from a new automil tune has one")
     expected = getattr(model, "n_features_in_", None)
     if expected is not None and bags.n_features != expected:
         raise ValueError(f"{bags.source or 'the bags'} have {bags.n_features} features per instance; the model "
                          f"was trained on {expected}")
-    labels = np.asarray(model.predict(bags))
-    scores = scores_of(model, bags)
-    witness = np.asarray(model.witness(bags)) if hasattr(model, "witness") else None
+    if coverage is None:
+        answering, labels, scores, sets = model, np.asarray(model.predict(bags)), scores_of(model, bags), None
+    else:
+        answer = model.predict_conformal(bags, coverage, mondrian)
+        answering, labels, scores, sets = model.held_apart, answer.labels, answer.proba, answer.sets
+    witness = np.asarray(answering.witness(bags)) if hasattr(answering, "witness") else None
     classes = [str(c) for c in getattr(model, "classes_", [])]
-    sets = None if coverage is None else model.predict_set(bags, coverage, mondrian)
     out = []
     for i in range(bags.n_bags):
         row = None if scores is None else dict(zip(classes, map(float, scores[i]), strict=True))

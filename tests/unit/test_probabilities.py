@@ -21,7 +21,7 @@ from automil.evaluation.calibrated import (
     calibration_map,
     conformity,
 )
-from automil.evaluation.conformal import conformal_scores, group_weights, prediction_sets, threshold
+from automil.evaluation.conformal import conformal_scores, group_weights, prediction_sets, set_labels, threshold
 from automil.evaluation.folds import bag_folds, fold_splits, held_apart_split
 from automil.evaluation.prediction import predict_bags
 from automil.records import TrialAttr, TrialRecord, TrialState
@@ -50,6 +50,16 @@ class MeanScore(ClassifierMixin, BaseEstimator):
 
     def predict(self, bags):
         return self.classes_[(self.decision_function(bags) > 0).astype(int)]
+
+
+class ShiftedScore(MeanScore):
+    """:class:`MeanScore` moved by ``shift``: a held-apart fit whose scores differ from the full-data model's."""
+
+    def __init__(self, shift=0.0):
+        self.shift = shift
+
+    def decision_function(self, bags):
+        return super().decision_function(bags) + self.shift
 
 
 class GrowingScore(ClassifierMixin, BaseEstimator):
@@ -126,6 +136,47 @@ def test_the_logged_model_is_calibrated_on_its_best_trials_out_of_fold_scores_an
     # a best trial without out-of-fold scores leaves the model uncalibrated
     bare = TrialRecord(2, TrialState.COMPLETE, 0.95, {}, {})
     assert isinstance(calibrated_model(plan, bags, Candidate([bare], []), MeanScore()), MeanScore)
+
+
+def test_with_sets_the_held_apart_model_alone_gives_every_bags_label_probabilities_and_set():
+    rng = np.random.default_rng(8)
+    y_cal, oof = _generated(200, rng)
+    y, scores = _generated(300, rng)
+    bags, apart = _bags(scores, y), ShiftedScore(1.0)
+    calibration = CalibrationBags(apart.decision_function(_bags(oof, y_cal)), y_cal)
+    model = calibrate_model(MeanScore(), oof, y_cal, apart, calibration)
+    rows = np.arange(bags.n_bags)
+    for mondrian in (False, True):
+        answer = model.predict_conformal(bags, 0.9, mondrian)
+        # one model: the held-apart one's scores through the calibration map, and the sets of those
+        np.testing.assert_allclose(answer.proba, model.calibrator.predict_proba(apart.decision_function(bags)[:, None]))
+        np.testing.assert_array_equal(answer.sets, prediction_sets(answer.proba, model.conformal, 0.9, mondrian))
+        np.testing.assert_array_equal(model.predict_set(bags, 0.9, mondrian), answer.sets)
+        # every label is in its set, is the class of a set of one, and no class of its set is more probable
+        index = np.searchsorted(model.classes_, answer.labels)
+        assert answer.sets[rows, index].all()
+        decided = answer.sets.sum(axis=1) == 1
+        assert decided.any() and (~decided).any()
+        np.testing.assert_array_equal(np.argmax(answer.sets[decided], axis=1), index[decided])
+        np.testing.assert_array_equal(answer.proba[rows, index], np.where(answer.sets, answer.proba, -1).max(axis=1))
+    marginal = model.predict_conformal(bags, 0.8)  # at 0.8 every bag is decided
+    np.testing.assert_array_equal(marginal.labels, model.classes_[np.argmax(marginal.proba, axis=1)])
+    # the full-data model's labels and probabilities, printed beside these sets, would contradict some
+    full = np.searchsorted(model.classes_, model.predict(bags))
+    decided = marginal.sets.sum(axis=1) == 1
+    assert (~marginal.sets[rows, full] & decided).any()
+    assert (np.argmax(model.predict_proba(bags), axis=1) != np.argmax(marginal.proba, axis=1)).any()
+
+
+def test_a_class_conditional_set_of_one_class_decides_the_label_over_the_most_probable_class():
+    # class 0's calibration bags have 0.3 for it (scores 0.7), class 1's 0.7 (scores 0.3): one threshold each
+    calibration = conformal_scores(np.array([[0.3, 0.7]] * 40), np.repeat([0, 1], 20))
+    proba = np.array([[0.4, 0.6], [0.2, 0.8], [0.9, 0.1]])
+    sets = prediction_sets(proba, calibration, 0.9, mondrian=True)
+    assert sets.tolist() == [[True, False], [False, True], [True, False]]
+    assert set_labels(proba, sets).tolist() == [0, 1, 0]  # the first set is {0} though 1 is more probable
+    marginal = prediction_sets(proba, calibration, 0.9)
+    np.testing.assert_array_equal(set_labels(proba, marginal), np.argmax(proba, axis=1))
 
 
 def test_a_held_apart_fit_trains_on_neither_its_calibration_fold_nor_its_outer_fold_and_keeps_patients_whole():
@@ -258,6 +309,11 @@ def test_predict_prints_abstentions_and_a_summary_and_writes_them_in_the_json_ro
     assert all(len(r["prediction_set"]) == 1 for r in rows if not r["abstain"])
     assert sum("abstain {0,1}" in line for line in out.splitlines()) == len(abstained)
     decided = [r for r in rows if not r["abstain"]]
+    assert all(r["prediction_set"] == [str(r["label"])] for r in decided)
+    assert out.splitlines()[0] == ("model: held-apart model (conformal sets, coverage 0.9): the logged configuration "
+                                   "fitted without its 200 calibration bags; labels, probabilities, sets and "
+                                   "witnesses all its")
+    assert "40 bags (held-apart model): ACC" in out
     wrong = sum(r["prediction_set"] != [str(r["truth"])] for r in decided)
     assert (f"{len(decided)} bags decided, {len(abstained)} abstained; error among decided bags "
             f"{100 * wrong / len(decided):.1f}% ({wrong} of {len(decided)})") in out
@@ -274,12 +330,15 @@ def test_predict_refuses_a_bad_coverage_and_a_model_without_sets_in_one_line(pre
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "has no calibration" in err
     assert predict_cli() == 0  # without --coverage it still predicts
+    assert capsys.readouterr().out.startswith("model: full-data model (the logged fit; its labels, its own scores)")
     calibrated = predict_cli.holder["model"] = calibrate_model(MeanScore(), *reversed(_generated(100, rng)))
     assert calibrated.held_apart is None  # its held-apart fit failed or was cut
     assert predict_cli("--coverage", "0.9") == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "gives no prediction sets" in err
     assert predict_cli() == 0
+    assert capsys.readouterr().out.startswith("model: full-data model (the logged fit; its labels, calibrated "
+                                              "probabilities)")
 
 
 def test_predict_bags_without_coverage_has_no_sets():
