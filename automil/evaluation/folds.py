@@ -7,7 +7,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["bag_folds", "split_groups", "repeat_seeds", "fold_splits", "held_apart_split", "fold_digest", "bag_sample"]
+__all__ = ["bag_folds", "split_groups", "repeat_seeds", "fold_splits", "held_apart_split", "fold_digest", "bag_sample",
+           "folds_for_size", "small_folds", "fold_sizes", "MIN_TEST_BAGS", "MIN_TEST_CLASS_BAGS", "FEWEST_FOLDS"]
+
+# The fewest bags a test fold should hold, and of each class. A fold's score moves in steps of a bag: on 5 bags
+# one bag is 20 points of accuracy (BACC on 2 bags of a class: 25 points), so the pruner, the spread over the
+# folds and a fold's AUC read noise; 8 bags with 2 of each class make a fold's BACC and AUC defined and a step
+# of one bag at most 12.5 points of accuracy.
+MIN_TEST_BAGS = 8
+MIN_TEST_CLASS_BAGS = 2
+# The fewest folds automil takes, even where test folds then hold fewer bags: an outer split of nested
+# cross-validation tunes on the other k - 1 folds, each inner fit trained on (k - 2) / k of the bags, half of
+# them at 4 folds (14 of 29) and a third at 3 (10 of 29), too few to rank parameters by.
+FEWEST_FOLDS = 4
 
 
 def bag_folds(y, n_splits: int, seed: int, groups=None) -> np.ndarray:
@@ -46,6 +58,37 @@ def bag_folds(y, n_splits: int, seed: int, groups=None) -> np.ndarray:
                 raise ValueError(f"{n_splits} folds over groups: fold {fold} holds every group with class "
                                  f"{sorted(left_out)[0]!r}, so its training bags have none; use fewer folds")
     return assignment
+
+
+def folds_for_size(y, most: int, groups=None) -> int:
+    """The folds of a cross-validation over bags labelled ``y`` (``groups``: one per bag) that automil chooses:
+    ``most`` (its default), fewer where a test fold would hold fewer than ``MIN_TEST_BAGS`` bags or fewer than
+    ``MIN_TEST_CLASS_BAGS`` of a class, never fewer than ``FEWEST_FOLDS`` (unless a class or the groups are
+    fewer). Fewer folds, not repeated ones: the studies, the outer splits and ``folds.json`` hold one fold per
+    bag, and the headline's repeated cross-validation already repeats them (docs/protocol.md, "Small sets").
+    Deterministic: the data's size alone decides, so a rerun asks its studies for the same folds."""
+    _, counts = np.unique(np.asarray(y), return_counts=True)
+    wanted = min(most, len(y) // MIN_TEST_BAGS, int(counts.min()) // MIN_TEST_CLASS_BAGS)
+    units = len(y) if groups is None else len(np.unique(np.asarray(groups)))
+    return min(max(FEWEST_FOLDS, wanted), most, int(counts.min()), units)
+
+
+def small_folds(y, n_splits: int) -> bool:
+    """Whether some of ``n_splits`` stratified test folds over bags labelled ``y`` hold fewer than
+    ``MIN_TEST_BAGS`` bags or fewer than ``MIN_TEST_CLASS_BAGS`` of a class."""
+    _, counts = np.unique(np.asarray(y), return_counts=True)
+    return len(y) // n_splits < MIN_TEST_BAGS or int(counts.min()) // n_splits < MIN_TEST_CLASS_BAGS
+
+
+def fold_sizes(y, n_splits: int) -> str:
+    """What ``n_splits`` stratified test folds over bags labelled ``y`` hold, in words."""
+    _, counts = np.unique(np.asarray(y), return_counts=True)
+
+    def between(n: int) -> str:
+        return f"{n // n_splits}" if n % n_splits == 0 else f"{n // n_splits} to {-(-n // n_splits)}"
+
+    return f"test folds of {between(len(y))} bags, {between(int(counts.min()))} of the smallest class " \
+           f"({int(counts.min())} bags)"
 
 
 def split_groups(assignment, groups) -> str | None:

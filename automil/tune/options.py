@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
 
+from automil.evaluation.folds import MIN_TEST_BAGS, MIN_TEST_CLASS_BAGS, fold_sizes, folds_for_size, small_folds
 from automil.evaluation.folds_file import FoldFile
 from automil.evaluation.metrics import METRICS
 from automil.records.protocol import Protocol
@@ -18,7 +19,12 @@ __all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_stud
            "OBJECTIVES", "HOLDOUT_CELLS", "HOLDOUT_FOLDS", "instance_values"]
 
 DEFAULT_STORAGE = "journal:studies/automil.journal"
-DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol
+DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol; fewer for a small set (automil.evaluation.folds.folds_for_size)
+
+
+class AutoFolds(int):
+    """A number of folds automil chose (no ``--folds``, no folds file): :meth:`TuneOptions.for_data` may lower
+    it for a small set, where a number the user gave is kept."""
 DEFAULT_METRIC = "balanced_accuracy"
 # What --objective may name, with its direction: the metrics (mean over the folds) and the costs (mean
 # seconds per fold of the trial's fits or predictions).
@@ -95,7 +101,7 @@ class TuneOptions:
         if self.metric is None:
             self.metric = self.objectives[0] if self.objectives else DEFAULT_METRIC
         if self.folds is None and self.folds_file is None:
-            self.folds = DEFAULT_FOLDS
+            self.folds = AutoFolds(DEFAULT_FOLDS)
         # a study file or a caller may give the names; check() names one that is neither
         for name, kind in (("protocol", Protocol), ("allocation", Allocation), ("sampler", Sampler)):
             if getattr(self, name) in tuple(kind):
@@ -138,12 +144,31 @@ class TuneOptions:
 
     def for_data(self, bags) -> TuneOptions:
         """These options with ``--protocol auto`` decided on ``bags``: ``holdout`` (on ``HOLDOUT_FOLDS`` folds,
-        unless a folds file gives them) from ``HOLDOUT_CELLS`` instance values, else ``nested``."""
-        if self.protocol != Protocol.AUTO:
-            return self
-        if instance_values(bags) < HOLDOUT_CELLS:
-            return replace(self, protocol=Protocol.NESTED)
-        return replace(self, protocol=Protocol.HOLDOUT, folds=self.folds if self.folds_file else HOLDOUT_FOLDS)
+        unless a folds file gives them) from ``HOLDOUT_CELLS`` instance values, else ``nested``; and folds
+        automil chose lowered for a small set (:func:`~automil.evaluation.folds.folds_for_size`)."""
+        options = self
+        if self.protocol == Protocol.AUTO and instance_values(bags) < HOLDOUT_CELLS:
+            options = replace(self, protocol=Protocol.NESTED)
+        elif self.protocol == Protocol.AUTO:
+            options = replace(self, protocol=Protocol.HOLDOUT, folds=self.folds if self.folds_file else HOLDOUT_FOLDS)
+        if isinstance(options.folds, AutoFolds):
+            options = replace(options, folds=AutoFolds(folds_for_size(bags.y, options.folds, bags.groups)))
+        return options
+
+    def folds_note(self, bags) -> str | None:
+        """What the run's plan says of its folds on ``bags`` (``None``: nothing to say): that automil took
+        fewer than its default, or that the folds the user gave leave test folds too small to score a fold by
+        (kept as given); with what the test folds hold."""
+        lowered = isinstance(self.folds, AutoFolds) and self.folds < DEFAULT_FOLDS
+        if not lowered and not small_folds(bags.y, self.folds):
+            return None
+        sizes, where = fold_sizes(bags.y, self.folds), 'see docs/protocol.md, "Small sets"'
+        if lowered:
+            return f"{bags.n_bags} bags: {self.folds} folds instead of {DEFAULT_FOLDS}: {sizes}; {where}"
+        given = "--folds-file" if self.folds_file else "--folds"
+        return (f"{bags.n_bags} bags: {self.folds} folds (as {given} gives them) leave {sizes}: fewer than "
+                f"{MIN_TEST_BAGS}, or {MIN_TEST_CLASS_BAGS} of a class, to score a fold by; the one-class guard "
+                f"and the headline pool the folds; {where}")
 
     def check(self):
         """Raise ``ValueError`` naming the first bad option."""

@@ -141,7 +141,8 @@ def test_the_protocol_by_size_nests_small_data_and_holds_out_large_data():
     auto = TuneOptions()
     assert auto.protocol == "auto"
     small = auto.for_data(_bags(10_000, 64))
-    assert (small.protocol, small.folds, small.outer_folds, small.held_out) == ("nested", 6, list(range(6)), None)
+    # 10 bags: 4 folds, not 6 (automil.evaluation.folds.folds_for_size)
+    assert (small.protocol, small.folds, small.outer_folds, small.held_out) == ("nested", 4, list(range(4)), None)
     large = auto.for_data(_bags(HOLDOUT_CELLS // 8, 8))
     assert (large.protocol, large.folds, large.outer_folds, large.held_out) == ("holdout", HOLDOUT_FOLDS, [0], 0)
     assert large.splits == [None]  # one study a learner: the held-out fold's tuning

@@ -137,12 +137,18 @@ def test_a_headline_from_a_one_class_refit_is_flagged_in_the_table_and_never_cho
     from automil.cli.tune import print_leaderboard
 
     trials = [_complete(0, 0.7, {})]
+    truth = np.array([0, 1, 1, 0, 1])
     nested = dict(outer_best=[trials[0]] * 3)
     flat = result_row("fox", OPTIONS, Evaluation("sil", "svm", "fox/sil", trials, trials[0], **nested,
-                                                 nested=[_scores(0.5, 0.5, one_class=True)] * 3))
+                                                 nested=[_scores(0.6, 0.5, one_class=True)] * 3,
+                                                 predictions={Refit.NESTED: [(truth, np.ones(5, int))] * 3}))
+    # every outer fold of five bags given one class, but not the same one: both classes over the bags
+    folds_of_one = [(truth, np.ones(5, int)), (truth, np.zeros(5, int)), (truth, np.ones(5, int))]
     fine = result_row("fox", OPTIONS, Evaluation("nsk", "svm", "fox/nsk", trials, trials[0], **nested,
-                                                 nested=[_scores(0.6, 0.6)] * 3))
-    assert flat.headline.one_class and choose([flat, fine], [50, 50]).learner == "nsk"
+                                                 nested=[_scores(0.6, 0.5, one_class=True)] * 3,
+                                                 predictions={Refit.NESTED: folds_of_one}))
+    assert flat.headline.one_class and not fine.headline.one_class
+    assert choose([flat, fine], [50, 50]).learner == "nsk"
     print_leaderboard([flat, fine], None)
     out = capsys.readouterr().out
     assert "sil (one class)" in out and "nsk (one class)" not in out

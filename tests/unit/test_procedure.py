@@ -41,7 +41,7 @@ def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), me
                                                  nested=nested, inner=inner, fit_seconds=[fit_seconds],
                                                  inner_folds=list(inner_folds), members=list(members),
                                                  gain_bound=list(gain_bound),
-                                                 predictions={Refit.NESTED: [(truth, truth)] * 3}))
+                                                 predictions={Refit.NESTED: [(truth, truth * (not one_class))] * 3}))
 
 
 def test_each_outer_split_chooses_by_its_inner_scores_and_is_scored_on_its_outer_fold():

@@ -15,7 +15,7 @@ import numpy as np
 
 from automil.evaluation.calibration_figures import pooled
 from automil.evaluation.instance_metrics import InstanceFold
-from automil.evaluation.metrics import FoldScores, figure_interval, mean_std
+from automil.evaluation.metrics import FoldScores, figure_interval, mean_std, one_class
 from automil.evaluation.pareto import non_dominated
 from automil.records import (
     PROCEDURE,
@@ -127,10 +127,8 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
     classes, matrix = _confusion(predictions) if predictions and (
         not nested_protocol or nested_figure.accuracy is not None) else (None, None)
-    one_class = any(s is not None and s.one_class for s in nested) or any(
-        s.one_class for scores in repeats for s in scores)
     headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
-                        kind=Protocol(options.protocol).headline, one_class=one_class,
+                        kind=Protocol(options.protocol).headline, one_class=_one_class(predictions),
                         classes=classes, confusion_matrix=matrix,
                         interval=_interval(matrix, options, getattr(nested_figure, options.metric)))
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
@@ -168,9 +166,10 @@ def _rung(rungs, top: bool) -> str | None:
 
 
 def _interval(matrix, options: TuneOptions, value: float | None) -> list[float] | None:
-    """Under the hold-out protocol, the 95% interval of the metric's figure ``value`` over the held-out bags
-    (:func:`~automil.evaluation.metrics.figure_interval`)."""
-    if options.protocol != Protocol.HOLDOUT or matrix is None or value is None:
+    """Under the nested and hold-out protocols, the 95% interval of the metric's figure ``value`` over the bags
+    its outer folds scored (:func:`~automil.evaluation.metrics.figure_interval`): on a small set, how little
+    its bags can tell, which a spread over three outer folds does not say."""
+    if not Protocol(options.protocol).held_out or matrix is None or value is None:
         return None
     return [round(v, 4) for v in figure_interval(options.metric, value, matrix, options.seed)]
 
@@ -217,6 +216,12 @@ def instance_figures(folds: list[InstanceFold | None]) -> InstanceFigures | None
                            witness_precision_std=precision_std)
 
 
+def _one_class(predictions: list[tuple] | None) -> bool:
+    """Whether the headline's out-of-fold ``(y_true, y_pred)`` pairs give every bag one class, pooled over
+    its folds: a fold of a few bags given one class says nothing of the model; all of them do."""
+    return bool(predictions) and one_class(*(np.concatenate(part) for part in zip(*predictions, strict=True)))
+
+
 def _confusion(predictions: list[tuple]) -> tuple[list, list]:
     """The classes and the confusion matrix of out-of-fold ``(y_true, y_pred)`` pairs, as lists."""
     from sklearn.metrics import confusion_matrix
@@ -249,8 +254,8 @@ def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecor
                          "figure (raise --timeout or --n-trials)")
     one_class = sum(bool(t.attrs.get(TrialAttr.ONE_CLASS)) for t in finished)
     if best is None and one_class:
-        errors.insert(0, f"{one_class} of {counts.trials} trials predicted one class for every bag of a test "
-                         "fold (never a result)")
+        errors.insert(0, f"{one_class} of {counts.trials} trials predicted one class for every bag they "
+                         "scored (never a result)")
     if best is None and not counts.trials:
         errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
                          "--timeout" if stopped else "no trial ran: raise --timeout")

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from automil.evaluation.chance import above_chance, score_stderr
-from automil.evaluation.metrics import mean_std
+from automil.evaluation.metrics import mean_std, one_class
 from automil.records import TrialAttr
 from automil.tune.loop.cost_probe import TooSlow
 from automil.tune.schedule.probe import ANYTIME_REACH, over_share, share_allowed
@@ -18,11 +18,18 @@ from automil.tune.studies.plan import Plan
 from automil.tune.studies.trial_folds import TrialFolds
 from automil.tune.workers.isolation import FitTimeout
 
-__all__ = ["TrialFits", "CutToChance", "beyond_share", "cut_to_chance", "timeout_attrs", "OVERRUN_MARGIN"]
+__all__ = ["TrialFits", "CutToChance", "beyond_share", "cut_to_chance", "timeout_attrs", "OVERRUN_MARGIN",
+           "ONE_CLASS_FOLD_BAGS"]
 
 # How much less again a fit is told after an anytime fit of its trial ran past its time: the overrun varies
 # with the machine's load from one fit to the next.
 OVERRUN_MARGIN = 0.1
+# The fewest test bags of one fit that tell by themselves a model giving every bag one class (its trial is then
+# stopped before its other fits). Fewer cannot tell: a model that calls 70% of bags positive gives every bag of
+# a fold of 5 that class with probability 0.7^5 = 0.17, so one of 6 such folds does with probability 0.67;
+# a fold of 50 bags does with probability 0.9^50 < 1% for a model that calls 90% of bags one class. A
+# trial whose folds are smaller is judged on all the bags it scored, once its fits are in.
+ONE_CLASS_FOLD_BAGS = 50
 
 
 @dataclass
@@ -40,6 +47,7 @@ class TrialFits:
         TrialAttr.FIT_SECONDS: [], TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False,
         TrialAttr.ONE_CLASS: False})
     oof_scores: list = field(default_factory=list)
+    predictions: list = field(default_factory=list)  # every fit's predicted labels so far, in fit order
     overrun: float = 1.0  # the most an anytime fit so far ran past the time it was told, as a ratio
     first_result: bool = False  # the learner's first trial on all the bags: fits cut short at chance stop it
     promising: bool = True  # the estimates' doubt and the half rule are its (probe.called_promising)
@@ -55,6 +63,19 @@ class TrialFits:
         fits done, killed in the third at the tuning deadline)."""
         part = left / (len(self.folds.fits) - k)
         return part if self.overrun <= 1.0 else part / (self.overrun * (1 + OVERRUN_MARGIN))
+
+    def one_class(self, y, fold: str) -> str | None:
+        """The bags the trial's fits so far gave one class every one (``fold`` names the last fit's test
+        bags), where they can tell a model that does so: the last fit's, when they are
+        ``ONE_CLASS_FOLD_BAGS`` or more, else, once every fit is in, all the bags the fits scored (out of
+        fold); ``None``: not shown."""
+        y, done = np.asarray(y), len(self.predictions)
+        test = self.folds.fits[done - 1][1]
+        if len(test) >= ONE_CLASS_FOLD_BAGS and one_class(y[test], self.predictions[-1]):
+            return f"{fold} ({len(test)} bags)"
+        if done == len(self.folds.fits) and one_class(y[self.folds.order], np.concatenate(self.predictions)):
+            return f"the {len(self.folds.order)} bags its {done} fit{'s' * (done > 1)} scored"
+        return None
 
     def ran(self, told: float, seconds: float):
         """Note that an anytime fit told ``told`` seconds took ``seconds`` (fit and prediction)."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from automil.epochs import FitPruned
 from automil.evaluation.folds import bag_sample
-from automil.evaluation.metrics import METRICS, fold_scores, mean_std, one_class
+from automil.evaluation.metrics import METRICS, fold_scores, mean_std
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.records.trials import rounded
 from automil.tune.backend.optuna_internals import owned_trials, study_storage, trial_id
@@ -275,8 +275,9 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
                  deadline: float) -> float | list[float]:
     """Make the trial's fits of ``params`` one by one in the worker and score each fit's blocks (its fold, or
     the blocks of the inner hold-out), reporting each block to the pruner (single objective); the objective
-    values. Raises ``optuna.TrialPruned`` when pruned or when a fit predicted one class for every bag it
-    scored."""
+    values. Raises ``optuna.TrialPruned`` when pruned or when the fits gave every bag one class, told where
+    that can be told (:meth:`TrialFits.one_class`: all the bags they scored, or a fold large enough): a fold
+    of five bags given one class says nothing of the model."""
     import optuna
 
     multi = plan.options.multi_objective
@@ -317,10 +318,11 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
             attrs[TrialAttr.FOLD_ROC_AUC].append(scores.roc_auc)
             if heard and getattr(scores, plan.options.metric) is not None:
                 trial.report(getattr(scores, plan.options.metric), step=step)
-        if one_class(bags.y[test], out.y_pred):
+        fits.predictions.append(out.y_pred)
+        where = fits.one_class(bags.y, f"fold {blocks[0][0]}" if len(blocks) == 1 else "the inner hold-out")
+        if where is not None:
             attrs[TrialAttr.ONE_CLASS] = True
             if fits.rung is None:  # pruned under every objective: never a result
-                where = f"fold {blocks[0][0]}" if len(blocks) == 1 else "the inner hold-out"
                 attrs[TrialAttr.ERROR] = f"predicted one class for every bag of {where}"
                 raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
             # on a rung, chance is a point of the learning curve like any other: it only schedules
