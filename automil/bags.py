@@ -24,8 +24,9 @@ class Bags:
     Parameters
     ----------
     X : ndarray of shape (n_instances, n_features) or scipy sparse matrix
-        Instances, converted to C-contiguous float64 (CSR for sparse input); a dense float32 matrix stays
-        float32 (half the memory for features from a network; a learner that needs float64 converts its own
+        Instances, converted to C-contiguous float64 (CSR for sparse input); a dense float32 or float16 matrix
+        keeps its dtype (a half or a quarter of the memory for features from a network; learners read float16
+        as float32, :func:`~automil.streamed_bags.read_dtype`, and one that needs float64 converts its own
         working set).
     offsets : array-like of int of shape (n_bags + 1,)
         Start row of each bag, then ``n_instances``.
@@ -339,8 +340,11 @@ def row_blocks(X: np.ndarray, rows=None, block_bytes: int | None = None):
 
 
 def instance_dtype(dtype) -> np.dtype:
-    """The dtype dense instances are stored in: float32 stays float32, everything else becomes float64."""
-    return np.dtype(np.float32) if np.dtype(dtype) == np.float32 else np.dtype(np.float64)
+    """The dtype dense instances are stored in: float32 and float16 (an encoder's own precision) stay as they
+    are, everything else becomes float64. Of several dtypes (the files of a folder), give their
+    ``np.result_type``: the widest float wins, so float16 beside float32 is float32."""
+    dtype = np.dtype(dtype)
+    return dtype if dtype in (np.float32, np.float16) else np.dtype(np.float64)
 
 
 def as_bags(bags, y=None) -> Bags:

@@ -13,6 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
+from automil.streamed_bags import read_dtype
 
 __all__ = ["BagClassifier", "LearnerSpec", "Published", "SEED"]
 
@@ -117,6 +118,8 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
         if bags.is_sparse and not self.accepts_sparse:
             raise ValueError(f"{type(self).__name__} does not accept sparse instances; densify them "
                              "(bags.X.toarray()) if they fit in memory")
+        if isinstance(bags, Bags) and not bags.is_sparse and read_dtype(bags.X.dtype) != bags.X.dtype:
+            bags = bags.with_instances(bags.X.astype(read_dtype(bags.X.dtype)))  # float16 given unstandardized
         return bags
 
     def __sklearn_tags__(self):

@@ -3,8 +3,8 @@
 A fold of a cohort larger than memory cannot be gathered into one array. A learner that declares
 ``accepts_streamed`` (``bag-stats``, the networks) gets its training and test folds as
 :class:`StreamedBags` instead of :class:`~automil.Bags`: the rows stay in the run's mapped matrix, and only
-the bags being read are in memory, standardized with the training fold's statistics, in the matrix's dtype,
-by the same arithmetic as :meth:`automil.evaluation.standardized.Standardized.transform`.
+the bags being read are in memory, standardized with the training fold's statistics, in the matrix's dtype
+(float16 read as float32), by the same arithmetic as :meth:`automil.evaluation.standardized.Standardized.transform`.
 """
 
 from __future__ import annotations
@@ -15,11 +15,18 @@ import mmap
 
 import numpy as np
 
-__all__ = ["BLOCK_BYTES", "StreamedBags", "release_pages"]
+__all__ = ["BLOCK_BYTES", "StreamedBags", "read_dtype", "release_pages"]
 
 # Bytes of float64 per block of rows read at once (statistics, standardization, a block of bags): a block of a
 # 1,024-wide matrix is 2,048 rows, so a pass over a fold holds no more than this beside it.
 BLOCK_BYTES = 1 << 24
+
+
+def read_dtype(dtype) -> np.dtype:
+    """The dtype instances stored in ``dtype`` are read in for arithmetic: float16 (an encoder's half-precision
+    features, kept so in the run's file) as float32, since numpy computes float16 in software, with no BLAS,
+    and its running sums lose digits; every other dtype as it is."""
+    return np.dtype(np.float32) if np.dtype(dtype) == np.float16 else np.dtype(dtype)
 
 
 def release_pages(X) -> None:
@@ -164,8 +171,8 @@ class StreamedBags:
                     source=self.source, coords=self.coords, groups=self.groups)
 
     def _read(self, rows) -> np.ndarray:
-        """Rows of the matrix (a slice or an index array), standardized in the matrix's dtype."""
-        X = np.array(self._bags.X[rows])  # a copy: a slice of a mapped file would stay mapped
+        """Rows of the matrix (a slice or an index array), standardized in the matrix's :func:`read_dtype`."""
+        X = np.array(self._bags.X[rows], dtype=read_dtype(self._bags.X.dtype))  # a copy: a slice would stay mapped
         release_pages(self._bags.X)
         if self.mean is None:
             return X

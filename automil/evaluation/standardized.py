@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags, row_blocks
 from automil.learner import BagClassifier
-from automil.streamed_bags import BLOCK_BYTES, StreamedBags
+from automil.streamed_bags import BLOCK_BYTES, StreamedBags, read_dtype
 
 __all__ = ["Standardized", "instance_moments", "instance_scaling", "standardized_rows", "streams"]
 
@@ -68,11 +68,11 @@ def _row_sums(blocks) -> np.ndarray:
 
 
 def standardized_rows(X: np.ndarray, rows, mean, scale) -> np.ndarray:
-    """``(X[rows] - mean) / scale`` of dense ``X``, in its dtype, made a block at a time into one new array: a fold
-    standardized without its unscaled copy."""
+    """``(X[rows] - mean) / scale`` of dense ``X``, in its dtype (float16 in float32), made a block at a time into
+    one new array: a fold standardized without its unscaled copy."""
     rows = np.asarray(rows, dtype=np.int64)
-    out = np.empty((len(rows), X.shape[1]), dtype=X.dtype)
-    mean, scale = mean.astype(X.dtype, copy=False), scale.astype(X.dtype, copy=False)
+    out = np.empty((len(rows), X.shape[1]), dtype=read_dtype(X.dtype))
+    mean, scale = mean.astype(out.dtype, copy=False), scale.astype(out.dtype, copy=False)
     start = 0
     for block in _blocks(X, rows):
         part = out[start:start + len(block)]
@@ -169,9 +169,10 @@ class Standardized(ClassifierMixin, BaseEstimator):
                 X = (bags.X.toarray() - self.mean_) / self.scale_
             else:
                 X = bags.X @ sp.diags(1.0 / self.scale_)
-        else:  # in the instances' own dtype: float32 bags stay float32
-            X = bags.X if self.mean_ is None else bags.X - self.mean_.astype(bags.X.dtype, copy=False)
-            X = np.divide(X, self.scale_.astype(bags.X.dtype, copy=False), out=None if X is bags.X else X)
+        else:  # in the instances' own dtype: float32 bags stay float32 (float16 ones become float32)
+            dtype = read_dtype(bags.X.dtype)
+            X = bags.X if self.mean_ is None else bags.X - self.mean_.astype(dtype, copy=False)
+            X = np.divide(X, self.scale_.astype(dtype, copy=False), out=None if X is bags.X else X)
         return bags.with_instances(X)
 
     def predict(self, bags) -> np.ndarray:

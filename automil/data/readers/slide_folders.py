@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from automil.bags import Bags
+from automil.bags import Bags, instance_dtype
 from automil.data.instance_matrix import InstanceMatrix
 from automil.data.readers.errors import FormatError
 from automil.data.readers.feature_files import FeatureFile
@@ -24,6 +24,7 @@ from automil.data.readers.labels_table import read_labels_table
 
 __all__ = ["read_clam", "read_trident", "slide_layout"]
 
+BFLOAT16 = "torch.bfloat16"
 TORCH_HINT = "reading .pt feature files needs torch: pip install torch (or read the .h5 files instead)"
 
 
@@ -97,7 +98,7 @@ def _read_slides(features: Path, labels: Path, groups: str | None) -> Bags:
             raise slide.error(f"{slide.shape[1]} features per patch, but slide {slides[0].name!r} has {width}: "
                               "every slide needs the same encoder")
     offsets = np.concatenate(([0], np.cumsum([s.shape[0] for s in slides])))
-    dtype = np.float32 if all(s.float32 for s in slides) else np.float64
+    dtype = instance_dtype(np.result_type(*(s.dtype for s in slides)))  # float16 slides stay float16
     with InstanceMatrix(offsets[-1], width, dtype) as matrix:
         coords = [matrix.fill(start, stop, slide.read_into)
                   for slide, start, stop in zip(slides, offsets[:-1], offsets[1:])]
@@ -111,19 +112,19 @@ def _read_slides(features: Path, labels: Path, groups: str | None) -> Bags:
 
 @dataclass(frozen=True)
 class _Slide(FeatureFile):
-    """One slide's feature file: where it is and the shape of its features."""
+    """One slide's feature file: where it is, the shape of its features and their dtype."""
 
     shape: tuple
-    float32: bool
+    dtype: np.dtype
 
     noun, instance = "slide", "patch"
 
     @classmethod
     def open(cls, name: str, path: Path) -> _Slide:
-        slide = cls(name, path, (), False)
+        slide = cls(name, path, (), np.dtype(np.float64))
         if path.suffix == ".pt":
             features = slide._pt()
-            shape, dtype = tuple(features.shape), np.dtype(str(features.dtype).removeprefix("torch."))
+            shape, dtype = tuple(features.shape), _numpy_dtype(features)
         else:
             with slide.h5() as f:
                 features = slide.h5_features(f)
@@ -133,13 +134,14 @@ class _Slide(FeatureFile):
         if len(shape) != 2 or shape[0] == 0 or dtype.kind not in "biuf":
             raise slide.error(f"the features are {dtype} of shape {shape}; a slide needs a 2-D array of numbers "
                               "(patches x features) with at least one patch")
-        return cls(name, path, shape, dtype == np.float32)
+        return cls(name, path, shape, dtype)
 
     def read_into(self, out: np.ndarray) -> np.ndarray | None:
         """Fill ``out`` with the features, refuse NaN and inf, and return the coords (``None`` without)."""
         coords = None
         if self.path.suffix == ".pt":
-            out[...] = self._pt().reshape(out.shape).numpy()
+            features = self._pt().reshape(out.shape)
+            out[...] = (features.float() if str(features.dtype) == BFLOAT16 else features).numpy()
         else:
             with self.h5() as f:
                 features = self.h5_features(f)
@@ -165,3 +167,9 @@ class _Slide(FeatureFile):
         if not isinstance(tensor, torch.Tensor):
             raise self.error(f"the .pt file holds a {type(tensor).__name__}, not a tensor of features")
         return tensor
+
+
+def _numpy_dtype(tensor) -> np.dtype:
+    """The numpy dtype of a tensor's features; bfloat16, which numpy lacks, is read as float32 (exactly)."""
+    name = str(tensor.dtype)
+    return np.dtype(np.float32) if name == BFLOAT16 else np.dtype(name.removeprefix("torch."))

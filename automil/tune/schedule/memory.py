@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 from automil.evaluation.standardized import streams
-from automil.streamed_bags import BLOCK_BYTES
+from automil.streamed_bags import BLOCK_BYTES, read_dtype
 
 __all__ = ["PROCESS_BYTES", "default_memory", "machine_memory", "instance_bytes", "held_bytes", "fit_bytes",
            "pair_bytes", "over_budget"]
@@ -48,11 +48,11 @@ def default_memory() -> int:
 
 
 def instance_bytes(bags) -> int:
-    """The bytes of the bags' instances (a sparse matrix's stored values and indices)."""
+    """The bytes of the bags' instances as a fit reads them (a sparse matrix's stored values and indices)."""
     X = bags.X
     if bags.is_sparse:
         return int(X.data.nbytes + X.indices.nbytes + X.indptr.nbytes)
-    return int(X.shape[0]) * int(X.shape[1]) * X.dtype.itemsize
+    return int(X.shape[0]) * int(X.shape[1]) * read_dtype(X.dtype).itemsize  # float16 is fitted in float32
 
 
 def held_bytes(spec, bags) -> int:
