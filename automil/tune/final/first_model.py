@@ -61,13 +61,11 @@ class FirstModel:
 
 def commits_first(plan: Plan, bags) -> bool:
     """Whether the run commits to a first model: the hold-out protocol on bags of the ``cohorts`` regime (as the
-    run's portfolio bounds it), with a portfolio member to train."""
-    if plan.options.protocol != Protocol.HOLDOUT or not plan.portfolio:
+    run's portfolio bounds it), with a portfolio member to train and a metric with a chance level to pass."""
+    if plan.options.protocol != Protocol.HOLDOUT or not plan.portfolio or plan.chance is None:
         return False
-    from automil.tune.studies.meta_features import meta_features
-
-    meta = {**meta_features(bags).to_dict(), "grouped": grouped(bags)}
-    return regime_of(meta, plan.options.portfolio) == COHORTS
+    size = {"mean_bag_size": bags.n_instances / bags.n_bags, "grouped": grouped(bags)}  # no pass over the matrix
+    return regime_of(size, plan.options.portfolio) == COHORTS
 
 
 def sub_bag_size(sizes) -> int:
