@@ -88,3 +88,5 @@ def test_the_bags_an_inner_score_covers_are_the_tuning_bags_or_under_the_holdout
     [counts] = holdout.inner_bags(y)  # hold-out: the inner fifth alone
     assert counts.tolist() == [np.sum((y == c) & (validation >= 0)) for c in (0, 1)]
     assert INNER_MIN_CLASS_BAGS <= counts.min() < np.sum((y == 0) & (assignment != 0))
+    # the run's choice weighs the main studies' tuning scores: every bag, or the hold-out's inner fifth
+    assert nested.tuning_bags(y).tolist() == [900, 1100] and holdout.tuning_bags(y).tolist() == counts.tolist()
