@@ -22,8 +22,8 @@ The measured epoch: the cohort written by ``experiments/large_cohort.py`` (``--s
 mapped file as a run reads it (``automil.load_bags`` inside ``writing_instances``), the TRIDENT folder then
 deleted, and the learner's network trained on every slide by its own training loop
 (``automil_deep.training.fit_network``: its batches, sampling and standardization, no held-out pass): one
-epoch with the file dropped from the cache, then ``--epochs`` with the file cached, read ahead in a thread
-and not. Everything written is deleted at the end.
+epoch with the file dropped from the cache, then ``--epochs`` with the file cached, each read ahead in a
+thread and not (``Batches.prefetch`` 1 and 0). Everything written is deleted at the end.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 
 READ_PIECE = 1 << 24  # bytes a preadv call reads
 MATMUL_SECONDS = 1.0  # each of the three timings of the projection runs at least this long
+WAYS = {1: "read ahead", 0: "not read ahead"}  # Batches.prefetch
 
 
 def read_speed(path: Path, from_disk: bool) -> float:
@@ -188,15 +189,15 @@ def main(argv=None) -> None:
                           f"(read {reading:.2f} + project {projecting:.2f})")
         floors = {where: floor_seconds(args.slides, args.patches, args.features, args.max_instances, args.hidden, 4,
                                        speed, flops)[0] for where, speed in (("cache", cache), ("disk", disk))}
-        drop_from_cache(run_file, bags.X)
-        cold = measured_epochs(bags, args.learner, params, 1, prefetch=1)
-        print(f"{args.learner} epoch from disk (file dropped first), read ahead: {cold:.2f} s, "
-              f"{cold / floors['disk']:.2f} x the disk floor")
+        for prefetch in (1, 0):
+            drop_from_cache(run_file, bags.X)
+            cold = measured_epochs(bags, args.learner, params, 1, prefetch)
+            print(f"{args.learner} epoch from disk (file dropped first), {WAYS[prefetch]}: {cold:.2f} s, "
+                  f"{cold / floors['disk']:.2f} x the disk floor")
         read_speed(run_file, from_disk=False)  # every page cached
         for prefetch in (1, 0):
             warm = measured_epochs(bags, args.learner, params, args.epochs, prefetch)
-            way = "read ahead" if prefetch else "not read ahead"
-            print(f"{args.learner} epoch from the cache, {way} (mean of {args.epochs}): {warm:.2f} s, "
+            print(f"{args.learner} epoch from the cache, {WAYS[prefetch]} (mean of {args.epochs}): {warm:.2f} s, "
                   f"{warm / floors['cache']:.2f} x the cache floor")
 
 

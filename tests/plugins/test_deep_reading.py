@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from automil.checks import witness_bags  # noqa: E402 - after the skip: the plugin's tests need torch
+from automil.streamed_bags import StreamedBags  # noqa: E402
 from automil_deep.estimators import ABMILClassifier  # noqa: E402
 from automil_deep.networks import ABMIL  # noqa: E402
 from automil_deep.reading import RUNS, prefetched, run_positions  # noqa: E402
@@ -157,11 +158,11 @@ def test_a_network_trains_and_predicts_on_a_float16_run_file_as_on_its_values_in
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     bags = witness_bags(16)
     values = bags.X.astype(np.float16)
-    np.save(tmp_path / "instances.npy", values)
     wide = bags.with_instances(values.astype(np.float32))
-    half = bags.with_instances(values.astype(np.float32))
-    half.X = np.asarray(np.load(tmp_path / "instances.npy", mmap_mode="r"))  # the run's file, kept float16
-    assert half.X.dtype == np.float16
+    # the run's file kept float16, its bags streamed to the network as a run's fit gets them, never gathered
+    run_file = bags.with_instances(values).mapped(tmp_path / "instances.npy")
+    assert run_file.X.dtype == np.float16
+    half = StreamedBags(run_file)
     Inputs.dtypes = []
     from_half = InputsABMIL(max_instances=3, **FAST).fit(half)
     assert Inputs.dtypes and set(Inputs.dtypes) == {torch.float32}

@@ -221,7 +221,7 @@ def test_a_network_on_streamed_bags_reads_a_batch_at_a_time_and_gives_the_gather
     monkeypatch.setattr(StreamedBags, "_read", lambda self, rows: reads.append(np.arange(mapped.n_instances)[rows].size)
                         or original(self, rows))
     monkeypatch.setattr(streamed_bags, "BLOCK_BYTES", 8 * 16 * 200)  # the moments' blocks: 200 rows
-    monkeypatch.setattr(training, "READ_BYTES", 8 * 16 * 64)  # a batch read 64 rows at a time
+    monkeypatch.setattr(training, "READ_BYTES", 4 * 16 * 64)  # a batch read 64 float32 rows at a time
     streamed = Standardized(learner(**params)).fit_subset(mapped, train)
     fold = mapped.subset(train).n_instances
     assert reads and max(reads) <= 200 < fold / 5  # blocks and batches, never the fold
