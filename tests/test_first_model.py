@@ -109,7 +109,8 @@ def test_a_completed_run_keeps_or_replaces_its_first_model_by_the_inner_scores(c
     else:  # replaced: its version registered after the first model's, on a better inner score
         assert len(versions) == 2 and shipped["registered_model"] == f"models:/{versions[1].name}/2"
         assert shipped["outer_splits"][0]["inner"] > first["tuning_score"]
-        assert first["error"].startswith("replaced: the final choice, " + shipped["learner"])
+        assert first["error"].startswith("onefeature, the portfolio's first member: replaced: the final choice, "
+                                         + shipped["learner"])
     assert rows["automil"]["choices"]  # the procedure's row, as without a first model
 
 

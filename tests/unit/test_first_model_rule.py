@@ -97,8 +97,9 @@ def test_the_first_models_row_says_whether_it_shipped():
     first = _first(0.80)
     kept = shipped_row(first, _chosen(0.79))
     assert kept.model.selected and kept.model.registered == first.registered
-    assert kept.error == ("the shipped model, registered first: the final choice, mi-net, has the inner score "
-                          "0.790, not above its 0.800")
+    assert kept.error == ("abmil, the portfolio's first member: the shipped model, registered first: the final "
+                          "choice, mi-net, has the inner score 0.790, not above its 0.800")
     replaced = replaced_row(first, _chosen(0.9))
     assert not replaced.model.selected
-    assert replaced.error.startswith("replaced: the final choice, mi-net, has the inner score 0.900")
+    assert replaced.error.startswith("abmil, the portfolio's first member: replaced: the final choice, mi-net, "
+                                    "has the inner score 0.900")

@@ -133,7 +133,7 @@ def commit_first_model(plan: Plan, bags, worker, recorder: Recorder, listener: L
             f"{name} {_shown(value)} on the held-out bags, its lower bound {_shown(bound)} not above chance "
             f"{chance:.2f}")
         listener.message(f"first model: {spec.name}: {why}: not registered; the run goes on")
-        return replace(first, reason=why, row=replace(row, error=f"not registered: {why}"))
+        return replace(first, reason=why, row=replace(row, error=_note(spec.name, f"not registered: {why}")))
     uri = recorder.first_model_done(row, out.model, bags)
     registered = None if uri is None else recorder.register(uri)
     if registered is None:
@@ -172,7 +172,8 @@ def stays_note(first: FirstModel, chosen: LearnerResult | None) -> str:
 
 def shipped_row(first: FirstModel, chosen: LearnerResult | None) -> LearnerResult:
     """The first model's row once it stays the run's model: selected, saying why."""
-    return replace(first.row, error=f"the shipped model, registered first: {stays_note(first, chosen)}",
+    return replace(first.row, error=_note(first.learner, f"the shipped model, registered first: "
+                                                          f"{stays_note(first, chosen)}"),
                    model=replace(first.row.model, selected=True))
 
 
@@ -180,8 +181,9 @@ def replaced_row(first: FirstModel, chosen: LearnerResult) -> LearnerResult:
     """The first model's row once the final choice replaced it (:func:`keeps` false): not selected, saying why."""
     if first.registered is None:
         return first.row
-    return replace(first.row, error=f"replaced: the final choice, {chosen.learner}, has the inner "
-                                    f"score {_shown(_inner(chosen))}, above its {_shown(first.inner)}",
+    return replace(first.row, error=_note(first.learner, f"replaced: the final choice, {chosen.learner}, has the "
+                                                          f"inner score {_shown(_inner(chosen))}, above its "
+                                                          f"{_shown(first.inner)}"),
                    model=replace(first.row.model, selected=False))
 
 
@@ -211,7 +213,12 @@ def _row(plan: Plan, spec, params: dict, figures, inner: float | None, fit_secon
                                            one_class=figures.one_class, classes=np.asarray(classes).tolist(),
                                            confusion_matrix=matrix),
                          costs=Costs(fit_seconds=round(fit_seconds, 2)), status=Status.OK,
-                         error=f"{spec.name}, the portfolio's first member")
+                         error=_note(spec.name, "registered when above chance"))
+
+
+def _note(learner: str, status: str) -> str:
+    """The first model's note: which learner it is, and what became of it."""
+    return f"{learner}, the portfolio's first member: {status}"
 
 
 def _shown(value: float | None) -> str:
