@@ -105,7 +105,7 @@ def _print_footnotes(rows: list[LearnerResult], verbose: bool):
         lines.append("* optimistic: scored on the folds the parameters were tuned on." + (
             "" if protocol.held_out else " Use --protocol nested for scores from folds the tuner never saw."))
     if any(row.headline.one_class for row in rows):
-        lines.append("one class: a refit behind the headline predicted one class for every bag of its test bags; "
+        lines.append("one class: the refits behind the headline predicted one class for every bag they scored; "
                      "the figure is flagged, never a choice.")
     if any(row.learner == PROCEDURE for row in rows):
         lines.append(f"{PROCEDURE}: the procedure itself; each outer split takes the row best on its inner folds "

@@ -169,8 +169,8 @@ def _print_choice(rows: list[LearnerResult]):
     """Which model the run chose, its calibration, and how to apply it."""
     chosen = next((row for row in rows if row.model.selected), None)
     if chosen is None:
-        print("\nNo model chosen: no learner has a figure above chance by its uncertainty without a fold "
-              "predicted as one class.")
+        print("\nNo model chosen: no learner has a figure above chance by its uncertainty without its "
+              "out-of-fold predictions giving every bag one class.")
         return
     model = chosen.model
     where = (f", registered as {model.registered}" if model.registered

@@ -152,7 +152,7 @@ def test_a_headline_from_a_one_class_refit_is_flagged_in_the_table_and_never_cho
     print_leaderboard([flat, fine], None)
     out = capsys.readouterr().out
     assert "sil (one class)" in out and "nsk (one class)" not in out
-    assert "one class: a refit behind the headline predicted one class" in out
+    assert "one class: the refits behind the headline predicted one class for every bag they scored" in out
 
 
 def _nested_row(learner, outer, labels=(0, 1, 0, 1), metric="balanced_accuracy", tuning=0.5, fit_seconds=1.0):

@@ -89,7 +89,8 @@ def choose(rows: list[LearnerResult], counts) -> Choice:
 
 
 def admissible(row: LearnerResult) -> bool:
-    """A row a choice may consider: status ``ok``, a headline figure, no fold predicted as one class."""
+    """A row a choice may consider: status ``ok``, a headline figure, not one class (its out-of-fold predictions
+    give the bags more than one)."""
     return row.status == Status.OK and not row.headline.one_class and row.metric_value() is not None \
         and row.learner != PROCEDURE
 
