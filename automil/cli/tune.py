@@ -67,7 +67,8 @@ def _add_tune_options(sub, defaults: bool):
                          help=f"a fit running longer is killed and its trial recorded T/O (default "
                               f"{int(d.fit_timeout)})")
         sub.add_argument("--folds", type=int, default=None,
-                         help=f"k of k-fold CV (default {DEFAULT_FOLDS}, or as many as --folds-file holds)")
+                         help=f"k of k-fold CV (default {DEFAULT_FOLDS}, fewer where a test fold would hold fewer "
+                              "than 8 bags or 2 of a class; or as many as --folds-file holds)")
         sub.add_argument("--repeats", type=int, default=d.repeats,
                          help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats}; with "
                               "--folds-file at most as many as it holds)")
