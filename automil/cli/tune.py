@@ -170,8 +170,9 @@ def _print_choice(rows: list[LearnerResult]):
     """Which model the run chose, its calibration, and how to apply it."""
     chosen = next((row for row in rows if row.model.selected), None)
     if chosen is None:
-        print("\nNo model chosen: no learner has a figure above chance by its uncertainty without its "
-              "out-of-fold predictions giving every bag one class.")
+        print()
+        print_wrapped("No model chosen: no learner's tuning score is above chance by its uncertainty over the bags "
+                      "it scored (learners whose out-of-fold predictions give every bag one class are never chosen).")
         return
     model = chosen.model
     where = (f", registered as {model.registered}" if model.registered
@@ -183,6 +184,9 @@ def _print_choice(rows: list[LearnerResult]):
     print()
     print_wrapped(f"Chosen: {chosen.learner} ({chosen.headline.kind} {LABELS[metric]} "
                   f"{measured(chosen.headline, metric)}{own}){where}.")
+    if chosen.tuning.score is not None:
+        print_wrapped(f"Chosen on its tuning {LABELS[metric]} {chosen.tuning.score:.3f}, by the rule the {PROCEDURE} "
+                      f"row measures; the rows' {chosen.headline.kind} figures are not a basis for choosing.")
     for row in (chosen, procedure):
         if row is not None and row.calibration is not None:
             print_wrapped(calibration_lines(row.learner, row.calibration))

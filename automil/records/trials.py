@@ -69,7 +69,7 @@ class TrialAttr(StrEnum):
     ESTIMATED_SECONDS = "estimated_seconds"  # its defaults' trial as estimated from fits on samples of bags
     STALE = "stale"  # its process died: not counted
     OUT_OF_MEMORY = "out_of_memory"
-    ONE_CLASS = "one_class"  # predicted one class for every bag of a fold
+    ONE_CLASS = "one_class"  # predicted one class for every bag it scored (pooled over its fits)
     WARM_START_FROM = "warm_start_from"  # a queued warm-start point: the study its parameters come from
     PORTFOLIO = "portfolio"  # a queued point of the portfolio (automil.tune.portfolio), after the learner's first
     RUNG = "rung"  # a trial of the ladder: the fraction of the training bags it fitted on (never counted)
