@@ -88,9 +88,9 @@ def _print_footnotes(rows: list[LearnerResult], verbose: bool):
     cv = f"{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}"
     if protocol == Protocol.HOLDOUT:
         lines.append(f"{first.dataset}: hold-out: one of {first.folds} folds of bags held out, tuned by "
-                     f"{first.folds - 1}-fold CV on the others; the hold-out figure's 95% interval is a bootstrap "
-                     "over its bags (`interval` in --json); screened: the learner's defaults on a share of the bags "
-                     "only.")
+                     f"{first.folds - 1}-fold CV on the others; the hold-out figure's 95% interval is over its bags "
+                     "(`interval` in --json: a bootstrap for ACC and BACC, Hanley-McNeil's standard error for AUC); "
+                     "screened: the learner's defaults on a share of the bags only.")
     elif protocol == Protocol.NESTED:
         cv += "; nested: mean +- sd over the outer folds, each scored by a refit tuned on the other folds"
     if verbose or not protocol.held_out:
