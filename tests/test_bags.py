@@ -98,8 +98,8 @@ def test_source_is_named_in_errors():
 
 
 @pytest.mark.parametrize(("dtype", "stored"), [(np.float32, np.float32), (np.float64, np.float64),
-                                                (np.int64, np.float64), (np.float16, np.float64)])
-def test_float32_instances_stay_float32_and_the_rest_become_float64(dtype, stored):
+                                                (np.int64, np.float64), (np.float16, np.float16)])
+def test_float32_and_float16_instances_keep_their_dtype_and_the_rest_become_float64(dtype, stored):
     X = np.arange(8).reshape(4, 2).astype(dtype)
     assert Bags(X, [0, 2, 4]).X.dtype == stored
     assert Bags.from_list([X[:2], X[2:]]).X.dtype == stored
