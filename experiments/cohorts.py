@@ -137,9 +137,8 @@ def outer_folds(protocol: str, n_folds: int) -> list[int]:
 def defaults_params(name: str, bags) -> dict:
     """The estimator parameters of the learner's first trial (its defaults) on ``bags``, as the driver maps
     them through its search space; ``{}`` (the estimator's own defaults) when its plugin gives none."""
-    from learner_params import estimator_params  # experiments/ is on sys.path when experiments/scale.py runs
-
     import automil
+    from automil.tune.portfolio.members import estimator_params
 
     spec = automil.get_learner(name)
     return estimator_params(spec, dict(spec.first_trial), bags) if spec.first_trial else {}

@@ -30,8 +30,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from learner_params import estimator_params
 from portfolio import BUILT_IN, MilTask
+
+from automil.tune.portfolio.members import estimator_params
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "automil" / "tune" / "portfolio" / "fit_costs.json"

@@ -35,9 +35,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from learner_params import estimator_params  # experiments/ is on sys.path when this script runs
 
 from automil import Bags, bag_folds, fold_splits
+from automil.tune.portfolio.members import estimator_params
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "automil" / "tune" / "portfolio" / "portfolio.json"

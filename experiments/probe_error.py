@@ -17,13 +17,12 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from learner_params import estimator_params  # experiments/ is on sys.path when this script runs
 
 from automil import load_bags, plugins
 from automil.evaluation.folds import bag_folds, fold_splits
 from automil.tune.loop.cost_probe import probe_estimate
 from automil.tune.options import TuneOptions
-from automil.tune.portfolio.members import members_for
+from automil.tune.portfolio.members import estimator_params, members_for
 from automil.tune.studies.meta_features import meta_features
 from automil.tune.studies.priors import first_point
 from automil.tune.workers.fits import fit_predict, fit_worker, import_for

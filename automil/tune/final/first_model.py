@@ -17,13 +17,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from automil.evaluation.chance import chance_level
-from automil.evaluation.metrics import LABELS, fold_scores
+from automil.evaluation.metrics import LABELS, fold_scores, mean_std
 from automil.records import Costs, Headline, LearnerResult, ModelRecord, Status, Tuning
 from automil.records.protocol import Protocol
 from automil.tune.final.chance_rule import above, bag_bound
 from automil.tune.final.leaderboard import RowSpec
 from automil.tune.listener import Listener
-from automil.tune.portfolio.members import COHORTS, Member, grouped, regime_of
+from automil.tune.portfolio.members import COHORTS, Member, estimator_params, grouped, regime_of
 from automil.tune.studies.plan import Plan
 from automil.tune.tracking import Recorder
 from automil.tune.workers.fits import fit_predict, import_for
@@ -76,15 +76,7 @@ def sub_bag_size(sizes) -> int:
 def first_params(spec, member: Member, bags) -> dict:
     """The estimator parameters of ``member`` (its learner's search space on the member's point), with the
     data's sub-bag size (:func:`sub_bag_size`) where the learner takes a ``max_instances`` the point leaves open."""
-    import optuna
-
-    from automil.records import TrialAttr
-
-    trial = optuna.trial.FixedTrial(member.params)
-    for key, value in ((TrialAttr.N_FEATURES, bags.n_features), (TrialAttr.N_INSTANCES, bags.n_instances),
-                       (TrialAttr.N_CLASSES, len(bags.classes))):
-        trial.set_user_attr(key, value)  # what a search space may read, as a trial holds it
-    params = dict(spec.search_space(trial))
+    params = dict(estimator_params(spec, member.params, bags))
     if "max_instances" not in params and "max_instances" in spec.build(**params).get_params():
         params["max_instances"] = sub_bag_size(bags.sizes)
     return params
@@ -194,9 +186,7 @@ def _inner(row: LearnerResult) -> float | None:
 
 def _block_mean(blocks, y, y_pred, scores, classes, metric: str) -> float | None:
     """The mean over ``blocks`` (``(block, positions)``) of ``metric``: a trial's value on the same bags."""
-    values = [getattr(fold_scores(y[at], y_pred[at], scores[at], classes), metric) for _, at in blocks]
-    values = [v for v in values if v is not None]
-    return float(np.mean(values)) if values else None
+    return mean_std(getattr(fold_scores(y[at], y_pred[at], scores[at], classes), metric) for _, at in blocks)[0]
 
 
 def _row(plan: Plan, spec, params: dict, figures, inner: float | None, fit_seconds: float, y, y_pred,

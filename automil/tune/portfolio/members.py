@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 __all__ = ["Regime", "REGIMES", "COHORTS", "COHORT_MEAN_BAG_SIZE", "Member", "grouped", "regime_of", "regimes_of",
-           "regimes", "members_for", "read_portfolio", "SHIPPED"]
+           "regimes", "members_for", "read_portfolio", "estimator_params", "SHIPPED"]
 
 
 @dataclass(frozen=True)
@@ -149,3 +149,21 @@ def members_for(meta_features: dict, learners, source: str = SHIPPED) -> tuple[M
         if members:
             return members
     return ()
+
+
+def estimator_params(spec, params: dict, bags) -> dict:
+    """The learner's estimator parameters at the point ``params`` of its space (Optuna's names, as a member
+    holds them) on ``bags``: the mapping the driver makes through ``search_space(trial)``, which may read the
+    data's facts, without a study in a storage. Raises ``optuna.TrialPruned`` when the space refuses the
+    point on this data."""
+    import optuna
+
+    from automil.records import TrialAttr
+
+    study = optuna.create_study()
+    study.enqueue_trial(params)
+    trial = study.ask()
+    for key, value in ((TrialAttr.N_FEATURES, bags.n_features), (TrialAttr.N_INSTANCES, bags.n_instances),
+                       (TrialAttr.N_CLASSES, len(bags.classes))):
+        trial.set_user_attr(key, value)  # what a search space may read, as a trial holds it
+    return spec.search_space(trial)
