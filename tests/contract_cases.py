@@ -10,7 +10,8 @@ from automil.checks import learner_checks
 
 # Citation-kNN's minimal Hausdorff distance is the closest pair of instances: between bags of one noise
 # distribution that pair is noise, so a single planted witness never changes a bag's neighbours (chance
-# accuracy, docs/algorithms.md 19.3). Its maximal Hausdorff distance passes (tests/plugins/test_baselines.py).
+# accuracy, docs/algorithms-beyond-svm.md 19.3). Its maximal Hausdorff distance passes
+# (tests/plugins/test_baselines.py).
 NOT_LEARNED = {("citation-knn", "check_binary"), ("citation-knn", "check_multiclass")}
 
 

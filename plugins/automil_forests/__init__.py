@@ -1,4 +1,4 @@
-"""automil built-in plugin: the tree learners MIRF, BLRT and MIDF (docs/algorithms.md 10-13).
+"""automil built-in plugin: the tree learners MIRF, BLRT and MIDF (docs/algorithms-beyond-svm.md 10-13).
 
 Only the hook lives here; the numba tree builders and estimators load when the learners are asked for.
 """
@@ -31,7 +31,7 @@ def register_learners(register):
         description="BLRT: bag-level randomized trees (Komarek & Somol)", first_trial=spaces.FIRST_TRIALS["blrt"],
         anytime=True))
     # fit_growth: from the cost probe's larger sample (6,482 instances) to a fit of the trial (about 49,000) MIDF
-    # grew 1.47 on a set no reported run uses (docs/benchmarks.md, "The cost probe's error"), where the growth
+    # grew 1.47 on a set no reported run uses (docs/benchmarks-scale.md, "The cost probe's error"), where the growth
     # the probe measures between its samples (1.32) underestimated its trial by a quarter.
     register(automil.LearnerSpec(
         name="midf", memory_factor=6.5, estimator=MIDFClassifier, search_space=spaces.midf_space,

@@ -1,4 +1,4 @@
-"""BLRT, the forest of bag-level randomized trees (docs/algorithms.md 12)."""
+"""BLRT, the forest of bag-level randomized trees (docs/algorithms-beyond-svm.md 12)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The bag-level randomized tree (docs/algorithms.md 12, after ``komartom/BLRT.jl``) in numba.
+"""The bag-level randomized tree (docs/algorithms-beyond-svm.md 12, after ``komartom/BLRT.jl``) in numba.
 
 A tree is the tuple ``(feature, threshold, left, right, value, ratio)``: node ``j`` sends a whole bag left
 when the fraction of its instances with ``x[feature[j]] <= threshold[j]`` is greater than ``ratio[j]``

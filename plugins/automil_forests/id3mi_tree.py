@@ -1,4 +1,5 @@
-"""The ID3-MI tree (docs/algorithms.md 10) in numba: grown on flat node arrays, bags counted in the split criterion.
+"""The ID3-MI tree (docs/algorithms-beyond-svm.md 10) in numba: grown on flat node arrays, bags counted in the
+split criterion.
 
 A tree is the tuple ``(feature, threshold, left, right, value)``: node ``j`` sends an instance left when
 ``x[feature[j]] <= threshold[j]``; a leaf has ``left[j] == -1``; ``value[j]`` is the class distribution of

@@ -1,4 +1,4 @@
-"""MIDF, the multiple-instance deep forest: a cascade of MIRF and BLRT forests (docs/algorithms.md 13)."""
+"""MIDF, the multiple-instance deep forest: a cascade of MIRF and BLRT forests (docs/algorithms-beyond-svm.md 13)."""
 
 from __future__ import annotations
 

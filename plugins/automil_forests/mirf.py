@@ -1,4 +1,4 @@
-"""MIRF, the random forest of ID3-MI trees (docs/algorithms.md 10 and 11)."""
+"""MIRF, the random forest of ID3-MI trees (docs/algorithms-beyond-svm.md 10 and 11)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from automil_forests.forest import (
 from automil_forests.id3mi_tree import CHILDREN, INSTANCES, NODE, grow_id3mi_tree, id3mi_bag_proba, id3mi_instance_proba
 from automil_forests.instance_trees import grow_instance_tree
 
-# the gain's child weights by name: n(child)/n(S), c(child)/(c(L)+c(R)), and docs/algorithms.md 10.2's
+# the gain's child weights by name: n(child)/n(S), c(child)/(c(L)+c(R)), and docs/algorithms-beyond-svm.md 10.2's
 # c(child)/c(S) (see split_weights in MIRFClassifier)
 SPLIT_WEIGHTS = {"instances": INSTANCES, "children": CHILDREN, "node": NODE}
 TREES = ("id3-mi", "instance")
@@ -115,8 +115,8 @@ class MIRFClassifier(TreeEnsemble):
         Each tree sees N bags drawn with replacement; otherwise all bags.
     split_weights : {"instances", "children", "node"}, default="instances"
         Weights of the children's entropies (of their bags' classes) in the gain. ``"node"`` is
-        docs/algorithms.md 10.2, ``c(child) / c(S)``: the weights sum to more than 1 when bags are cut, so the
-        split that isolates the positive bags' witnesses (every bag keeps instances on the other side)
+        docs/algorithms-beyond-svm.md 10.2, ``c(child) / c(S)``: the weights sum to more than 1 when bags are
+        cut, so the split that isolates the positive bags' witnesses (every bag keeps instances on the other side)
         loses to zero-gain splits peeling off one instance, and trees never find the witnesses.
         ``"children"`` divides by ``c(L) + c(R)`` instead, so the witness split wins, but peeling one
         instance off a node of c bags still gains ``Info(S) / (c + 1)``: where every bag has instances
@@ -132,7 +132,7 @@ class MIRFClassifier(TreeEnsemble):
     threshold : "oob" or float, default="oob"
         Binary only: a bag is positive when its score exceeds this. The score is the maximum over the
         bag's instances of their forest-mean positive leaf probability (10.4's rule on the forest's
-        instance scores; docs/algorithms.md 11 averages the trees' maxima instead, which the pure leaves of
+        instance scores; docs/algorithms-beyond-svm.md 11 averages the trees' maxima instead, which the pure leaves of
         the positive bags' noise instances push to 1 for every bag). Noise instances still score about
         the share of positive bags, so 0.5 calls most bags positive; ``"oob"`` picks the threshold with
         the best out-of-bag bag accuracy. Probabilities are remapped so that the threshold sits at 0.5.

@@ -1,4 +1,4 @@
-"""Citation-kNN (Wang & Zucker 2000; docs/algorithms.md 19): a lazy learner on the minimal Hausdorff distance
+"""Citation-kNN (Wang & Zucker 2000; docs/algorithms-beyond-svm.md 19): a lazy learner on the minimal Hausdorff distance
 between bags, voting with a bag's references and its citers."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def _bag_blocks(offsets, n_rows: int):
 def bag_distances(X, offsets_x, Y, offsets_y, hausdorff: str = "minimal"):
     """Yield ``(lo, hi, D)`` with ``D[i, j]`` the squared Hausdorff distance between the bags ``lo..hi-1`` of X
     and every bag of Y: ``minimal``, ``min_{a in A, b in B} ||a - b||^2``, or ``maximal``,
-    ``max(max_a min_b, max_b min_a) ||a - b||^2`` (docs/algorithms.md 19.1).
+    ``max(max_a min_b, max_b min_a) ||a - b||^2`` (docs/algorithms-beyond-svm.md 19.1).
 
     Squared, since only the ranks of distances matter. Cost: ``n_x n_y d`` operations for ``n_x`` and
     ``n_y`` instances of ``d`` features; memory ``O(_BLOCK_PAIRS + n_bags_x_block * n_bags_y)``.

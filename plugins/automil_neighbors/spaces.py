@@ -1,4 +1,4 @@
-"""Optuna search space of Citation-kNN and its first trial (docs/algorithms.md 19)."""
+"""Optuna search space of Citation-kNN and its first trial (docs/algorithms-beyond-svm.md 19)."""
 
 from __future__ import annotations
 
@@ -12,5 +12,5 @@ def citation_knn_space(trial) -> dict:
 
 
 # The paper's setting on both MUSK sets, as a point of the space above: the first trial of every study (the
-# minimal distance is also the better one on elephant, fox and tiger: docs/algorithms.md 19.3).
+# minimal distance is also the better one on elephant, fox and tiger: docs/algorithms-beyond-svm.md 19.3).
 FIRST_TRIALS = {"citation-knn": {"references": 2, "citers": 4, "hausdorff": "minimal"}}

@@ -1,5 +1,6 @@
 """Citation-kNN and miGraph: the rules of their papers on hand-made bags, errors on bad parameters, and the
-accuracy on musk1 against the papers (docs/algorithms.md 19-20, docs/published.md, section 1)."""
+accuracy on musk1 against the papers (docs/algorithms-beyond-svm.md 19, docs/algorithms.md 20,
+docs/published.md, section 1)."""
 
 import numpy as np
 import pytest
