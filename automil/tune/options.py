@@ -20,11 +20,6 @@ __all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_stud
 
 DEFAULT_STORAGE = "journal:studies/automil.journal"
 DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol; fewer for a small set (automil.evaluation.folds.folds_for_size)
-
-
-class AutoFolds(int):
-    """A number of folds automil chose (no ``--folds``, no folds file): :meth:`TuneOptions.for_data` may lower
-    it for a small set, where a number the user gave is kept."""
 DEFAULT_METRIC = "balanced_accuracy"
 # What --objective may name, with its direction: the metrics (mean over the folds) and the costs (mean
 # seconds per fold of the trial's fits or predictions).
@@ -55,6 +50,11 @@ HOLDOUT_CELLS = 4_000_000
 # The folds of the hold-out protocol under auto: a quarter of the bags held out, the rest tuned by 3-fold CV
 # (FLAML's eval_method="auto" holds out from its size threshold too).
 HOLDOUT_FOLDS = 4
+
+
+class AutoFolds(int):
+    """A number of folds automil chose (no ``--folds``, no folds file): :meth:`TuneOptions.for_data` may lower
+    it for a small set, where a number the user gave is kept."""
 
 
 @dataclass
