@@ -6,7 +6,7 @@ pass of every epoch), one thread, each cell in a fresh process:
 
 A cell fits on every bag of ``DATA`` (a file ``automil tune --dataset`` reads) and predicts them all; its
 peaks are the process's ``VmHWM`` (reset by ``/proc/self/clear_refs`` before each step) less its resident
-memory before the fit (the bags read, torch imported). Prints a markdown table for docs/benchmarks.md with
+memory before the fit (the bags read, torch imported). Prints a markdown table for docs/benchmarks-deep.md with
 each cell's peaks and seconds as ratios to the first ``--cells`` size, and whether the predictions are the
 same.
 """

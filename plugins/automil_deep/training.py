@@ -25,7 +25,7 @@ __all__ = ["Batches", "Epoch", "Training", "evaluate", "fit_network", "matrix_ro
 # Padded instances per prediction batch (also early stopping's held-out pass of every epoch): large enough to
 # amortize the per-call overhead, small enough that a batch's activations stay tens of MB. At 2^16 a fit of
 # abmil or MI-Net on 1,500 bags of 96 features peaked 90 to 115 MB higher and its prediction 95 to 145 MB
-# higher, and took as long (benchmarks/deep_memory.py; docs/benchmarks.md, "A network's prediction batches").
+# higher, and took as long (benchmarks/deep_memory.py; docs/benchmarks-deep.md, "A network's prediction batches").
 PREDICT_CELLS = 1 << 14
 # Pairs of instances per prediction batch of a network whose memory grows with the square of a bag (exact
 # self-attention, TransMIL: about 40 bytes a pair): a batch of about 170 MB, however large its bags (at 2^24,
