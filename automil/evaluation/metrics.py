@@ -1,5 +1,7 @@
-"""The figures a fit is judged by: a fold's ACC, BACC and ROC AUC, the metric of class probabilities and
-their log-loss, the mean and spread over folds, and the 95% interval of a figure over the bags it scored."""
+"""The figures a fit is judged by: a fold's ACC, BACC and ROC AUC (classification), Harrell's and Uno's
+concordance and the integrated Brier score (survival), R^2, Spearman's rho, MAE and RMSE (regression); the
+metric of class probabilities and their log-loss, the mean and spread over folds, and the 95% interval of a
+figure over the bags it scored."""
 
 from __future__ import annotations
 
@@ -8,29 +10,55 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["METRICS", "LABELS", "FoldScores", "fold_scores", "one_class", "roc_auc", "score", "log_loss", "mean_std",
-           "bootstrap_interval", "auc_stderr", "figure_interval"]
+from automil.endpoints import LABELS, TASK_METRICS, evaluation_times, task_of
 
-# The metrics every fold is scored with (each a field of FoldScores; --metric names one), and their labels.
-METRICS = ("balanced_accuracy", "accuracy", "roc_auc")
-LABELS = {"balanced_accuracy": "BACC", "accuracy": "ACC", "roc_auc": "AUC"}
+__all__ = ["METRICS", "LABELS", "FoldScores", "fold_scores", "task_metrics", "one_class", "roc_auc", "score",
+           "log_loss", "mean_std", "bootstrap_interval", "auc_stderr", "figure_interval"]
+
+# The metrics every classification fold is scored with (each a field of FoldScores; --metric names one);
+# LABELS names every task's (automil.endpoints.TASK_METRICS).
+METRICS = TASK_METRICS["classification"]
 
 
 @dataclass(frozen=True)
 class FoldScores:
-    """One fold's ACC, BACC and ROC AUC (a metric's name is its field's; ``roc_auc`` is ``None`` without bag
-    scores or when the fold's bags hold one class), and whether every bag was given one class (``one_class``:
-    a degenerate fit)."""
+    """One fold's figures, each metric's under its name (automil.endpoints.TASK_METRICS), ``None`` where the
+    fold's task has no such metric or the fold cannot define it: ``roc_auc`` without bag scores or when the
+    fold's bags hold one class; the concordances without an event or a comparable pair; Uno's concordance
+    and the integrated Brier score without the training labels, the latter also without survival
+    probabilities. ``one_class``: a degenerate fit, every bag given one class (classification) or the same
+    prediction (survival, regression)."""
 
-    accuracy: float
-    balanced_accuracy: float
+    accuracy: float | None = None
+    balanced_accuracy: float | None = None
     one_class: bool = False
     roc_auc: float | None = None
+    concordance: float | None = None
+    uno_concordance: float | None = None
+    integrated_brier: float | None = None
+    r2: float | None = None
+    spearman: float | None = None
+    mae: float | None = None
+    rmse: float | None = None
 
 
-def fold_scores(y_true, y_pred, scores=None, classes=None) -> FoldScores:
-    """The :class:`FoldScores` of predictions ``y_pred`` of the labels ``y_true``, with the ROC AUC of the bag
-    ``scores`` (:func:`roc_auc`) when given."""
+def task_metrics(y) -> tuple[str, ...]:
+    """The metrics the folds of bags labelled ``y`` are scored with (their task's)."""
+    return TASK_METRICS[task_of(y)]
+
+
+def fold_scores(y_true, y_pred, scores=None, classes=None, y_train=None) -> FoldScores:
+    """The :class:`FoldScores` of predictions ``y_pred`` of the labels ``y_true``, by their task.
+
+    Classification: ``y_pred`` classes, ``scores`` bag scores for the ROC AUC (:func:`roc_auc`) of the sorted
+    ``classes``. Survival: ``y_pred`` risks (higher: an earlier event), ``scores`` survival probabilities at
+    ``automil.endpoints.evaluation_times(y_train, y_true)``, one row a bag, ``y_train`` the labels the model
+    was fit on (:func:`survival_scores`). Regression: ``y_pred`` the predicted values."""
+    task = task_of(y_true)
+    if task == "survival":
+        return survival_scores(y_true, y_pred, scores, y_train)
+    if task == "regression":
+        return regression_scores(y_true, y_pred)
     from sklearn.metrics import accuracy_score, balanced_accuracy_score
 
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
@@ -38,10 +66,58 @@ def fold_scores(y_true, y_pred, scores=None, classes=None) -> FoldScores:
                       one_class(y_true, y_pred), None if scores is None else roc_auc(y_true, scores, classes))
 
 
+def survival_scores(y_true, risk, survival=None, y_train=None) -> FoldScores:
+    """Scikit-survival's Harrell's concordance of ``risk`` (``concordance_index_censored``), Uno's
+    (``concordance_index_ipcw``, censoring weights from ``y_train``) and the integrated Brier score of the
+    ``survival`` probabilities at ``evaluation_times(y_train, y_true)`` (``integrated_brier_score``). Why Uno's
+    is truncated at the last training time and the Brier score kept to the test bags up to it: past it the
+    training bags estimate no censoring weight (scikit-survival raises); where every test bag is inside, both
+    are scikit-survival's untruncated figures."""
+    from sksurv.exceptions import NoComparablePairException
+    from sksurv.metrics import concordance_index_censored, concordance_index_ipcw, integrated_brier_score
+
+    risk = np.asarray(risk, dtype=np.float64)
+    figures = {}
+    try:
+        if len(y_true) >= 2 and y_true["event"].any():
+            figures["concordance"] = float(concordance_index_censored(y_true["event"], y_true["time"], risk)[0])
+            if y_train is not None:
+                figures["uno_concordance"] = float(
+                    concordance_index_ipcw(y_train, y_true, risk, tau=y_train["time"].max())[0])
+    except NoComparablePairException:
+        pass
+    if y_train is not None and survival is not None:
+        times, kept = evaluation_times(y_train, y_true), y_true["time"] <= y_train["time"].max()
+        survival = np.asarray(survival, dtype=np.float64)
+        if survival.shape != (len(y_true), len(times)):
+            raise ValueError(f"survival probabilities of shape {survival.shape}; expected one row for each of the "
+                             f"{len(y_true)} bags and one column for each of the {len(times)} evaluation times")
+        if len(times) >= 2:
+            figures["integrated_brier"] = float(integrated_brier_score(y_train, y_true[kept], survival[kept], times))
+    return FoldScores(one_class=one_class(y_true, risk), **figures)
+
+
+def regression_scores(y_true, y_pred) -> FoldScores:
+    """Scikit-learn's R^2, mean absolute error and root mean squared error and scipy's Spearman's rho of the
+    predicted values ``y_pred`` of the labels ``y_true`` (R^2 and rho ``None`` where undefined: fewer than two
+    bags, or a constant target or prediction for rho)."""
+    from scipy.stats import spearmanr
+    from sklearn.metrics import mean_absolute_error, r2_score, root_mean_squared_error
+
+    target, y_pred = y_true["target"], np.asarray(y_pred, dtype=np.float64)
+    defined = len(target) >= 2
+    varied = defined and np.ptp(target) > 0 and np.ptp(y_pred) > 0
+    return FoldScores(one_class=one_class(y_true, y_pred), r2=float(r2_score(target, y_pred)) if defined else None,
+                      spearman=float(spearmanr(target, y_pred).statistic) if varied else None,
+                      mae=float(mean_absolute_error(target, y_pred)),
+                      rmse=float(root_mean_squared_error(target, y_pred)))
+
+
 def one_class(y_true, y_pred) -> bool:
-    """Whether predictions ``y_pred`` give every bag one class where the labels ``y_true`` hold several: a
-    degenerate fit."""
-    return bool(len(np.unique(y_pred)) == 1 and len(np.unique(y_true)) > 1)
+    """Whether predictions ``y_pred`` give every bag one class where the labels ``y_true`` hold several, or
+    (survival, regression) every one of several bags the same risk or value: a degenerate fit."""
+    several = len(np.unique(y_true)) > 1 if task_of(y_true) == "classification" else len(y_true) > 1
+    return bool(len(np.unique(np.asarray(y_pred))) == 1 and several)
 
 
 def roc_auc(y_true, scores, classes) -> float | None:
