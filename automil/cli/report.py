@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from automil.cli.common import add_tracking_uri, subcommand
 
 __all__ = ["add_report"]
@@ -27,6 +29,10 @@ def add_report(commands):
                      help="instead of the grid, one table per dataset: each learner's calibration on held-out bags "
                           "(ECE, Brier score and log-loss beside its raw scores'; the conformal sets' measured "
                           "coverage, set size and abstention), the chosen model marked (docs/probabilities.md)")
+    sub.add_argument("--kaplan-meier", metavar="DIR",
+                     help="instead of the grid, copy every survival study's Kaplan-Meier curves of its held-out "
+                          "patients (split at the training folds' median risk, log-rank p-value in the title) to "
+                          "DIR/<dataset>/<learner>/kaplan_meier.png and list them (docs/survival.md)")
     sub.add_argument("--fit-seconds", action="store_true",
                      help="add each study's mean seconds per fit (shown anyway when a study was tuned for "
                           "accuracy against cost)")
@@ -53,8 +59,39 @@ def _run_report(args) -> int:
 
         print(calibration_tables(studies, chosen_runs(tracker.store.client, {s.dataset for s in studies})))
         return 0
+    if args.kaplan_meier:
+        print(_kaplan_meier_curves(tracker.store.client, studies, Path(args.kaplan_meier)))
+        return 0
     print(render(build_table(studies, args.dataset, cost=args.fit_seconds), args.format), end="")
     return 0
+
+
+def _kaplan_meier_curves(client, studies, out: Path) -> str:
+    """Download each latest study's Kaplan-Meier figure under ``out``; the markdown list of them with the
+    study's concordance and log-rank p-value. ``ValueError`` when no study has one."""
+    from automil.track.reading.stored_studies import ranked_studies
+    from automil.track.store.mlflow_store import safe_name
+    from automil.track.writing.figures import KAPLAN_MEIER
+
+    lines = []
+    for study in sorted(ranked_studies(studies), key=lambda s: s.dataset):
+        folder = KAPLAN_MEIER.rsplit("/", 1)[0]
+        if not any(entry.path == KAPLAN_MEIER for entry in client.list_artifacts(study.run_id, folder)):
+            continue
+        target = out / safe_name(study.dataset) / safe_name(study.learner)
+        target.mkdir(parents=True, exist_ok=True)
+        local = client.download_artifacts(study.run_id, KAPLAN_MEIER, str(target))
+        lines.append(f"| {study.dataset} | {study.learner} | {_figure(study.metrics.get('concordance'))} "
+                     f"| {_figure(study.metrics.get('logrank_p'), '.3g')} | {local} |")
+    if not lines:
+        raise ValueError("no study in the tracking store has Kaplan-Meier curves: they come from automil tune "
+                         "--task survival under the nested or hold-out protocol")
+    return "\n".join(["Held-out patients split at the training folds' median risk (docs/survival.md)", "",
+                      "| dataset | learner | C | log-rank p | curves |", "| --- | --- | ---: | ---: | --- |", *lines])
+
+
+def _figure(value, spec: str = ".3f") -> str:
+    return "-" if value is None else format(value, spec)
 
 
 def _against_published(studies, datasets) -> str:

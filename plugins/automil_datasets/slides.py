@@ -143,7 +143,7 @@ def _sized_slide(rng, direction, offset, tumour: bool, patches: tuple[int, int],
     cells = np.argwhere(np.ones((grid, grid), dtype=bool))[:, ::-1]  # (column, row)
     centre = [c * grid / GRID for c in WITNESS_CENTRE]
     n = int(rng.integers(patches[0], patches[1] + 1))
-    k = min(n, max(1, round(share * n)))
+    k = witness_count(n, share)
     nearest = np.argsort(np.hypot(cells[:, 0] - centre[0], cells[:, 1] - centre[1]), kind="stable")
     chosen = np.sort(np.concatenate((nearest[:k], rng.choice(nearest[k:], n - k, replace=False))))
     coords = (cells[chosen] * PATCH).astype(np.int64)
@@ -152,6 +152,11 @@ def _sized_slide(rng, direction, offset, tumour: bool, patches: tuple[int, int],
     if tumour:
         features[np.isin(chosen, nearest[:k])] += WITNESS_SHIFT * direction
     return features.astype(np.float32, copy=False), coords
+
+
+def witness_count(patches: int, share: float) -> int:
+    """How many of a tumour slide's ``patches`` are witnesses at ``share``: at least one, at most all."""
+    return min(patches, max(1, round(share * patches)))
 
 
 def _has_torch() -> bool:

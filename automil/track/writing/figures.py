@@ -1,5 +1,6 @@
-"""The pictures logged with a study: confusion matrix, reliability diagram, optimization history, parameter
-importances, witness instances and coefficients of image-like bags (pdMISVM paper, figures 6 and 7).
+"""The pictures logged with a study: confusion matrix, reliability diagram, Kaplan-Meier curves, optimization
+history, parameter importances, witness instances and coefficients of image-like bags (pdMISVM paper, figures
+6 and 7).
 
 Every function returns a ``matplotlib.figure.Figure`` built without pyplot, so nothing here touches the
 global backend of the caller (it renders with Agg when saved).
@@ -16,12 +17,15 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import MaxNLocator
 
 from automil.evaluation.pareto import non_dominated
+from automil.evaluation.survival_figures import kaplan_meier_split
 from automil.records import TIMED_OUT, TrialState
 from automil.records.calibration import BIN_WIDTH
 
-__all__ = ["confusion_matrix_figure", "reliability_figure", "optimization_history_figure", "param_importances_figure",
-           "witness_figure", "coefficients_figure", "image_shape", "pareto_figure"]
+__all__ = ["confusion_matrix_figure", "reliability_figure", "kaplan_meier_figure", "KAPLAN_MEIER",
+           "optimization_history_figure", "param_importances_figure", "witness_figure", "coefficients_figure",
+           "image_shape", "pareto_figure"]
 
+KAPLAN_MEIER = "figures/kaplan_meier.png"  # on a survival study's run: its held-out patients' curves
 _PIXEL_NAME = re.compile(r"pixel_(\d+)_(\d+)$")
 
 
@@ -76,6 +80,27 @@ def reliability_figure(bins, raw_bins, title: str) -> Figure:
     top.set(xlim=(0, 1), ylim=(0, 1), ylabel="share of bags predicted right", title=title)
     top.legend(loc="upper left", fontsize="small")
     bottom.set(xlabel="probability of the predicted class", ylabel="bags")
+    return fig
+
+
+def kaplan_meier_figure(time, event, risk, cut, title: str = "Held-out patients") -> Figure:
+    """The Kaplan-Meier curves of held-out patients split at ``cut`` (the training folds' median risk: a
+    number, or one per patient), high risk above it (:func:`~automil.evaluation.survival_figures.
+    kaplan_meier_split`); censored patients marked on their curve, the log-rank p-value in the title."""
+    split = kaplan_meier_split(time, event, risk, cut)
+    fig = Figure(figsize=(6, 4.4), layout="constrained")
+    ax = fig.add_subplot()
+    for curve, colour in ((split.low, "tab:blue"), (split.high, "tab:red")):
+        if curve.patients == 0:
+            continue
+        ax.step(np.r_[0.0, curve.time], np.r_[1.0, curve.survival], where="post", color=colour,
+                label=f"{curve.group}: {curve.patients} patients, {curve.events} events")
+        ax.plot(curve.censored, curve.at(curve.censored), "|", color=colour, markersize=8)
+    test = "log-rank test not possible (one group or no event)" if split.p_value is None else \
+        f"log-rank p = {split.p_value:.3g}"
+    ax.set(xlabel="time", ylabel="survival probability", ylim=(0, 1.02), xlim=(0, None), title=f"{title}\n{test}")
+    ax.legend(loc="upper right", fontsize="small")
+    ax.grid(True, alpha=0.3)
     return fig
 
 

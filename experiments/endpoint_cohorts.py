@@ -1,0 +1,160 @@
+"""Generated survival and regression cohorts with their oracles, and the figures a run's ``automil`` row is
+held to, taken on that run's own outer folds.
+
+The cohorts are ``automil_datasets.outcomes``' (patients of 1 to 3 TRIDENT slides, each patient's outcome a
+known function of its share of witness patches). Writing one puts the folder at ``--out``, its labels table at
+``OUT/labels.csv`` and the facts JSON ``OUT.json`` beside the folder, as ``experiments/cohorts.py`` does: the
+parameters, the counts, the oracle on every patient and each patient's truth (true log-hazard or noiseless
+target).
+
+    python experiments/endpoint_cohorts.py survival   --out DIR [--patients 240] [--features 32] [--seed 0]
+                                                      [--censored 0.4] [--shape 1] [--log-hazard-ratio 2]
+    python experiments/endpoint_cohorts.py regression --out DIR [--patients 240] [--noise 5]
+    python experiments/endpoint_cohorts.py on-run --out DIR --folds FOLDS_JSON [--outer 0 1 2 ...]
+
+``on-run`` writes nothing: from a run's ``folds.json`` (its MLflow artifact) it prints, mean over the outer
+folds, the oracle (Harrell's C of the true risk, or R^2 of the noiseless target, on each outer fold) and, for
+survival, the Kaplan-Meier baseline's integrated Brier score (the training folds' Kaplan-Meier curve given to
+every held-out patient, at the times ``automil.endpoints.evaluation_times`` scores a learner at), and checks
+that no patient has bags on two sides of a split.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from automil_datasets.outcomes import (
+    MAX_SHARE,
+    OUTCOME_LABELS_FILE,
+    TASKS,
+    write_regression_cohort,
+    write_survival_cohort,
+)
+
+
+def facts_path(out: Path) -> Path:
+    """The facts JSON beside the cohort's folder."""
+    return out.parent / f"{out.name}.json"
+
+
+def write_cohort(task: str, out: Path, **parameters) -> dict:
+    """Write a ``task`` cohort at ``out`` with the writer's ``parameters`` and its facts JSON; the facts."""
+    out = Path(out)
+    write = write_survival_cohort if task == "survival" else write_regression_cohort
+    cohort = write(out, **parameters)
+    oracle = "oracle_concordance" if task == "survival" else "oracle_r2"
+    facts = {"task": task, **parameters, "n_patients": len(cohort.patients), "n_bags": len(cohort.slides),
+             "n_instances": cohort.n_instances, "features": out.name, "labels": f"{out.name}/{OUTCOME_LABELS_FILE}",
+             "bag_by": "case_id", oracle: cohort.oracle,
+             **({"censored_share": cohort.censored} if task == "survival" else {}),
+             "truth": dict(zip(cohort.patients, cohort.truth.tolist())), "direction": cohort.direction.tolist()}
+    facts_path(out).write_text(json.dumps(facts, indent=2) + "\n")
+    return facts
+
+
+def on_run(out: Path, folds_file: Path, outer: list[int]) -> dict:
+    """The oracle and (survival) the Kaplan-Meier baseline on a run's outer folds, mean over them, and how
+    many patients have bags in two folds."""
+    from automil.evaluation.folds_file import read_fold_file
+
+    out = Path(out)
+    facts = json.loads(facts_path(out).read_text())
+    rows = list(csv.DictReader(open(out / OUTCOME_LABELS_FILE)))
+    patient = {row[key]: row["case_id"] for row in rows for key in ("case_id", "slide_id")}
+    outcome = {row["case_id"]: row for row in rows}
+    folds = read_fold_file(folds_file).tuning
+    sides = {}
+    for fold, names in enumerate(folds):
+        for name in names:
+            sides.setdefault(patient[name], set()).add(fold)
+    # one entry a patient: the figures are per patient, as a run with --bag-by case_id scores them
+    fold_of = {p: min(f) for p, f in sides.items()}
+    patients = np.array(sorted(fold_of))
+    assignment = np.array([fold_of[p] for p in patients])
+    truth = np.array([facts["truth"][p] for p in patients])
+    figures = {"patients_on_two_sides": sum(len(f) > 1 for f in sides.values())}
+    if facts["task"] == "survival":
+        from automil.endpoints import survival_labels
+
+        y = survival_labels(np.array([float(outcome[p]["time"]) for p in patients]),
+                            np.array([int(outcome[p]["event"]) for p in patients]))
+        figures.update(_survival_on_folds(y, truth, assignment, outer))
+    else:
+        from sklearn.metrics import r2_score
+
+        target = np.array([float(outcome[p]["target"]) for p in patients])
+        figures["oracle_r2"] = float(np.mean([r2_score(target[assignment == f], truth[assignment == f])
+                                              for f in outer]))
+    return figures
+
+
+def _survival_on_folds(y, risk, assignment, outer: list[int]) -> dict:
+    """Harrell's C of the true risk and the Kaplan-Meier baseline's integrated Brier score on each outer fold,
+    mean over them."""
+    from sksurv.functions import StepFunction
+    from sksurv.metrics import concordance_index_censored, integrated_brier_score
+    from sksurv.nonparametric import kaplan_meier_estimator
+
+    from automil.endpoints import evaluation_times
+
+    concordance, brier = [], []
+    for fold in outer:
+        test, train = assignment == fold, assignment != fold
+        concordance.append(concordance_index_censored(y["event"][test], y["time"][test], risk[test])[0])
+        times = evaluation_times(y[train], y[test])
+        x, survival = kaplan_meier_estimator(y["event"][train], y["time"][train])
+        curve = StepFunction(np.r_[0.0, x], np.r_[1.0, survival])
+        predicted = np.tile(curve(times), (int(test.sum()), 1))
+        brier.append(integrated_brier_score(y[train], y[test], predicted, times))
+    return {"oracle_concordance": float(np.mean(concordance)), "kaplan_meier_integrated_brier": float(np.mean(brier))}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("what", choices=(*TASKS, "on-run"))
+    parser.add_argument("--out", required=True, help="the cohort's folder (its facts JSON beside it)")
+    parser.add_argument("--patients", type=int, default=240)
+    parser.add_argument("--features", type=int, default=32, help="features a patch (default 32)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-share", type=float, default=MAX_SHARE,
+                        help=f"the largest witness share a patient is drawn with (default {MAX_SHARE})")
+    parser.add_argument("--censored", type=float, default=0.4, help="survival: share censored (default 0.4)")
+    parser.add_argument("--shape", type=float, default=1.0, help="survival: Weibull shape (default 1, exponential)")
+    parser.add_argument("--log-hazard-ratio", type=float, default=2.0,
+                        help="survival: log-hazard at --max-share over share 0 (default 2)")
+    parser.add_argument("--noise", type=float, default=5.0,
+                        help="regression: the target's noise in percentage points (default 5)")
+    parser.add_argument("--folds", metavar="FOLDS_JSON", help="on-run: the run's folds.json")
+    parser.add_argument("--outer", type=int, nargs="+",
+                        help="on-run: the outer folds (default every fold: nested; give 0 for a hold-out run)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.what == "on-run":
+        if not args.folds:
+            parser.error("on-run needs --folds FOLDS_JSON")
+        from automil.evaluation.folds_file import read_fold_file
+
+        outer = args.outer or list(range(read_fold_file(args.folds).n_folds))
+        for key, value in on_run(out, Path(args.folds), outer).items():
+            print(f"{key}: {value:.4f}" if isinstance(value, float) else f"{key}: {value}")
+        return
+    common = {"n_patients": args.patients, "n_features": args.features, "seed": args.seed, "max_share": args.max_share}
+    if args.what == "survival":
+        facts = write_cohort("survival", out, **common, log_hazard_ratio=args.log_hazard_ratio, shape=args.shape,
+                             censored=args.censored)
+        figure = f"oracle C {facts['oracle_concordance']:.4f}, {facts['censored_share']:.1%} censored"
+    else:
+        facts = write_cohort("regression", out, **common, noise=args.noise)
+        figure = f"oracle R2 {facts['oracle_r2']:.4f}"
+    print(f"{facts['n_bags']} slides of {facts['n_patients']} patients, {facts['n_instances']} patches in {out}; "
+          f"labels {out / OUTCOME_LABELS_FILE}; {figure}; facts {facts_path(out)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
