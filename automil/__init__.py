@@ -13,6 +13,8 @@ _EXPORTS = {
     "BagClassifier": "automil.learner",
     "LearnerSpec": "automil.learner",
     "Published": "automil.learner",
+    "BagSurvivalModel": "automil.survival",
+    "BagRegressor": "automil.regression",
     "DatasetSpec": "automil.data.datasets",
     "DataFile": "automil.data.files",
     "load_bags": "automil.data.datasets",

@@ -13,16 +13,75 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags
+from automil.endpoints import TASKS, LabelError
 from automil.streamed_bags import read_dtype
 
-__all__ = ["BagClassifier", "LearnerSpec", "Published", "SEED"]
+__all__ = ["BagClassifier", "BagInput", "LearnerSpec", "Published", "SEED", "labelled"]
+
+# The base class of each task's estimators: a base says its task in its ``task`` attribute.
+_BASES = {"classification": "BagClassifier (automil.learner)", "survival": "BagSurvivalModel (automil.survival)",
+          "regression": "BagRegressor (automil.regression)"}
 
 # The random_state of an estimator built from a spec when neither its defaults nor the caller set one, so
 # that an untuned evaluation repeats (the driver passes its own seed).
 SEED = 0
 
 
-class BagClassifier(ClassifierMixin, BaseEstimator):
+class BagInput:
+    """The bag checks every automil estimator shares, whatever it predicts (a class, a risk, a value).
+
+    Learners accept sparse bags only when the class sets ``accepts_sparse = True``. A learner that reads its
+    bags one at a time, or a block of bags at a time (``bags.blocks()``, ``bags[i]``, ``bags.take``), never
+    ``bags.X`` whole, sets ``accepts_streamed = True``: the folds of the run's mapped instances then reach it
+    as :class:`~automil.streamed_bags.StreamedBags`, so a cohort larger than memory is never gathered.
+    """
+
+    accepts_sparse = False
+    accepts_streamed = False
+
+    def _fitting_bags(self, bags, y) -> Bags:
+        """The training bags, labelled and checked (``fit`` sets ``n_features_in_`` once the labels pass)."""
+        bags = self._check_bags(as_bags(bags, y), fitting=True)
+        if bags.y is None:
+            raise ValueError("fit needs bag labels: pass y, or Bags built with labels")
+        return bags
+
+    def _check_predict(self, bags) -> Bags:
+        check_is_fitted(self, "n_features_in_")
+        bags = self._check_bags(as_bags(bags), fitting=False)
+        if bags.n_features != self.n_features_in_:
+            raise ValueError(f"bags have {bags.n_features} features, but {type(self).__name__} was fitted "
+                             f"with {self.n_features_in_}")
+        return bags
+
+    def _check_bags(self, bags: Bags, fitting: bool) -> Bags:
+        if bags.is_sparse and not self.accepts_sparse:
+            raise ValueError(f"{type(self).__name__} does not accept sparse instances; densify them "
+                             "(bags.X.toarray()) if they fit in memory")
+        if isinstance(bags, Bags) and not bags.is_sparse and read_dtype(bags.X.dtype) != bags.X.dtype:
+            bags = bags.with_instances(bags.X.astype(read_dtype(bags.X.dtype)))  # float16 given unstandardized
+        return bags
+
+    def _bag_values(self, values, method: str, bags: Bags) -> np.ndarray:
+        """One finite float per bag from ``method`` (a risk, a value), else an error naming the bag."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (bags.n_bags,):
+            raise ValueError(f"{type(self).__name__}.{method} returned shape {values.shape} for {bags.n_bags} "
+                             f"bags; expected ({bags.n_bags},)")
+        finite = np.isfinite(values)
+        if not finite.all():
+            raise ValueError(f"{type(self).__name__}.{method} returned a non-finite value (NaN or inf) for "
+                             f"{bags.bag_name(int(np.argmin(finite)))}")
+        return values
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.sparse = self.accepts_sparse
+        return tags
+
+
+class BagClassifier(BagInput, ClassifierMixin, BaseEstimator):
     """Base class of every automil learner: validation and label encoding, done once for all.
 
     A subclass stores its parameters in ``__init__`` (nothing else) and implements
@@ -34,20 +93,14 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
     - optionally ``_predict_proba(bags)`` (shape ``(n_bags, K)``), ``_witness(bags)`` and
       ``_instance_scores(bags)`` (shape ``(n_instances, K)``, or ``(n_instances,)`` for one binary margin).
 
-    Learners accept sparse bags only when the class sets ``accepts_sparse = True``. A learner that reads its
-    bags one at a time, or a block of bags at a time (``bags.blocks()``, ``bags[i]``, ``bags.take``), never
-    ``bags.X`` whole, sets ``accepts_streamed = True``: the folds of the run's mapped instances then reach it
-    as :class:`~automil.streamed_bags.StreamedBags`, so a cohort larger than memory is never gathered.
+    Sparse and streamed bags: see :class:`BagInput`.
     """
 
-    accepts_sparse = False
-    accepts_streamed = False
+    task = "classification"
 
     def fit(self, bags, y=None):
         """Fit on bags (``Bags`` or a list of 2-D arrays) and bag labels; returns ``self``."""
-        bags = self._check_bags(as_bags(bags, y), fitting=True)
-        if bags.y is None:
-            raise ValueError("fit needs bag labels: pass y, or Bags built with labels")
+        bags = self._fitting_bags(bags, y)
         self.classes_, codes = np.unique(bags.y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(f"only one class ({self.classes_[0]!r}) in the training labels: "
@@ -106,27 +159,12 @@ class BagClassifier(ClassifierMixin, BaseEstimator):
                              f"counts as 2 columns) for {n_rows} {rows} and {expected[1]} classes; expected {expected}")
         return scores
 
-    def _check_predict(self, bags) -> Bags:
-        check_is_fitted(self, "classes_")
-        bags = self._check_bags(as_bags(bags), fitting=False)
-        if bags.n_features != self.n_features_in_:
-            raise ValueError(f"bags have {bags.n_features} features, but {type(self).__name__} was fitted "
-                             f"with {self.n_features_in_}")
-        return bags
 
-    def _check_bags(self, bags: Bags, fitting: bool) -> Bags:
-        if bags.is_sparse and not self.accepts_sparse:
-            raise ValueError(f"{type(self).__name__} does not accept sparse instances; densify them "
-                             "(bags.X.toarray()) if they fit in memory")
-        if isinstance(bags, Bags) and not bags.is_sparse and read_dtype(bags.X.dtype) != bags.X.dtype:
-            bags = bags.with_instances(bags.X.astype(read_dtype(bags.X.dtype)))  # float16 given unstandardized
-        return bags
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.two_d_array = False
-        tags.input_tags.sparse = self.accepts_sparse
-        return tags
+def labelled(error: LabelError, bags: Bags | None) -> str:
+    """A bad label's error naming its bag (by name where the bags have names)."""
+    if error.position is None:
+        return error.reason
+    return f"{bags.bag_name(error.position) if bags is not None else f'bag {error.position}'}: {error.reason}"
 
 
 @dataclass(frozen=True)
@@ -170,7 +208,8 @@ class LearnerSpec:
         Reads the order of a bag's instances (a position encoding, as TransMIL's): the contract suite then
         does not hold it to the instance-order check.
     defaults : dict
-        Parameters used when a learner is evaluated without tuning, on top of the class defaults. A
+        Parameters used when a learner is evaluated without tuning, on top of the class defaults (of the
+        estimator of every task it serves). A
         ``random_state`` need not be one: :meth:`build` seeds every estimator that takes it.
     first_trial : dict
         Optuna parameters (the names ``search_space`` suggests) of the first trial of every new study:
@@ -203,6 +242,14 @@ class LearnerSpec:
         fits the learner never imports them.
     published : Published or None
         The accuracies its paper printed on known datasets, for ``automil report --published``.
+    tasks : tuple of str
+        The tasks it serves, of ``"classification"``, ``"survival"`` and ``"regression"``: the driver skips
+        it for any other.
+    estimators : dict
+        The estimator class of each task that ``estimator`` does not serve (a
+        :class:`~automil.survival.BagSurvivalModel` for survival, a :class:`~automil.regression.BagRegressor`
+        for regression); ``estimator`` serves the others. ``search_space`` finds the task of its trial in
+        ``trial.user_attrs["task"]``.
     plugin : str
         Filled in by the registry: the plugin that registered the learner.
     """
@@ -223,7 +270,24 @@ class LearnerSpec:
     anytime: bool = False
     imports: tuple[str, ...] = ()
     published: Published | None = None
+    tasks: tuple[str, ...] = ("classification",)
+    estimators: dict[str, type] = field(default_factory=dict)
     plugin: str = ""
+
+    def __post_init__(self):
+        unknown = [task for task in (*self.tasks, *self.estimators) if task not in TASKS]
+        if unknown or not self.tasks:
+            raise ValueError(f"learner {self.name!r}: tasks must be a non-empty tuple of {TASKS}, got "
+                             f"tasks={self.tasks!r} and estimators for {tuple(self.estimators)}")
+        idle = [task for task in self.estimators if task not in self.tasks]
+        if idle:
+            raise ValueError(f"learner {self.name!r} has an estimator for {idle[0]}, which its tasks "
+                             f"{self.tasks!r} do not name")
+        for task in self.tasks:
+            estimator = self.estimator_for(task)
+            if getattr(estimator, "task", "classification") != task:
+                raise ValueError(f"learner {self.name!r}: its {task} estimator {estimator.__name__} is not a "
+                                 f"{_BASES[task]}")
 
     @property
     def witness(self) -> bool:
@@ -235,10 +299,17 @@ class LearnerSpec:
         """Whether the learner scores every instance (``instance_scores(bags)``), what heatmaps draw."""
         return hasattr(self.estimator, "_instance_scores")
 
-    def build(self, **params):
-        """An unfitted estimator with the spec's defaults overridden by ``params``; an estimator that takes
-        a ``random_state`` gets :data:`SEED` unless one of them sets it."""
+    def estimator_for(self, task: str) -> type:
+        """The estimator class that serves ``task``; an error when the learner does not serve it."""
+        if task not in self.tasks:
+            raise ValueError(f"learner {self.name!r} does not serve {task} (it serves {', '.join(self.tasks)})")
+        return self.estimators.get(task, self.estimator)
+
+    def build(self, task: str = "classification", **params):
+        """An unfitted estimator for ``task`` with the spec's defaults overridden by ``params``; an estimator
+        that takes a ``random_state`` gets :data:`SEED` unless one of them sets it."""
+        estimator = self.estimator_for(task)
         params = {**self.defaults, **params}
-        if "random_state" in inspect.signature(self.estimator).parameters:
+        if "random_state" in inspect.signature(estimator).parameters:
             params.setdefault("random_state", SEED)
-        return self.estimator(**params)
+        return estimator(**params)
