@@ -13,10 +13,11 @@ target).
     python experiments/endpoint_cohorts.py on-run --out DIR --folds FOLDS_JSON [--outer 0 1 2 ...]
 
 ``on-run`` writes nothing: from a run's ``folds.json`` (its MLflow artifact) it prints, mean over the outer
-folds, the oracle (Harrell's C of the true risk, or R^2 of the noiseless target, on each outer fold) and, for
-survival, the Kaplan-Meier baseline's integrated Brier score (the training folds' Kaplan-Meier curve given to
-every held-out patient, at the times ``automil.endpoints.evaluation_times`` scores a learner at), and checks
-that no patient has bags on two sides of a split.
+folds, the oracle (R^2 of the noiseless target on each outer fold; for survival Harrell's and Uno's C of the
+true risk and the integrated Brier score of the true survival curves) and, for survival, the Kaplan-Meier
+baseline's integrated Brier score (the training folds' Kaplan-Meier curve given to every held-out patient),
+each scored as a learner's fold is (``automil.evaluation.metrics.fold_scores``), and checks that no patient
+has bags on two sides of a split.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from automil_datasets.outcomes import (
+    BASELINE_SCALE,
     MAX_SHARE,
     OUTCOME_LABELS_FILE,
     TASKS,
@@ -84,7 +86,7 @@ def on_run(out: Path, folds_file: Path, outer: list[int]) -> dict:
 
         y = survival_labels(np.array([float(outcome[p]["time"]) for p in patients]),
                             np.array([int(outcome[p]["event"]) for p in patients]))
-        figures.update(_survival_on_folds(y, truth, assignment, outer))
+        figures.update(_survival_on_folds(y, truth, facts, assignment, outer))
     else:
         from sklearn.metrics import r2_score
 
@@ -94,25 +96,31 @@ def on_run(out: Path, folds_file: Path, outer: list[int]) -> dict:
     return figures
 
 
-def _survival_on_folds(y, risk, assignment, outer: list[int]) -> dict:
-    """Harrell's C of the true risk and the Kaplan-Meier baseline's integrated Brier score on each outer fold,
-    mean over them."""
+def _survival_on_folds(y, risk, facts: dict, assignment, outer: list[int]) -> dict:
+    """On each outer fold, mean over them, by the rules that score a learner (``automil.evaluation.metrics.
+    fold_scores``): Harrell's and Uno's C of the true risk, the integrated Brier score of the true survival
+    curves (the oracle's) and of the training folds' Kaplan-Meier curve given to every patient (the baseline)."""
     from sksurv.functions import StepFunction
-    from sksurv.metrics import concordance_index_censored, integrated_brier_score
     from sksurv.nonparametric import kaplan_meier_estimator
 
     from automil.endpoints import evaluation_times
+    from automil.evaluation.metrics import fold_scores
 
-    concordance, brier = [], []
+    figures = {"oracle_concordance": [], "oracle_uno_concordance": [], "oracle_integrated_brier": [],
+               "kaplan_meier_integrated_brier": []}
     for fold in outer:
         test, train = assignment == fold, assignment != fold
-        concordance.append(concordance_index_censored(y["event"][test], y["time"][test], risk[test])[0])
         times = evaluation_times(y[train], y[test])
+        true_curves = np.exp(-np.outer(np.exp(risk[test]), (times / BASELINE_SCALE) ** facts["shape"]))
+        oracle = fold_scores(y[test], risk[test], true_curves, y_train=y[train])
         x, survival = kaplan_meier_estimator(y["event"][train], y["time"][train])
-        curve = StepFunction(np.r_[0.0, x], np.r_[1.0, survival])
-        predicted = np.tile(curve(times), (int(test.sum()), 1))
-        brier.append(integrated_brier_score(y[train], y[test], predicted, times))
-    return {"oracle_concordance": float(np.mean(concordance)), "kaplan_meier_integrated_brier": float(np.mean(brier))}
+        baseline = np.tile(StepFunction(np.r_[0.0, x], np.r_[1.0, survival])(times), (int(test.sum()), 1))
+        figures["oracle_concordance"].append(oracle.concordance)
+        figures["oracle_uno_concordance"].append(oracle.uno_concordance)
+        figures["oracle_integrated_brier"].append(oracle.integrated_brier)
+        figures["kaplan_meier_integrated_brier"].append(
+            fold_scores(y[test], risk[test], baseline, y_train=y[train]).integrated_brier)
+    return {key: float(np.mean(values)) for key, values in figures.items()}
 
 
 def main(argv=None) -> None:

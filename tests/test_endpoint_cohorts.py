@@ -126,3 +126,36 @@ def test_the_script_writes_the_facts_beside_the_folder_and_the_oracle_on_a_runs_
     split = np.arange(len(slides)) % 3
     (tmp_path / "slides.json").write_text(RunFolds("reg", tuple(slides), split, (split,)).to_json())
     assert script.on_run(out, tmp_path / "slides.json", [0])["patients_on_two_sides"] > 0
+
+
+def test_the_script_takes_the_survival_oracle_and_the_kaplan_meier_baseline_on_a_runs_outer_folds(tmp_path):
+    from sksurv.metrics import integrated_brier_score
+    from sksurv.nonparametric import SurvivalFunctionEstimator
+
+    from automil.endpoints import evaluation_times, survival_labels
+
+    script = load_script()
+    out = tmp_path / "surv"
+    script.main(["survival", "--out", str(out), "--patients", "90", "--features", "8", "--seed", "5"])
+    facts = json.loads((tmp_path / "surv.json").read_text())
+    assert 0.3 <= facts["censored_share"] <= 0.5 and facts["oracle_concordance"] > 0.55
+    outcome = per_patient(table(out / "labels.csv"), "time", "event")
+    patients = np.array(sorted(outcome))
+    y = survival_labels([float(outcome[p][0]) for p in patients], [int(outcome[p][1]) for p in patients])
+    risk = np.array([facts["truth"][p] for p in patients])
+    assignment = np.arange(len(patients)) % 3
+    (tmp_path / "folds.json").write_text(RunFolds("surv", tuple(patients), assignment, (assignment,)).to_json())
+    figures = script.on_run(out, tmp_path / "folds.json", [0, 1, 2])
+    concordance, brier = [], []
+    for fold in range(3):
+        test, train = assignment == fold, assignment != fold
+        concordance.append(concordance_index_censored(y["event"][test], y["time"][test], risk[test])[0])
+        times = evaluation_times(y[train], y[test])
+        baseline = SurvivalFunctionEstimator().fit(y[train]).predict_proba(times)
+        kept = y[test]["time"] <= y[train]["time"].max()  # where the training folds estimate censoring
+        brier.append(integrated_brier_score(y[train], y[test][kept], np.tile(baseline, (kept.sum(), 1)), times))
+    assert figures["patients_on_two_sides"] == 0
+    assert figures["oracle_concordance"] == pytest.approx(np.mean(concordance))
+    assert figures["kaplan_meier_integrated_brier"] == pytest.approx(np.mean(brier)) and np.mean(brier) < 0.25
+    # the true survival curves beat the Kaplan-Meier curve that ignores the slides
+    assert figures["oracle_integrated_brier"] < figures["kaplan_meier_integrated_brier"]
