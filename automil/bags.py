@@ -12,7 +12,11 @@ import scipy.sparse as sp
 
 from automil.streamed_bags import BLOCK_BYTES, StreamedBags, release_pages
 
-__all__ = ["Bags", "as_bags"]
+__all__ = ["Bags", "as_bags", "BAG_FIELDS", "INSTANCE_FIELDS"]
+
+# The fields of Bags with one entry per bag, and with one per instance: what a subset takes its part of.
+BAG_FIELDS = ("names", "groups", "covariates")
+INSTANCE_FIELDS = ("instance_y", "coords", "instance_slides")
 
 
 class Bags:
@@ -41,6 +45,10 @@ class Bags:
     names : sequence of str of shape (n_bags,), optional
         Bag names, used in error messages and reports.
     feature_names : sequence of str of shape (n_features,), optional
+    covariates, covariate_names : array-like of float of shape (n_bags, n_covariates), and its names, optional
+        Bag-level covariates (a patient's age, a one-hot stage) that learners may use beside the instances.
+    slide_names, instance_slides : optional
+        Bags of several slides (``--bag-by``): the slides' names, and each instance's index into them.
     source : str, optional
         Where the bags came from (a file path or a data set name), for error messages.
 
@@ -52,7 +60,8 @@ class Bags:
     """
 
     def __init__(self, X, offsets, y=None, *, instance_y=None, names=None, feature_names=None,
-                 source=None, coords=None, groups=None):
+                 source=None, coords=None, groups=None, covariates=None, covariate_names=None, slide_names=None,
+                 instance_slides=None):
         self.source = source
         self.names = None if names is None else np.asarray([str(n) for n in names], dtype=object)
         if sp.issparse(X):
@@ -70,6 +79,10 @@ class Bags:
         self.coords = None if coords is None else np.asarray(coords)
         self.groups = None if groups is None else np.asarray([str(g) for g in groups], dtype=object)
         self.feature_names = None if feature_names is None else [str(f) for f in feature_names]
+        self.covariates = None if covariates is None else np.asarray(covariates, dtype=np.float64)
+        self.covariate_names = None if covariate_names is None else [str(c) for c in covariate_names]
+        self.slide_names = None if slide_names is None else np.asarray([str(n) for n in slide_names], dtype=object)
+        self.instance_slides = None if instance_slides is None else np.asarray(instance_slides, dtype=np.int32)
         self.instances_file = self.coords_file = None
         self._validate()
 
@@ -189,27 +202,29 @@ class Bags:
         bag_indices = bag_indices % max(self.n_bags, 1)
         rows = self.instance_rows(bag_indices)
         sizes = self.sizes[bag_indices]
-        return Bags(
-            self.X[rows] if X is None else X, np.concatenate(([0], np.cumsum(sizes))),
-            None if self.y is None else self.y[bag_indices],
-            instance_y=None if self.instance_y is None else self.instance_y[rows],
-            names=None if self.names is None else self.names[bag_indices],
-            feature_names=self.feature_names, source=self.source,
-            coords=None if self.coords is None else self.coords[rows],
-            groups=None if self.groups is None else self.groups[bag_indices],
-        )
+        return Bags(self.X[rows] if X is None else X, np.concatenate(([0], np.cumsum(sizes))),
+                    None if self.y is None else self.y[bag_indices], **self.bag_fields(bag_indices, rows))
 
     def with_instances(self, X) -> Bags:
         """The same bags (labels, names) with new instance features, e.g. after standardization."""
-        return Bags(X, self.offsets, self.y, instance_y=self.instance_y, names=self.names,
-                    feature_names=None if X.shape[1] != self.n_features else self.feature_names,
-                    source=self.source, coords=self.coords, groups=self.groups)
+        return Bags(X, self.offsets, self.y, **{**self.bag_fields(),
+                    "feature_names": None if X.shape[1] != self.n_features else self.feature_names})
 
     def with_labels(self, y) -> Bags:
-        bags = Bags(self.X, self.offsets, y, instance_y=self.instance_y, names=self.names,
-                    feature_names=self.feature_names, source=self.source, coords=self.coords, groups=self.groups)
+        bags = Bags(self.X, self.offsets, y, **self.bag_fields())
         bags.instances_file, bags.coords_file = self.instances_file, self.coords_file
         return bags
+
+    def bag_fields(self, bag_indices=None, rows=None) -> dict:
+        """Everything but the instances, offsets and labels, as ``Bags(...)`` takes it: what a copy with new
+        instances or labels keeps, or (``bag_indices`` and their instances' ``rows``) a subset's."""
+        fields = {name: getattr(self, name) for name in (*BAG_FIELDS, *INSTANCE_FIELDS, "feature_names", "source",
+                                                         "covariate_names", "slide_names")}
+        if bag_indices is None:
+            return fields
+        taken = {**dict.fromkeys(BAG_FIELDS, bag_indices), **dict.fromkeys(INSTANCE_FIELDS, rows)}
+        return {name: value if value is None or name not in taken else value[taken[name]]
+                for name, value in fields.items()}
 
     # ---- one matrix for many processes -------------------------------------------------------------
     def mapped(self, path) -> Bags:
@@ -251,6 +266,7 @@ class Bags:
         digest = hashlib.sha256()
         parts = [self.X.data, self.X.indices, self.X.indptr] if sp.issparse(self.X) else [self.X]
         parts += [self.offsets, np.asarray([] if self.y is None else [str(v) for v in self.y])]
+        parts += [] if self.covariates is None else [self.covariates, np.asarray(self.covariate_names)]
         for part in parts:
             array = np.ascontiguousarray(part)
             digest.update(f"{array.dtype.str}{array.shape}".encode())
@@ -317,12 +333,21 @@ class Bags:
         for name, values, expected, unit in (("labels", self.y, self.n_bags, "bags"),
                                              ("names", self.names, self.n_bags, "bags"),
                                              ("groups", self.groups, self.n_bags, "bags"),
+                                             ("covariates", self.covariates, self.n_bags, "bags"),
                                              ("instance labels", self.instance_y, n, "instances"),
-                                             ("coords", self.coords, n, "instances")):
+                                             ("coords", self.coords, n, "instances"),
+                                             ("instance slides", self.instance_slides, n, "instances")):
             if values is not None and len(values) != expected:
                 raise ValueError(f"{self._where()}got {len(values)} {name} for {expected} {unit}")
         if self.coords is not None and (self.coords.ndim != 2 or self.coords.shape[1] != 2):
             raise ValueError(f"{self._where()}coords must have shape (n_instances, 2), got {self.coords.shape}")
+        covariates, k = self.covariates, None if self.covariate_names is None else len(self.covariate_names)
+        if (covariates is None and k) or covariates is not None and (
+                covariates.ndim != 2 or k not in (None, covariates.shape[1]) or not np.isfinite(covariates).all()):
+            raise ValueError(f"{self._where()}covariates must be finite, of shape (n_bags, n_covariates), one name "
+                             f"each: got {None if covariates is None else covariates.shape} for {k} names")
+        if (self.instance_slides is None) != (self.slide_names is None):
+            raise ValueError(f"{self._where()}give instance_slides and slide_names together, or neither")
         if self.feature_names is not None and len(self.feature_names) != self.X.shape[1]:
             raise ValueError(f"{self._where()}got {len(self.feature_names)} feature names for "
                              f"{self.X.shape[1]} features")

@@ -55,8 +55,8 @@ class StreamedBags:
         Instances are read as ``(x - mean) / scale``; as they are stored when not given.
 
     It answers what learners ask of ``Bags`` except ``X``: ``n_bags``, ``sizes``, ``offsets`` (of the bags
-    laid end to end), ``y``, ``groups``, ``instance_y``, ``bags[i]``, and reads instances with :meth:`take`
-    and :meth:`blocks`.
+    laid end to end), ``y``, ``groups``, ``covariates``, ``instance_y``, ``bags[i]``, and reads instances with
+    :meth:`take` and :meth:`blocks`.
     """
 
     is_sparse = False
@@ -74,7 +74,9 @@ class StreamedBags:
         self.y = None if bags.y is None else bags.y[self.bag_indices]
         self.names = None if bags.names is None else bags.names[self.bag_indices]
         self.groups = None if bags.groups is None else bags.groups[self.bag_indices]
+        self.covariates = None if bags.covariates is None else bags.covariates[self.bag_indices]
         self.source, self.feature_names = bags.source, bags.feature_names
+        self.covariate_names, self.slide_names = bags.covariate_names, bags.slide_names
 
     def standardized(self, mean, scale) -> StreamedBags:
         """The same bags, read as ``(x - mean) / scale``."""
@@ -112,6 +114,11 @@ class StreamedBags:
     @functools.cached_property
     def coords(self):
         source = self._bags.coords
+        return None if source is None else source[self._bags.instance_rows(self.bag_indices)]
+
+    @functools.cached_property
+    def instance_slides(self):
+        source = self._bags.instance_slides
         return None if source is None else source[self._bags.instance_rows(self.bag_indices)]
 
     def bag_name(self, i: int) -> str:
@@ -154,7 +161,9 @@ class StreamedBags:
             yield Bags(self._read(rows), self.offsets[start:stop + 1] - self.offsets[start],
                        None if self.y is None else self.y[part],
                        groups=None if self.groups is None else self.groups[part],
-                       names=None if self.names is None else self.names[part], source=self.source)
+                       names=None if self.names is None else self.names[part], source=self.source,
+                       covariates=None if self.covariates is None else self.covariates[part],
+                       covariate_names=self.covariate_names)
             start = stop
 
     def means(self) -> np.ndarray:
@@ -168,7 +177,9 @@ class StreamedBags:
         """The bags in memory as :class:`~automil.Bags`, for a learner that cannot stream them."""
         return type(self._bags)(self._read(self._bags.instance_rows(self.bag_indices)), self.offsets, self.y,
                     instance_y=self.instance_y, names=self.names, feature_names=self.feature_names,
-                    source=self.source, coords=self.coords, groups=self.groups)
+                    source=self.source, coords=self.coords, groups=self.groups, covariates=self.covariates,
+                    covariate_names=self.covariate_names, slide_names=self.slide_names,
+                    instance_slides=self.instance_slides)
 
     def _read(self, rows) -> np.ndarray:
         """Rows of the matrix (a slice or an index array), standardized in the matrix's :func:`read_dtype`."""

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from automil.data.files import DataFileError
+from automil.data.label_columns import LabelColumns, table_flags
 
 __all__ = ["DatasetSpec", "load_bags", "dataset_name", "same_stem"]
 
@@ -49,26 +50,32 @@ class DatasetSpec:
         return all(f.local_path() is not None for f in self.files)
 
 
-def load_bags(name_or_path, format: str | None = None, labels=None, groups: str | None = None):
+def load_bags(name_or_path, format: str | None = None, labels=None, groups: str | None = None,
+              columns: LabelColumns | None = None):
     """``Bags`` for a registered dataset name, or for a file or bag folder in any supported format.
 
     A registered name wins over a file of the same name in the working directory. ``format`` names
     the file format when detection from the content is not wanted (see ``automil.data.readers.text``); ``labels``
-    and ``groups`` are a slide feature folder's labels CSV and its group column.
+    and ``groups`` are a slide feature folder's labels CSV and its group column, ``columns`` how its labels
+    table reads (the task and its columns, ``--bag-by``, ``--covariates``); a registered dataset has labels of
+    its own (and their task) and takes none of them.
     """
     from automil import plugins
 
     name = str(name_or_path)
+    if columns is not None:
+        columns.check()
     if format is None and name in plugins.datasets():
-        if labels is not None or groups is not None:
-            raise ValueError(f"{name} is a registered dataset with its own labels: --labels and --groups apply "
-                             "to slide feature folders")
+        given = table_flags(labels, groups, columns)
+        if given:
+            raise ValueError(f"{name} is a registered dataset with its own labels: leave out {', '.join(given)}, "
+                             "which read the labels table of a slide feature folder")
         return plugins.get_dataset(name).load()
     path = Path(name).expanduser()
     if path.is_file() or path.is_dir():
         from automil.data.readers import read_bags
 
-        return read_bags(path, format=format, labels=labels, groups=groups)
+        return read_bags(path, format=format, labels=labels, groups=groups, columns=columns)
     if path.suffix or len(path.parts) > 1:
         raise DataFileError(f"{name}: no such file (and no registered dataset has this name)")
     plugins.get_dataset(name)  # raises with the known names and close matches

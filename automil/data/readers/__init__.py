@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from automil.data.label_columns import table_flags
 from automil.data.readers.errors import FormatError
 from automil.data.readers.reader import Reader
 
@@ -28,7 +29,7 @@ def formats() -> dict[str, Reader]:
     return {r.name: r for r in sorted(table.values(), key=lambda reader: reader.plugin == plugins.CORE_FORMATS)}
 
 
-def read_bags(path, format: str | None = None, labels=None, groups: str | None = None):
+def read_bags(path, format: str | None = None, labels=None, groups: str | None = None, columns=None):
     """Read the bags at ``path`` (a file, plain or gzip-compressed, or a folder) in any registered format.
 
     Parameters
@@ -37,9 +38,10 @@ def read_bags(path, format: str | None = None, labels=None, groups: str | None =
     format : str, optional
         A name or alias of :func:`formats` (the text formats also take the benchmark README's letters A,
         A-sparse, B, C, D); detected when omitted.
-    labels, groups : optional
+    labels, groups, columns : optional
         For the formats whose labels are a table (``Reader.takes_labels``: folders of feature files): the
-        labels CSV, and its column of every bag's group.
+        labels CSV, its column of every bag's group, and how its columns read
+        (:class:`~automil.data.label_columns.LabelColumns`: the task, ``--bag-by``, ``--covariates``).
 
     Returns
     -------
@@ -57,11 +59,12 @@ def read_bags(path, format: str | None = None, labels=None, groups: str | None =
     path = Path(path)
     reader = _named(format) if format is not None else _detected(path)
     if reader is not None and reader.takes_labels:
-        return reader.read(path, labels, groups)
-    if labels is not None or groups is not None:
+        return reader.read(path, labels, groups, *([columns] if columns is not None and columns.flags() else []))
+    given = table_flags(labels, groups, columns)
+    if given:
         tables = ", ".join(name for name, r in formats().items() if r.takes_labels)
-        raise FormatError(path, None, f"--labels and --groups apply to folders of feature files ({tables}), not "
-                                      f"to a {reader.name if reader else 'text'} file")
+        raise FormatError(path, None, f"leave out {', '.join(given)}, which read the labels table of a folder of "
+                                      f"feature files ({tables}), not a {reader.name if reader else 'text'} file")
     if reader is not None:
         return reader.read(path)
     from automil.data.readers.text import read_text

@@ -18,6 +18,7 @@ import numpy as np
 
 from automil.bags import Bags
 from automil.data.instance_matrix import InstanceMatrix
+from automil.data.label_columns import LabelColumns
 from automil.data.readers.errors import FormatError
 from automil.data.readers.feature_files import FeatureFile
 from automil.data.readers.labels_table import LabelsTable, read_labels_table
@@ -82,9 +83,9 @@ class _BagFile(FeatureFile):
         return _BagFile(self.name, path, (), self.dtype).guard(lambda: np.load(path, allow_pickle=False))
 
 
-def read_bag_folder(folder, labels=None, groups: str | None = None) -> Bags:
-    """Read the bags of a folder in the order of its ``labels.csv`` (or of the table ``labels``), each bag's
-    group from the table's column ``groups`` (default ``case_id`` when it has one).
+def read_bag_folder(folder, labels=None, groups: str | None = None, columns: LabelColumns | None = None) -> Bags:
+    """Read the bags of a folder in the order of its ``labels.csv`` (or of the table ``labels``, read as
+    ``columns`` say), each bag's group from the table's column ``groups`` (default ``case_id`` when it has one).
 
     Raises
     ------
@@ -94,8 +95,8 @@ def read_bag_folder(folder, labels=None, groups: str | None = None) -> Bags:
         labels for some bags only.
     """
     folder = Path(folder)
-    table = _labels(folder, labels, groups)
-    names, y, lines = table.names, table.labels, table.lines
+    table = _labels(folder, labels, groups, columns)
+    names, lines = table.names, table.lines
     files = [_BagFile.open(name, path) for name, path in zip(names, _feature_paths(folder, names, lines))]
     width = files[0].shape[1]
     for bag in files[1:]:
@@ -108,17 +109,16 @@ def read_bag_folder(folder, labels=None, groups: str | None = None) -> Bags:
         instance_y = [matrix.fill(start, stop, bag.read_into)
                       for bag, start, stop in zip(files, offsets[:-1], offsets[1:])]
     X = matrix.array()
-    return Bags(X, offsets, y, instance_y=_instance_labels(files, instance_y), names=names, source=str(folder),
-                groups=table.groups)
+    return table.bags(X, offsets, instance_y=_instance_labels(files, instance_y), source=str(folder))
 
 
-def _labels(folder: Path, labels, groups: str | None) -> LabelsTable:
+def _labels(folder: Path, labels, groups: str | None, columns: LabelColumns | None) -> LabelsTable:
     """The labels table: ``labels`` when given, else the folder's ``labels.csv``."""
     path = folder / LABELS if labels is None else Path(labels)
     if labels is None and not path.is_file():
         raise FormatError(folder, None, f"no {LABELS}: a bag folder needs a labels table with the columns "
                                         "bag,label and one <bag>.npy or <bag>.h5 file per bag")
-    return read_labels_table(path, ("bag",), "bag", groups)
+    return read_labels_table(path, ("bag",), "bag", groups, columns)
 
 
 def _feature_paths(folder: Path, names: list[str], lines: dict[str, int]) -> list[Path]:

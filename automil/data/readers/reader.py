@@ -31,7 +31,9 @@ class Reader:
     takes_labels : bool
         The format's labels are a table beside the features (a folder of feature files): ``read`` is then
         called as ``read(path, labels, groups)``, with the table given by ``--labels`` (``None``: its own)
-        and the table's column of every bag's group (``None``: ``case_id`` when it has one).
+        and the table's column of every bag's group (``None``: ``case_id`` when it has one); given ``--task``,
+        ``--bag-by`` or ``--covariates``, as ``read(path, labels, groups, columns)`` with the
+        :class:`~automil.data.label_columns.LabelColumns` (``read_labels_table`` reads a table by them).
     plugin : str
         Filled in by the registry: the plugin that registered the format.
     """

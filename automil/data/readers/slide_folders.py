@@ -18,6 +18,7 @@ import numpy as np
 
 from automil.bags import Bags, instance_dtype
 from automil.data.instance_matrix import InstanceMatrix
+from automil.data.label_columns import LabelColumns
 from automil.data.readers.errors import FormatError
 from automil.data.readers.feature_files import FeatureFile
 from automil.data.readers.labels_table import read_labels_table
@@ -38,27 +39,28 @@ def slide_layout(path: Path) -> str | None:
     return "trident" if _trident_features(path) is not None else None
 
 
-def read_clam(folder, labels=None, groups: str | None = None) -> Bags:
+def read_clam(folder, labels=None, groups: str | None = None, columns: LabelColumns | None = None) -> Bags:
     """The slides of a CLAM features directory: ``h5_files`` when present (they carry ``coords``), else
     ``pt_files``; ``folder`` may also be either of the two. ``labels``: the labels CSV, by default the one
-    ``.csv`` file in ``folder``."""
+    ``.csv`` file in ``folder``, read as ``columns`` say."""
     folder = Path(folder)
     if folder.name in ("h5_files", "pt_files"):
         features, root = folder, folder.parent
     else:
         features, root = (folder / "h5_files" if (folder / "h5_files").is_dir() else folder / "pt_files"), folder
-    return _read_slides(features, _table(labels, root, folder), groups)
+    return _read_slides(features, _table(labels, root, folder), groups, columns)
 
 
-def read_trident(folder, labels=None, groups: str | None = None) -> Bags:
+def read_trident(folder, labels=None, groups: str | None = None, columns: LabelColumns | None = None) -> Bags:
     """The slides of a TRIDENT ``features_<encoder>`` folder (or a folder holding exactly one, as TRIDENT's
-    job directory does); ``labels``: the labels CSV, by default the one ``.csv`` file in ``folder``."""
+    job directory does); ``labels``: the labels CSV, by default the one ``.csv`` file in ``folder``, read as
+    ``columns`` say."""
     folder = Path(folder)
     features = _trident_features(folder)
     if features is None:
         raise FormatError(folder, None, "no features_<encoder> folder (or more than one): give --dataset the "
                                         "one to read")
-    return _read_slides(features, _table(labels, folder, folder), groups)
+    return _read_slides(features, _table(labels, folder, folder), groups, columns)
 
 
 def _trident_features(path: Path) -> Path | None:
@@ -79,8 +81,8 @@ def _table(labels, root: Path, folder: Path) -> Path:
     return tables[0]
 
 
-def _read_slides(features: Path, labels: Path, groups: str | None) -> Bags:
-    table = read_labels_table(labels, ("slide_id", "bag"), "slide", groups)
+def _read_slides(features: Path, labels: Path, groups: str | None, columns: LabelColumns | None) -> Bags:
+    table = read_labels_table(labels, ("slide_id", "bag"), "slide", groups, columns)
     suffix = ".h5" if any(features.glob("*.h5")) else ".pt"
     files = {p.stem: p for p in features.glob(f"*{suffix}")}
     for name in table.names:
@@ -106,8 +108,7 @@ def _read_slides(features: Path, labels: Path, groups: str | None) -> Bags:
     has_coords = [c is not None for c in coords]
     if any(has_coords) and not all(has_coords):
         raise slides[has_coords.index(False)].error("no coords, though other slides have them")
-    return Bags(X, offsets, table.labels, names=table.names, groups=table.groups, source=str(features),
-                coords=np.concatenate(coords) if all(has_coords) else None)
+    return table.bags(X, offsets, source=str(features), coords=np.concatenate(coords) if all(has_coords) else None)
 
 
 @dataclass(frozen=True)
