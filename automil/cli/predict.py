@@ -55,7 +55,8 @@ def _run_predict(args) -> int:
         raise ValueError("--mondrian needs --coverage")
     model = load_estimator(args.tracking_uri or default_tracking_uri(), args.model)
     # read as a run reads: a slide folder into a mapped file, so a cohort larger than memory can be predicted
-    mapped = share_instances(lambda: load_bags(args.dataset, labels=args.labels, groups=args.groups))
+    mapped = share_instances(lambda: load_bags(args.dataset, labels=args.labels, groups=args.groups,
+                                                 columns=args.columns))
     try:
         bags = mapped if mapped.instances_file is None else StreamedBags(mapped)
         try:

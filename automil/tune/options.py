@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 from pathlib import Path
 
+from automil.data.label_columns import LabelColumns
 from automil.evaluation.folds import MIN_TEST_BAGS, MIN_TEST_CLASS_BAGS, fold_sizes, folds_for_size, small_folds
 from automil.evaluation.folds_file import FoldFile
 from automil.evaluation.metrics import METRICS
@@ -67,8 +68,9 @@ class TuneOptions:
     file's number (without a file ``None`` means 6). ``track`` and ``tracking_uri``
     are read by the command line, which opens the tracking store and hands
     ``tune`` a factory for it; the driver itself never opens one. ``labels`` and ``groups`` say how to read a
-    slide feature folder (its labels CSV, and the column of every slide's group). ``scratch`` is the directory
-    of the run's one file of the instances (``None``: the temporary directory).
+    slide feature folder (its labels CSV, and the column of every slide's group), ``columns`` how its table reads
+    (:class:`~automil.data.label_columns.LabelColumns`: the task, ``--bag-by``, ``--covariates``). ``scratch`` is
+    the directory of the run's one file of the instances (``None``: the temporary directory).
     """
 
     n_trials: int | None = 20
@@ -94,10 +96,13 @@ class TuneOptions:
     tracking_uri: str | None = None
     labels: str | None = None  # a slide feature folder's labels CSV (automil.data.load_bags)
     groups: str | None = None  # its column of every bag's group; None: case_id when it has one
+    columns: LabelColumns = LabelColumns()  # the task and how its labels table reads (--task ... --covariates)
     scratch: str | None = None  # where the run's file of the instances goes; None: the temporary directory
 
     def __post_init__(self):
         self.objectives = tuple(self.objectives or ())
+        if isinstance(self.columns, dict):  # a study file's [options.columns] table
+            self.columns = LabelColumns.from_dict(self.columns)
         if self.metric is None:
             self.metric = self.objectives[0] if self.objectives else DEFAULT_METRIC
         if self.folds is None and self.folds_file is None:
@@ -187,6 +192,7 @@ class TuneOptions:
             raise ValueError(f"--protocol {self.protocol} needs --folds 3 or more (an outer split is tuned with "
                              "the other folds)")
         self._check_objectives()
+        self.columns.check()
         if self.portfolio not in (None, SHIPPED_PORTFOLIO) and not Path(self.portfolio).is_file():
             raise ValueError(f"--portfolio: no such file: {self.portfolio}")
         self._check_scratch()
