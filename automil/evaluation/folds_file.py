@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from automil.evaluation.folds import bag_folds, fold_digest, repeat_seeds, split_groups
+from automil.evaluation.folds import bag_folds, fold_digest, repeat_seeds, split_groups, untrainable
 
 __all__ = ["RunFolds", "FoldFile", "read_fold_file", "bag_keys", "FORMAT", "VERSION"]
 
@@ -101,8 +101,8 @@ class FoldFile:
 
     def run_folds(self, dataset: str, bags, n_repeats: int) -> RunFolds:
         """The folds over ``bags``, with the first ``n_repeats`` repeats; a ``ValueError`` naming the file
-        when a name is not a bag of the data, a bag is in no test fold, a fold leaves a class out of its
-        training bags, or a group (the data's, or the file's ``groups``) has bags in two folds (in any repeat
+        when a name is not a bag of the data, a bag is in no test fold, a fold leaves a class (every event) out
+        of its training bags, or a group (the data's, or the file's ``groups``) has bags in two folds (in any repeat
         of the file)."""
         keys = bag_keys(bags)
         index = {key: i for i, key in enumerate(keys)}
@@ -142,10 +142,10 @@ class FoldFile:
             raise ValueError(f"{self.path}: {'bag' if one else 'bags'} {_some(missing)} of {dataset} "
                              f"{'is' if one else 'are'} in no test fold of {what}")
         for fold in range(self.n_folds):
-            left_out = set(np.unique(y)) - set(np.unique(y[assignment != fold]))
-            if left_out:
-                raise ValueError(f"{self.path}: fold {fold} of {what} holds every bag of class "
-                                 f"{sorted(left_out)[0]}, so its training bags have none to learn it from")
+            lacking = untrainable(y, assignment != fold)
+            if lacking:
+                raise ValueError(f"{self.path}: fold {fold} of {what} holds every bag {lacking}, so its training "
+                                 "bags have none to learn it from")
         return assignment
 
 
