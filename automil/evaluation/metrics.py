@@ -47,16 +47,16 @@ def task_metrics(y) -> tuple[str, ...]:
     return TASK_METRICS[task_of(y)]
 
 
-def fold_scores(y_true, y_pred, scores=None, classes=None, y_train=None) -> FoldScores:
+def fold_scores(y_true, y_pred, scores=None, classes=None, y_train=None, times=None) -> FoldScores:
     """The :class:`FoldScores` of predictions ``y_pred`` of the labels ``y_true``, by their task.
 
     Classification: ``y_pred`` classes, ``scores`` bag scores for the ROC AUC (:func:`roc_auc`) of the sorted
     ``classes``. Survival: ``y_pred`` risks (higher: an earlier event), ``scores`` survival probabilities at
-    ``automil.endpoints.evaluation_times(y_train, y_true)``, one row a bag, ``y_train`` the labels the model
-    was fit on (:func:`survival_scores`). Regression: ``y_pred`` the predicted values."""
+    ``times`` (by default ``automil.endpoints.evaluation_times(y_train, y_true)``), one row a bag, ``y_train``
+    the labels the model was fit on (:func:`survival_scores`). Regression: ``y_pred`` the predicted values."""
     task = task_of(y_true)
     if task == "survival":
-        return survival_scores(y_true, y_pred, scores, y_train)
+        return survival_scores(y_true, y_pred, scores, y_train, times)
     if task == "regression":
         return regression_scores(y_true, y_pred)
     from sklearn.metrics import accuracy_score, balanced_accuracy_score
@@ -66,13 +66,15 @@ def fold_scores(y_true, y_pred, scores=None, classes=None, y_train=None) -> Fold
                       one_class(y_true, y_pred), None if scores is None else roc_auc(y_true, scores, classes))
 
 
-def survival_scores(y_true, risk, survival=None, y_train=None) -> FoldScores:
+def survival_scores(y_true, risk, survival=None, y_train=None, times=None) -> FoldScores:
     """Scikit-survival's Harrell's concordance of ``risk`` (``concordance_index_censored``), Uno's
     (``concordance_index_ipcw``, censoring weights from ``y_train``) and the integrated Brier score of the
-    ``survival`` probabilities at ``evaluation_times(y_train, y_true)`` (``integrated_brier_score``). Why Uno's
-    is truncated at the last training time and the Brier score kept to the test bags up to it: past it the
-    training bags estimate no censoring weight (scikit-survival raises); where every test bag is inside, both
-    are scikit-survival's untruncated figures."""
+    ``survival`` probabilities at ``times`` (``integrated_brier_score``; by default
+    ``evaluation_times(y_train, y_true)``; of given ``times``, those strictly inside the test bags' range, as
+    where part of a fold scored at the whole fold's times). Why Uno's is truncated at the last training time
+    and the Brier score kept to the test bags up to it: past it the training bags estimate no censoring
+    weight (scikit-survival raises); where every test bag is inside, both are scikit-survival's untruncated
+    figures."""
     from sksurv.exceptions import NoComparablePairException
     from sksurv.metrics import concordance_index_censored, concordance_index_ipcw, integrated_brier_score
 
@@ -87,13 +89,17 @@ def survival_scores(y_true, risk, survival=None, y_train=None) -> FoldScores:
     except NoComparablePairException:
         pass
     if y_train is not None and survival is not None:
-        times, kept = evaluation_times(y_train, y_true), y_true["time"] <= y_train["time"].max()
+        times = evaluation_times(y_train, y_true) if times is None else np.asarray(times, dtype=np.float64)
         survival = np.asarray(survival, dtype=np.float64)
         if survival.shape != (len(y_true), len(times)):
             raise ValueError(f"survival probabilities of shape {survival.shape}; expected one row for each of the "
                              f"{len(y_true)} bags and one column for each of the {len(times)} evaluation times")
-        if len(times) >= 2:
-            figures["integrated_brier"] = float(integrated_brier_score(y_train, y_true[kept], survival[kept], times))
+        kept = y_true["time"] <= y_train["time"].max()
+        followed = y_true["time"][kept]
+        inside = (times > followed.min()) & (times < followed.max()) if followed.size else times < -np.inf
+        if inside.sum() >= 2:
+            figures["integrated_brier"] = float(integrated_brier_score(y_train, y_true[kept],
+                                                                       survival[kept][:, inside], times[inside]))
     return FoldScores(one_class=one_class(y_true, risk), **figures)
 
 

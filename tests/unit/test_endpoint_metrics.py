@@ -55,6 +55,21 @@ def test_test_bags_past_the_training_follow_up_are_left_to_the_bags_it_covers():
     assert scores.integrated_brier == pytest.approx(integrated_brier_score(train, test[kept], curves[kept], times))
 
 
+def test_part_of_a_fold_scored_at_the_whole_folds_times_keeps_the_times_inside_its_own_range():
+    x, y = proportional_hazards(200, seed=6)
+    train, test, risk = y[:120], y[120:], x[120:]
+    times = evaluation_times(train, test)
+    curves = survival_curves(risk, times)
+    block = np.argsort(test["time"])[:40]  # the earlier half of the fold: the later times fall outside it
+    scores = fold_scores(test[block], risk[block], curves[block], y_train=train, times=times)
+    inside = (times > test["time"][block].min()) & (times < test["time"][block].max())
+    assert 2 <= inside.sum() < len(times)
+    assert scores.integrated_brier == pytest.approx(
+        integrated_brier_score(train, test[block], curves[block][:, inside], times[inside]))
+    assert scores.concordance == pytest.approx(
+        concordance_index_censored(test["event"][block], test["time"][block], risk[block])[0])
+
+
 def test_a_worse_survival_model_scores_worse():
     x, y = proportional_hazards(300, seed=2)
     train, test, risk = y[:200], y[200:], x[200:]
