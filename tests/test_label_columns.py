@@ -260,3 +260,31 @@ def test_the_command_line_gathers_the_six_flags_into_the_options_columns(tmp_pat
     study.write_text('[options.columns]\ntask = "regression"\ntargets = "psa"\n[[study]]\ndataset = "musk1"\n')
     with pytest.raises(ValueError, match="unknown key 'targets' in columns"):
         read_study_file(study)
+
+
+def test_heatmaps_of_a_pooled_bag_are_drawn_slide_by_slide_at_each_slides_coords(trident, tmp_path):
+    import csv
+
+    import automil
+    from automil.evaluation.heatmap_drawing import write_heatmaps
+    from automil.evaluation.prediction import predict_bags
+    from automil.evaluation.standardized import Standardized
+
+    labels = tmp_path / "cases.csv"
+    labels.write_text("slide_id,case_id,label\n" + "".join(f"{s},{c},{'ab'[int(c[-1]) % 2]}\n"
+                                                           for c, s in _slides(trident)))
+    bags = load_bags(trident.features, labels=labels, columns=LabelColumns(bag_by="case_id"))
+    model = Standardized(automil.plugins.get_learner("sil").build()).fit(bags)
+    some = bags.subset([0, 1])
+    written = write_heatmaps(model, some, predict_bags(model, some), tmp_path / "heat")
+    slides = [s for c, s in _slides(trident) if c in some.names]
+    assert [w.table.stem for w in written] == slides and [w.bag for w in written] == [
+        c for c, _ in _slides(trident) if c in some.names]
+    scores = model.instance_scores(some)[:, 1]
+    for files, slide in zip(written, slides):
+        assert files.picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        with open(files.table) as f:
+            rows = list(csv.DictReader(f))
+        mine = some.slide_names[some.instance_slides] == slide
+        np.testing.assert_array_equal([[float(r["x"]), float(r["y"])] for r in rows], _features(trident, slide)[1])
+        np.testing.assert_allclose([float(r["score"]) for r in rows], scores[mine], rtol=1e-5)

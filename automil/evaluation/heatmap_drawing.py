@@ -1,5 +1,5 @@
 """Where a model finds the evidence: every instance's score drawn at its position (``coords``), one picture and
-one table per bag. What ``automil predict --heatmaps`` writes."""
+one table per bag (per slide of a bag pooling several). What ``automil predict --heatmaps`` writes."""
 
 from __future__ import annotations
 
@@ -59,24 +59,36 @@ def _scoring_learners() -> list[str]:
 def write_heatmaps(model, bags: Bags, predictions: list[BagPrediction], out) -> list[HeatmapFiles]:
     """For every bag, ``OUT/<bag>.csv`` (``instance, x, y, score``; ``instance, score`` without coords) and,
     when the bags have coords, ``OUT/<bag>.png``: the scores at their positions on one colour scale per
-    bag, the bag's label, prediction and score in the title."""
+    bag, the bag's label, prediction and score in the title. A bag of several slides (``--bag-by``) is drawn
+    slide by slide, ``OUT/<slide>.csv`` and ``.png`` (each slide's coords are its own)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     evidence, shown = instance_evidence(model, bags, predictions)
     written = []
     for i, prediction in enumerate(predictions):
-        rows = slice(bags.offsets[i], bags.offsets[i + 1])
         name = f"bag-{i}" if bags.names is None else str(bags.names[i])
-        stem = _UNSAFE.sub("_", name) or f"bag-{i}"
-        coords = None if bags.coords is None else bags.coords[rows]
-        table = out / f"{stem}.csv"
-        _write_table(table, evidence[rows], coords)
-        picture = None
-        if coords is not None:
-            picture = out / f"{stem}.png"
-            _draw(picture, coords, evidence[rows], _title(name, prediction), f"instance score of {shown[i]}")
-        written.append(HeatmapFiles(name, table, picture))
+        for piece, rows in _pieces(bags, i, name):
+            stem = _UNSAFE.sub("_", piece) or f"bag-{i}"
+            coords = None if bags.coords is None else bags.coords[rows]
+            table = out / f"{stem}.csv"
+            _write_table(table, evidence[rows], coords)
+            picture = None
+            if coords is not None:
+                picture = out / f"{stem}.png"
+                title = _title(name if piece == name else f"{piece} of {name}", prediction)
+                _draw(picture, coords, evidence[rows], title, f"instance score of {shown[i]}")
+            written.append(HeatmapFiles(name, table, picture))
     return written
+
+
+def _pieces(bags: Bags, i: int, name: str) -> list[tuple[str, slice]]:
+    """The rows of bag ``i`` drawn as one picture each: the bag's, or each of its slides' (consecutive rows)."""
+    start, stop = int(bags.offsets[i]), int(bags.offsets[i + 1])
+    if bags.instance_slides is None:
+        return [(name, slice(start, stop))]
+    slides = bags.instance_slides[start:stop]
+    bounds = [start, *(start + np.flatnonzero(np.diff(slides)) + 1), stop]
+    return [(str(bags.slide_names[slides[a - start]]), slice(a, b)) for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _write_table(path: Path, scores: np.ndarray, coords: np.ndarray | None) -> None:
