@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from automil.endpoints import task_of
 from automil.streamed_bags import BLOCK_BYTES, StreamedBags, release_pages
 
 __all__ = ["Bags", "as_bags", "BAG_FIELDS", "INSTANCE_FIELDS"]
@@ -175,9 +176,9 @@ class Bags:
         return (self[i] for i in range(self.n_bags))
 
     def __repr__(self) -> str:
-        kind = "sparse " if self.is_sparse else ""
-        return (f"Bags({self.n_bags} bags, {self.n_instances} instances, {self.n_features} {kind}features"
-                f"{'' if self.y is None else f', {len(self.classes)} classes'})")
+        kind, task = "sparse " if self.is_sparse else "", None if self.y is None else task_of(self.y)
+        labels = "" if task is None else f", {len(self.classes)} classes" if task == "classification" else f", {task}"
+        return f"Bags({self.n_bags} bags, {self.n_instances} instances, {self.n_features} {kind}features{labels})"
 
     # ---- derived sets ------------------------------------------------------------------------------
     def to_list(self) -> list:

@@ -69,6 +69,7 @@ def test_a_survival_table_reads_its_time_and_event_columns_without_a_label(tride
     np.testing.assert_allclose(bags.y["time"], [float(p["os_months"]) for p in expected])
     assert bags.y["event"].tolist() == [p["dead"] == "1" for p in expected]
     assert list(bags.groups) == [case for case, _ in rows] and bags.covariates is None
+    assert repr(bags).endswith("4 features, survival)")  # not one "class" a distinct time
     assert bags.subset([3, 1]).y.tolist() == bags.y[[3, 1]].tolist()
 
 
