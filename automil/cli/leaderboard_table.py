@@ -12,11 +12,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from automil.cli.common import print_table, print_wrapped
-from automil.evaluation.metrics import LABELS
-from automil.records import PROCEDURE, Figure, InstanceFigures, LearnerResult, Status
+from automil.endpoints import LABELS, LOWER_IS_BETTER, TASK_METRICS
+from automil.records import OTHER_METRICS, PROCEDURE, Figure, InstanceFigures, LearnerResult, Status
 from automil.records.protocol import Protocol
 
 __all__ = ["Column", "columns", "print_rows", "measured"]
+
+# What the survival and regression columns mean, said once under the table.
+_MEANING = {"concordance": "Harrell's concordance of the risks (0.5 chance)",
+            "uno_concordance": "Uno's concordance, censoring-weighted (0.5 chance)",
+            "integrated_brier": "integrated Brier score of the survival curves (lower is better)",
+            "r2": "R^2 of the values (0 chance)", "spearman": "Spearman's rank correlation (0 chance)",
+            "mae": "mean absolute error (lower is better)", "rmse": "root mean squared error (lower is better)"}
+# What a survival or regression figure's standard error is taken over.
+_COUNTED = {"survival": "events and censored bags", "regression": "bags"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,8 @@ def columns(rows: list[LearnerResult], verbose: bool) -> list[Column]:
     label = LABELS.get(metric, "ACC")
     fronts = _front_columns(rows, label)
     status = Column("status", lambda row: row.status or "-")
+    if first.task != "classification":
+        return _task_columns(first, head, verbose, fronts, status)
     if not verbose:
         beside = "balanced_accuracy" if metric == "roc_auc" else "roc_auc"  # AUC, or BACC beside an AUC metric
         return [Column("learner", _name),
@@ -75,6 +86,26 @@ def columns(rows: list[LearnerResult], verbose: bool) -> list[Column]:
             Column("best parameters", _parameters, figure=True)]
 
 
+def _task_columns(first: LearnerResult, head: str, verbose: bool, fronts: list[Column],
+                  status: Column) -> list[Column]:
+    """The columns of a survival or regression table: every metric of the task as the headline gives it (the
+    tuned one first), then as the classification table goes on."""
+    metric = first.metric
+    shown = [metric, *(m for m in TASK_METRICS[first.task] if m != metric)]
+    figures = [Column(f"{LABELS[m]} ({head})", _headline(m), headline=m == metric, figure=m != metric) for m in shown]
+    if not verbose:
+        return [Column("learner", _name), *figures, Column("fit s", _fit_seconds, figure=True),
+                Column("trials", lambda row: _blank(row.counts.trials)), *fronts, status]
+    return [Column("learner", _name), *figures,
+            Column(f"repeated-CV {LABELS[metric]}", lambda row: measured(row.repeated, metric), figure=True),
+            Column("reps", lambda row: _blank(row.repeated.repeats), figure=True),
+            Column(f"tuning {LABELS[metric]}*", lambda row: _shown(metric, row.tuning.score), figure=True),
+            Column("fit s", _fit_seconds, figure=True), Column("budget s", _budget_seconds),
+            Column("trials", lambda row: _blank(row.counts.trials)),
+            Column("T/O", lambda row: "" if row.status == Status.SKIPPED else _blank(row.counts.timed_out)),
+            *fronts, status, Column("best parameters", _parameters, figure=True)]
+
+
 def _print_footnotes(rows: list[LearnerResult], verbose: bool):
     """What the columns shown mean: the protocol behind the headline, the marks, the procedure's row."""
     first = rows[0]
@@ -87,10 +118,11 @@ def _print_footnotes(rows: list[LearnerResult], verbose: bool):
     lines.append("")
     cv = f"{first.dataset}: {first.folds}-fold CV over bags, seed {first.seed}"
     if protocol == Protocol.HOLDOUT:
+        how = ("a bootstrap for ACC and BACC, Hanley-McNeil's standard error for AUC" if first.task == "classification"
+               else f"the normal interval of its standard error over the {_COUNTED[first.task]}")
         lines.append(f"{first.dataset}: hold-out: one of {first.folds} folds of bags held out, tuned by "
                      f"{first.folds - 1}-fold CV on the others; the hold-out figure's 95% interval is over its bags "
-                     "(`interval` in --json: a bootstrap for ACC and BACC, Hanley-McNeil's standard error for AUC); "
-                     "screened: the learner's defaults on a share of the bags only.")
+                     f"(`interval` in --json: {how}); screened: the learner's defaults on a share of the bags only.")
     elif protocol == Protocol.NESTED:
         cv += "; nested: mean +- sd over the outer folds, each scored by a refit tuned on the other folds"
     if verbose or not protocol.held_out:
@@ -104,9 +136,14 @@ def _print_footnotes(rows: list[LearnerResult], verbose: bool):
     if verbose or objectives or not protocol.held_out:
         lines.append("* optimistic: scored on the folds the parameters were tuned on." + (
             "" if protocol.held_out else " Use --protocol nested for scores from folds the tuner never saw."))
-    if any(row.headline.one_class for row in rows):
+    if any(row.headline.one_class for row in rows) and first.task == "classification":
         lines.append("one class: the refits behind the headline predicted one class for every bag they scored; "
                      "the figure is flagged, never a choice.")
+    elif any(row.headline.one_class for row in rows):
+        lines.append("constant: the refits behind the headline predicted the same value for every bag they scored; "
+                     "the figure is flagged, never a choice.")
+    if first.task != "classification":
+        lines.append(f"{'; '.join(f'{LABELS[m]}: {_MEANING[m]}' for m in TASK_METRICS[first.task])}.")
     if any(row.learner == PROCEDURE for row in rows):
         lines.append(f"{PROCEDURE}: the procedure itself; each outer split takes the row best on its inner folds "
                      "(as the final choice does on all bags) and is scored on its outer fold.")
@@ -153,7 +190,8 @@ def _name(row: LearnerResult) -> str:
     """The learner, marked: a one-class headline is never chosen, so its flag is the one mark it needs."""
     if not _has_figure(row):
         return row.learner
-    return (f"{row.learner} (one class)" if row.headline.one_class else
+    return (f"{row.learner} ({'one class' if row.task == 'classification' else 'constant'})"
+            if row.headline.one_class else
             f"{row.learner} (chosen)" if row.model.selected else row.learner)
 
 
@@ -163,12 +201,23 @@ def _headline(metric: str) -> Callable[[LearnerResult], str]:
 
 def measured(figures: Figure | InstanceFigures | None, name: str) -> str:
     """The figure ``name`` of ``figures`` over folds or repeats: mean +- sd, the sd ``-`` where it rests on one
-    (not measured)."""
+    (not measured); a classification figure in percent, a survival or regression one as it is."""
     mean = None if figures is None else getattr(figures, name)
     if mean is None:
         return "-"
     std = getattr(figures, f"{name}_std")
-    return f"{100 * mean:.1f} +- " + ("-" if std is None else f"{100 * std:.1f}")
+    return f"{_shown(name, mean)} +- " + ("-" if std is None else _shown(name, std))
+
+
+def _shown(name: str, value: float | None) -> str:
+    """A figure of the metric ``name``: a share in percent (classification, instance figures), a survival or
+    regression figure to three decimals (a concordance 0.712), an error to three significant digits (in the
+    target's units)."""
+    if value is None:
+        return "-"
+    if name in LOWER_IS_BETTER:
+        return f"{value:.3g}"
+    return f"{value:.3f}" if name in OTHER_METRICS else f"{100 * value:.1f}"
 
 
 def _fit_seconds(row: LearnerResult) -> str:

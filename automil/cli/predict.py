@@ -16,7 +16,8 @@ def add_predict(commands):
     sub = subcommand(commands, "predict", _run_predict, "apply a tuned model to bags",
                      "Predict every bag of a dataset or bag file with a model automil logged: one line per "
                      "bag (label, class scores, the witness instance where the learner has one), and ACC and "
-                     "BACC when the bags carry labels.")
+                     "BACC when the bags carry labels; a survival model's risk (higher: an earlier event) or a "
+                     "regression model's value per bag, and their figures when the bags carry the outcome.")
     sub.add_argument("model", metavar="MODEL",
                      help="an MLflow model URI: models:/automil-DATASET/latest (the model automil tune chose), "
                           "models:/automil-DATASET/VERSION, runs:/RUN_ID/model, or a row's model_uri")
@@ -43,7 +44,7 @@ def add_predict(commands):
 def _run_predict(args) -> int:
     from automil.data.datasets import load_bags
     from automil.evaluation.metrics import fold_scores
-    from automil.evaluation.prediction import predict_bags
+    from automil.evaluation.prediction import model_task, predict_bags
     from automil.streamed_bags import StreamedBags
     from automil.track import default_tracking_uri
     from automil.track.writing.model import load_estimator
@@ -54,6 +55,10 @@ def _run_predict(args) -> int:
     if args.mondrian and args.coverage is None:
         raise ValueError("--mondrian needs --coverage")
     model = load_estimator(args.tracking_uri or default_tracking_uri(), args.model)
+    task = model_task(model)
+    if task != "classification" and (args.coverage is not None or args.heatmaps):
+        flag = "--coverage" if args.coverage is not None else "--heatmaps"
+        raise ValueError(f"{flag} serves classification models; {args.model} is a {task} model")
     # read as a run reads: a slide folder into a mapped file, so a cohort larger than memory can be predicted
     mapped = share_instances(lambda: load_bags(args.dataset, labels=args.labels, groups=args.groups,
                                                  columns=args.columns))
@@ -64,7 +69,7 @@ def _run_predict(args) -> int:
         except ValueError as error:
             raise ValueError(f"model {args.model!r}: {error}") from None
         notes = sys.stderr if args.json == "-" else sys.stdout  # with --json -, standard output is the rows
-        print(_answering(model, args), file=notes)
+        print(_answering(model, args, task), file=notes)
         if args.heatmaps:
             from automil.evaluation.heatmap_drawing import write_heatmaps
 
@@ -84,6 +89,9 @@ def _run_predict(args) -> int:
             return 0
         with open(args.json, "w") as f:
             f.write(text + "\n")
+    if task != "classification":
+        _print_outcomes(predictions, bags, task)
+        return 0
     rows = [(p.bag, p.label, "" if p.scores is None else " ".join(f"{c}:{v:.3g}" for c, v in p.scores.items()),
              "" if p.witness is None else p.witness) for p in predictions]
     print()
@@ -106,10 +114,39 @@ def _run_predict(args) -> int:
     return 0
 
 
-def _answering(model, args) -> str:
+def _print_outcomes(predictions, bags, task: str):
+    """A survival model's risk or a regression model's value per bag (and the known outcome), then their figures
+    when the bags carry outcomes: Harrell's concordance (Uno's and the Brier score need the training labels,
+    which a logged model does not hold), or R^2, Spearman's rho, MAE and RMSE."""
+    from automil.endpoints import LABELS, TASK_METRICS
+    from automil.evaluation.metrics import fold_scores
+
+    what = "risk" if task == "survival" else "value"
+    values = [getattr(p, what) for p in predictions]
+    print()
+    print_table(("bag", what, *(("outcome",) if bags.y is not None else ())),
+                [(p.bag, f"{v:.4g}", *((_outcome(p.truth),) if bags.y is not None else ()))
+                 for p, v in zip(predictions, values, strict=True)])
+    if bags.y is None:
+        return
+    scores = fold_scores(bags.y, np.asarray(values))
+    figures = [f"{LABELS[m]} {getattr(scores, m):.3f}" for m in TASK_METRICS[task] if getattr(scores, m) is not None]
+    print(f"\n{bags.n_bags} bags (full-data model): {', '.join(figures) or 'no figure (too few bags or events)'}")
+
+
+def _outcome(truth) -> str:
+    """A bag's known outcome: its time, ``+`` where it was censored; or its value."""
+    if isinstance(truth, dict):
+        return f"{truth['time']:g}{'' if truth['event'] else '+'}"
+    return f"{truth:.4g}"
+
+
+def _answering(model, args, task: str) -> str:
     """Which model the printed labels, scores and witnesses are of: the full-data model, or with
     ``--coverage`` the held-apart one, whose sets the coverage is about."""
     if args.coverage is None:
+        if task != "classification":
+            return f"model: full-data model (the logged fit; its {'risks' if task == 'survival' else 'values'})"
         scores = "calibrated probabilities" if hasattr(model, "calibrator") else "its own scores"
         return f"model: full-data model (the logged fit; its labels, {scores})"
     kind = ", class-conditional" if args.mondrian else ""

@@ -10,7 +10,8 @@ import numpy as np
 from automil.bags import Bags
 from automil.learner import BagClassifier
 
-__all__ = ["BagPrediction", "predict_bags", "scores_of", "bag_scores", "labels_and_scores", "one_column_if_binary"]
+__all__ = ["BagPrediction", "predict_bags", "scores_of", "bag_scores", "labels_and_scores", "task_predictions",
+           "model_task", "one_column_if_binary"]
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,9 @@ class BagPrediction:
     the model gives neither; ``witness`` is the position inside the bag of the instance that decides it,
     ``None`` for learners without one; ``truth`` is the bag's label when the data has labels.
     ``prediction_set`` is the bag's conformal prediction set (classes as text) when one was asked for,
-    and ``abstain`` whether it holds more than one class (no decision at that coverage).
+    and ``abstain`` whether it holds more than one class (no decision at that coverage). A survival model gives
+    a ``risk`` instead of a label (higher: an earlier event; ``truth`` then holds ``event`` and ``time``), a
+    regression model a ``value``.
     """
 
     bag: str
@@ -31,9 +34,15 @@ class BagPrediction:
     truth: object = None
     prediction_set: list[str] | None = None
     abstain: bool | None = None
+    risk: float | None = None
+    value: float | None = None
 
     def to_dict(self) -> dict:
-        return {key: _plain(value) for key, value in asdict(self).items()}
+        """The record as JSON-ready data: a label's keys, or a risk's or a value's (with a witness, if any)."""
+        values = asdict(self)
+        if self.label is not None:
+            return {key: _plain(value) for key, value in values.items() if key not in ("risk", "value")}
+        return {key: _plain(value) for key, value in values.items() if value is not None or key == "truth"}
 
 
 def predict_bags(model, bags: Bags, coverage: float | None = None, mondrian: bool = False) -> list[BagPrediction]:
@@ -54,6 +63,12 @@ def predict_bags(model, bags: Bags, coverage: float | None = None, mondrian: boo
         answer = model.predict_conformal(bags, coverage, mondrian)
         answering, labels, scores, sets = model.held_apart, answer.labels, answer.proba, answer.sets
     witness = np.asarray(answering.witness(bags)) if hasattr(answering, "witness") else None
+    task = model_task(model)
+    if task != "classification":  # a risk or a value per bag
+        truth = [None] * bags.n_bags if bags.y is None else [_truth(t) for t in bags.y]
+        return [BagPrediction(bag=bags.bag_name(i), label=None, witness=None if witness is None else int(witness[i]),
+                              truth=truth[i], **{"risk" if task == "survival" else "value": float(labels[i])})
+                for i in range(bags.n_bags)]
     classes = [str(c) for c in getattr(model, "classes_", [])]
     out = []
     for i in range(bags.n_bags):
@@ -64,6 +79,38 @@ def predict_bags(model, bags: Bags, coverage: float | None = None, mondrian: boo
                                  truth=None if bags.y is None else bags.y[i], prediction_set=chosen,
                                  abstain=None if chosen is None else len(chosen) > 1))
     return out
+
+
+def model_task(model) -> str:
+    """The task a fitted model serves, as its learner's base says it (``Standardized`` keeps the learner as
+    ``estimator_``); classification for any other estimator."""
+    return getattr(getattr(model, "estimator_", model), "task", "classification")
+
+
+def _truth(label):
+    """A bag's known outcome as JSON holds it: ``{"event", "time"}`` for survival, the number for regression."""
+    if label.dtype.names == ("event", "time"):
+        return {"event": bool(label["event"]), "time": float(label["time"])}
+    return float(label["target"])
+
+
+def task_predictions(model, bags, y_train, y_test) -> tuple[np.ndarray, np.ndarray]:
+    """A fitted model's predictions of test ``bags`` and their scores, by the task of its labels (``y_train``,
+    ``y_test``: the training and test bags' labels): a class and
+    :func:`labels_and_scores`'s scores; a risk and the survival probabilities at
+    :func:`~automil.endpoints.evaluation_times` of the two folds (what the integrated Brier score scores); a
+    value, and the value as its one column of scores."""
+    from automil.endpoints import evaluation_times, task_of
+
+    task = task_of(y_train)
+    if task == "classification":
+        return labels_and_scores(model, bags)
+    values = np.asarray(model.predict(bags), dtype=np.float64)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"predicted {'risks' if task == 'survival' else 'values'} that are not finite numbers")
+    if task == "regression":
+        return values, values[:, None]
+    return values, np.asarray(model.predict_survival(bags, evaluation_times(y_train, y_test)), dtype=np.float64)
 
 
 def scores_of(model, bags: Bags, methods=("predict_proba", "decision_function")) -> np.ndarray | None:

@@ -10,7 +10,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from automil.bags import Bags, as_bags, row_blocks
-from automil.learner import BagClassifier
+from automil.learner import BagInput
 from automil.streamed_bags import BLOCK_BYTES, StreamedBags, read_dtype
 
 __all__ = ["Standardized", "instance_moments", "instance_scaling", "standardized_rows", "streams"]
@@ -96,7 +96,8 @@ class Standardized(ClassifierMixin, BaseEstimator):
     This is the unit the evaluation protocols fit on every training fold (so no statistic of a test fold
     ever reaches a fit) and the model that tracking logs (so a loaded model standardizes new bags itself).
 
-    Any scikit-learn-style estimator on bags is a learner: a :class:`~automil.BagClassifier` receives
+    Any scikit-learn-style estimator on bags is a learner: an automil estimator (a :class:`~automil.BagClassifier`,
+    a survival model or a regressor: :class:`~automil.learner.BagInput`) receives
     ``automil.Bags``, any other estimator a list of 2-D arrays (one per bag, the format other MIL
     libraries take); both are fitted as ``fit(bags, y)``.
 
@@ -114,6 +115,7 @@ class Standardized(ClassifierMixin, BaseEstimator):
     scale_ : ndarray of shape (n_features,)
         Instance standard deviation of the training bags, with zeros replaced by 1.
     classes_ : ndarray of shape (n_classes,)
+        A classifier's only.
     n_features_in_ : int
     """
 
@@ -147,11 +149,12 @@ class Standardized(ClassifierMixin, BaseEstimator):
             fold = StreamedBags(bags, bag_indices, self.mean_, self.scale_)
             return self._fit_learner(fold, fold.y)
         fold = bags.subset(bag_indices, X=standardized_rows(bags.X, rows, self.mean_, self.scale_))
-        return self._fit_learner(fold if isinstance(self.estimator, BagClassifier) else fold.to_list(), fold.y)
+        return self._fit_learner(fold if isinstance(self.estimator, BagInput) else fold.to_list(), fold.y)
 
     def _fit_learner(self, scaled, labels):
         self.estimator_ = clone(self.estimator).fit(scaled, labels)
-        self.classes_ = self.estimator_.classes_
+        if hasattr(self.estimator_, "classes_"):  # a survival model or a regressor has none
+            self.classes_ = self.estimator_.classes_
         return self
 
     def transform(self, bags) -> Bags:
@@ -189,6 +192,12 @@ class Standardized(ClassifierMixin, BaseEstimator):
         """Class probabilities of the learner, shape ``(n_bags, n_classes)``."""
         return self.estimator_.predict_proba(self._learner_input(bags))
 
+    @available_if(_inner_has("predict_survival"))
+    def predict_survival(self, bags, times) -> np.ndarray:
+        """A survival learner's probability of each bag's event after each of ``times``, shape
+        ``(n_bags, len(times))``."""
+        return self.estimator_.predict_survival(self._learner_input(bags), times)
+
     @available_if(_inner_has("_witness"))
     def witness(self, bags) -> np.ndarray:
         """The learner's witness position inside each bag, shape ``(n_bags,)``."""
@@ -207,7 +216,7 @@ class Standardized(ClassifierMixin, BaseEstimator):
         bags = self.transform(bags)
         if isinstance(bags, StreamedBags) and not streams(self.estimator):
             bags = bags.gathered()
-        return bags if isinstance(self.estimator, BagClassifier) else bags.to_list()
+        return bags if isinstance(self.estimator, BagInput) else bags.to_list()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -8,15 +8,18 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 
+from automil.endpoints import TASK_METRICS, TASKS
 from automil.records.calibration import LEVELS, CalibrationFigures, level_key
 from automil.records.protocol import Protocol
 from automil.records.trials import TIMED_OUT
 
 __all__ = ["Status", "LearnerResult", "TrialCounts", "Tuning", "Figure", "NestedFigure", "RepeatedFigure",
            "Headline", "Costs", "ModelRecord", "InstanceFigures", "OuterSplit", "Member", "ParetoPoint",
-           "TrackingBacklog", "PROCEDURE"]
+           "TrackingBacklog", "PROCEDURE", "OTHER_METRICS", "metric_task"]
 
 PROCEDURE = "automil"  # the leaderboard row of the procedure itself: a learner chosen per outer split
+# The metrics of the tasks beyond classification, in the order their keys follow the classification ones.
+OTHER_METRICS = tuple(m for task in TASKS[1:] for m in TASK_METRICS[task])
 
 
 class Status(StrEnum):
@@ -50,10 +53,15 @@ _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "see
              "nested_balanced_accuracy", "nested_balanced_accuracy_std", "nested_roc_auc", "nested_roc_auc_std",
              "repeated_accuracy", "repeated_accuracy_std", "repeated_balanced_accuracy",
              "repeated_balanced_accuracy_std", "repeated_roc_auc", "repeated_roc_auc_std", "accuracy", "accuracy_std",
-             "balanced_accuracy", "balanced_accuracy_std", "roc_auc", "roc_auc_std", "repeats", "headline",
+             "balanced_accuracy", "balanced_accuracy_std", "roc_auc", "roc_auc_std",
+             *(f"{part}{metric}{spread}" for part in ("nested_", "repeated_", "")
+               for metric in OTHER_METRICS for spread in ("", "_std")), "repeats", "headline",
              "fit_seconds", "budget_seconds", "one_class", "error", "trials_stopped", "classes", "confusion_matrix",
              "tuned_splits", "outer_splits", "pareto_front", "members", "choices", "model_uri", "selected",
              "registered_model", "status")
+# The keys of a metric outside the row's task are left out of it (a classification row is as it always was).
+_METRIC_KEYS = {metric: {f"{part}{metric}{spread}" for part in ("nested_", "repeated_", "")
+                         for spread in ("", "_std")} for task in TASKS for metric in TASK_METRICS[task]}
 # Field metadata: a part's prefix in the row's flat keys, and a field's own flat key where it is not the prefix
 # and the field's name.
 _PREFIX, _KEY = "automil.prefix", "automil.key"
@@ -125,21 +133,49 @@ class Figure:
     balanced_accuracy_std: float | None = None
     roc_auc: float | None = None
     roc_auc_std: float | None = None
+    concordance: float | None = None
+    concordance_std: float | None = None
+    uno_concordance: float | None = None
+    uno_concordance_std: float | None = None
+    integrated_brier: float | None = None
+    integrated_brier_std: float | None = None
+    r2: float | None = None
+    r2_std: float | None = None
+    spearman: float | None = None
+    spearman_std: float | None = None
+    mae: float | None = None
+    mae_std: float | None = None
+    rmse: float | None = None
+    rmse_std: float | None = None
 
 
 @dataclass(frozen=True)
-class OuterSplit:
+class Scores:
+    """Every task's metrics on one set of bags (``None`` outside the task, or where undefined)."""
+
+    accuracy: float | None = None
+    balanced_accuracy: float | None = None
+    roc_auc: float | None = None
+    concordance: float | None = None
+    uno_concordance: float | None = None
+    integrated_brier: float | None = None
+    r2: float | None = None
+    spearman: float | None = None
+    mae: float | None = None
+    rmse: float | None = None
+
+
+@dataclass(frozen=True)
+class OuterSplit(Scores):
     """One outer split of a nested figure: the score its inner folds gave the parameters refitted there
-    (``None``: none, so the procedure cannot choose by it), the refit's scores on the outer fold, each
+    (``None``: none, so the procedure cannot choose by it), the refit's scores on the outer fold (its task's
+    metrics; the others ``None``), each
     inner fold's score behind ``inner`` (their spread), for the ensemble, the learners its selection
     combined in the split and the lower bound of its inner score's gain over its best member alone
     (``gain_bound``), and the calibration of the refit's probabilities and prediction sets on the outer
     fold (``None``: not measured)."""
 
-    inner: float | None
-    accuracy: float
-    balanced_accuracy: float
-    roc_auc: float | None = None
+    inner: float | None = None
     inner_folds: list[float | None] | None = None
     members: list[str] | None = None
     calibration: CalibrationFigures | None = None
@@ -281,6 +317,11 @@ class LearnerResult:
                             "worst_class_coverage": {level_key(c): self.calibration.worst_class(c) for c in LEVELS}}
         row = {key: flat.pop(key) for key in _ROW_KEYS} | flat  # a key not in the order goes last
         row = {key: value for key, value in row.items() if value is not None or key not in _OPTIONAL_KEYS}
+        others = self._other_metrics()
+        row = {key: value for key, value in row.items() if not any(key in _METRIC_KEYS[m] for m in others)}
+        if row.get("outer_splits"):
+            row["outer_splits"] = [split if split is None else {k: v for k, v in split.items() if k not in others}
+                                   for split in row["outer_splits"]]
         return row | instance | calibration
 
     @classmethod
@@ -302,6 +343,15 @@ class LearnerResult:
         return cls(**values, instance=InstanceFigures(**instance) if instance else None,
                    calibration=CalibrationFigures(**calibration) if calibration else None)
 
+    @property
+    def task(self) -> str:
+        """The row's task (``automil.endpoints.TASKS``), told by its metric."""
+        return metric_task(self.metric)
+
+    def _other_metrics(self) -> tuple[str, ...]:
+        """The metrics of the tasks other than the row's: the row has none of their keys."""
+        return tuple(m for task in TASKS if task != self.task for m in TASK_METRICS[task])
+
     def metric_value(self) -> float | None:
         """The headline figure of the metric the study maximized."""
         return getattr(self.headline, self.metric or "balanced_accuracy")
@@ -309,6 +359,11 @@ class LearnerResult:
     def metric_std(self) -> float | None:
         """The spread of :meth:`metric_value` (over the outer folds, or over the repeats)."""
         return getattr(self.headline, f"{self.metric or 'balanced_accuracy'}_std")
+
+
+def metric_task(metric: str | None) -> str:
+    """The task whose metric ``metric`` is (``automil.endpoints.TASK_METRICS``): classification without one."""
+    return next((task for task in TASKS if metric in TASK_METRICS[task]), TASKS[0])
 
 
 def _part_keys(part) -> dict[str, str]:

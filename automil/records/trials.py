@@ -47,6 +47,7 @@ class TrialAttr(StrEnum):
     PLUGIN = "plugin"
     DATASET = "dataset"
     SEED = "seed"
+    TASK = "task"  # classification, survival or regression (automil.endpoints): what the search space builds
     N_FEATURES = "n_features"
     N_CLASSES = "n_classes"
     N_INSTANCES = "n_instances"
@@ -60,6 +61,29 @@ class TrialAttr(StrEnum):
     BALANCED_ACCURACY_STD = "balanced_accuracy_std"
     ROC_AUC = "roc_auc"
     ROC_AUC_STD = "roc_auc_std"
+    # survival (automil.endpoints.TASK_METRICS): Harrell's and Uno's concordance, the integrated Brier score
+    FOLD_CONCORDANCE = "fold_concordance"
+    FOLD_UNO_CONCORDANCE = "fold_uno_concordance"
+    FOLD_INTEGRATED_BRIER = "fold_integrated_brier"  # None for a fold whose learner gives no survival curves
+    CONCORDANCE = "concordance"
+    CONCORDANCE_STD = "concordance_std"
+    UNO_CONCORDANCE = "uno_concordance"
+    UNO_CONCORDANCE_STD = "uno_concordance_std"
+    INTEGRATED_BRIER = "integrated_brier"
+    INTEGRATED_BRIER_STD = "integrated_brier_std"
+    # regression
+    FOLD_R2 = "fold_r2"
+    FOLD_SPEARMAN = "fold_spearman"
+    FOLD_MAE = "fold_mae"
+    FOLD_RMSE = "fold_rmse"
+    R2 = "r2"
+    R2_STD = "r2_std"
+    SPEARMAN = "spearman"
+    SPEARMAN_STD = "spearman_std"
+    MAE = "mae"
+    MAE_STD = "mae_std"
+    RMSE = "rmse"
+    RMSE_STD = "rmse_std"
     FIT_SECONDS = "fit_seconds"
     PREDICT_SECONDS = "predict_seconds"
     TIMED_OUT = "timed_out"  # a fit passed --fit-timeout
@@ -78,7 +102,7 @@ class TrialAttr(StrEnum):
 
     @staticmethod
     def fold(metric: str) -> TrialAttr:
-        """The key of a metric's per-fold scores (``fold_accuracy``, ``fold_balanced_accuracy``)."""
+        """The key of a metric's per-fold scores (``fold_accuracy``, ``fold_concordance``)."""
         return TrialAttr(f"fold_{metric}")
 
     @staticmethod

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from automil.endpoints import task_of
 from automil.evaluation.chance import chance_level
 from automil.evaluation.folds_file import RunFolds, read_fold_file
 from automil.records import LearnerResult
@@ -84,11 +85,16 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
                                options.scratch, listener.message)
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
-        options = options.for_data(bags)  # --protocol auto and the default folds decided by the data's size
+        # --protocol auto and the default folds decided by the data's size, the metric by its labels' task
+        options, task = options.for_data(bags), task_of(bags.y)
         if (folds_note := options.folds_note(bags)) is not None:
             listener.message(folds_note)
+        if task != "classification":
+            listener.message(f"{task} labels: no calibration, prediction sets, ensemble or first model (they serve "
+                             "classification only)")
         # --jobs processes fit at the same time: each fit has its share of the memory
-        specs, skipped = _usable_learners(bags, learners, (options.memory or default_memory()) // options.jobs)
+        specs, skipped = _usable_learners(bags, learners, (options.memory or default_memory()) // options.jobs,
+                                          task)
         storage = open_storage(options.storage)
         source, dataset = dataset, dataset_name(dataset, bags)  # a file by its content, not its path
         note = changed_data_note(storage, dataset, source)
@@ -100,7 +106,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
         plan = Plan(dataset, [s.name for s in specs], options, replace(folds, tuning=tuning), start,
                     _portfolio(bags, specs, options),
                     chance_level(options.metric, bags.y) if options.metric in METRICS else None, validation,
-                    tuple(s.name for s in specs if s.anytime))
+                    tuple(s.name for s in specs if s.anytime), task=task)
         plan = replace(plan, predicted_seconds=_predicted_seconds(specs, bags, plan))
         tracker = open_tracking(tracking, listener)
         recorder = TrackingRecorder(plan, tracker)
@@ -161,7 +167,7 @@ def _select(rows: list[LearnerResult], choice: Choice, first: FirstModel | None,
 
 def _portfolio(bags, specs, options: TuneOptions) -> tuple:
     """The portfolio's members for data like ``bags`` among the run's learners (none with ``--no-portfolio``)."""
-    if options.portfolio is None:
+    if options.portfolio is None or task_of(bags.y) != "classification":  # its points are classification's
         return ()
     from automil.tune.portfolio.members import grouped, members_for
     from automil.tune.studies.meta_features import meta_features
@@ -178,11 +184,12 @@ def _predicted_seconds(specs, bags, plan: Plan) -> dict[str, float]:
             for spec, cost in costs if cost is not None}
 
 
-def _usable_learners(bags, names, memory: int):
+def _usable_learners(bags, names, memory: int, task: str = "classification"):
     """The learners to tune (the ``names`` given, else every registered one) and those skipped, with why:
-    binary learners on multi-class bags, dense-only learners on sparse bags, learners whose fit on every bag
-    is estimated above ``memory`` bytes (:func:`~automil.tune.schedule.memory.over_budget`; named or not, those
-    are rows, not errors, while one learner fits)."""
+    learners that do not serve the labels' ``task`` (``LearnerSpec.tasks``), binary learners on multi-class
+    bags, dense-only learners on sparse bags, learners whose fit on every bag is estimated above ``memory``
+    bytes (:func:`~automil.tune.schedule.memory.over_budget`). Learners of another task, and those over the
+    memory, are rows, not errors, named or not, while one learner is left."""
     from automil import plugins
 
     if names:
@@ -191,9 +198,14 @@ def _usable_learners(bags, names, memory: int):
         specs = sorted(plugins.learners().values(), key=lambda s: s.name.lower())
         if not specs:
             raise ValueError("no learners are registered (see `automil learners`)")
+    serving = [spec for spec in specs if task in spec.tasks]
+    if not serving:
+        raise ValueError(f"no learner serves {task} labels: "
+                         f"{', '.join(spec.name for spec in specs)} serve{'s' * (len(specs) == 1)} "
+                         f"{' and '.join(sorted({t for spec in specs for t in spec.tasks}))}")
     usable, skipped = [], []
-    n_classes = len(bags.classes)
-    for spec in specs:
+    n_classes = len(bags.classes) if task == "classification" else 0
+    for spec in serving:
         if n_classes > 2 and not spec.multiclass:
             skipped.append((spec, f"binary only; {bags.source or 'the dataset'} has {n_classes} classes"))
         elif bags.is_sparse and not spec.sparse:
@@ -203,6 +215,7 @@ def _usable_learners(bags, names, memory: int):
     if names and skipped:
         spec, reason = skipped[0]
         raise ValueError(f"learner {spec.name!r} cannot run on this dataset: {reason}")
+    skipped = [(spec, f"does not serve {task}") for spec in specs if spec not in serving] + skipped
     too_large = [(spec, over_budget(spec, bags, memory)) for spec in usable]
     if all(reason is not None for _, reason in too_large):
         spec, reason = too_large[0]

@@ -10,9 +10,9 @@ from enum import StrEnum
 from pathlib import Path
 
 from automil.data.label_columns import LabelColumns
+from automil.endpoints import DEFAULT_METRIC, OBJECTIVE_METRICS, TASKS, task_of
 from automil.evaluation.folds import MIN_TEST_BAGS, MIN_TEST_CLASS_BAGS, fold_sizes, folds_for_size, small_folds
 from automil.evaluation.folds_file import FoldFile
-from automil.evaluation.metrics import METRICS
 from automil.records.protocol import Protocol
 from automil.tune.portfolio.members import SHIPPED as SHIPPED_PORTFOLIO
 
@@ -21,11 +21,12 @@ __all__ = ["TuneOptions", "Allocation", "default_jobs", "parse_size", "read_stud
 
 DEFAULT_STORAGE = "journal:studies/automil.journal"
 DEFAULT_FOLDS = 6  # the pdMISVM paper's protocol; fewer for a small set (automil.evaluation.folds.folds_for_size)
-DEFAULT_METRIC = "balanced_accuracy"
+# What --metric may name: every task's metrics that a study maximizes (which of them a run takes depends on
+# its labels' task: TuneOptions.for_data).
+METRICS = tuple(metric for task in TASKS for metric in OBJECTIVE_METRICS[task])
 # What --objective may name, with its direction: the metrics (mean over the folds) and the costs (mean
 # seconds per fold of the trial's fits or predictions).
-OBJECTIVES = {"balanced_accuracy": "maximize", "accuracy": "maximize", "roc_auc": "maximize", "fit_seconds": "minimize",
-              "predict_seconds": "minimize"}
+OBJECTIVES = {**dict.fromkeys(METRICS, "maximize"), "fit_seconds": "minimize", "predict_seconds": "minimize"}
 
 
 
@@ -53,6 +54,12 @@ HOLDOUT_CELLS = 4_000_000
 HOLDOUT_FOLDS = 4
 
 
+class AutoMetric(str):
+    """The metric automil chose (no ``--metric``, no ``--objective``): :meth:`TuneOptions.for_data` takes the
+    default of the labels' task (``automil.endpoints.DEFAULT_METRIC``), where a metric the user gave is checked
+    against that task."""
+
+
 class AutoFolds(int):
     """A number of folds automil chose (no ``--folds``, no folds file): :meth:`TuneOptions.for_data` may lower
     it for a small set, where a number the user gave is kept."""
@@ -63,7 +70,8 @@ class TuneOptions:
     """The budget and protocol of a tuning run (the options of ``automil tune``).
 
     ``objectives`` (``--objective``, two or more) makes multi-objective studies; ``metric`` is then their
-    first, and ``None`` means that first objective, else balanced accuracy. ``folds_file`` (a ``folds.json``)
+    first, and ``None`` means that first objective, else the default of the labels' task (balanced accuracy,
+    Harrell's concordance, R^2: :meth:`for_data`). ``folds_file`` (a ``folds.json``)
     gives the folds and the repeats; ``folds`` is then ``None`` until :meth:`with_fold_file` takes the
     file's number (without a file ``None`` means 6). ``track`` and ``tracking_uri``
     are read by the command line, which opens the tracking store and hands
@@ -79,7 +87,7 @@ class TuneOptions:
     folds: int | None = None  # None: DEFAULT_FOLDS, or as many as the folds file holds
     repeats: int = 10
     folds_file: str | None = None
-    metric: str | None = None  # None: the first of ``objectives``, else balanced_accuracy
+    metric: str | None = None  # None: the first of ``objectives``, else the task's default (for_data)
     objectives: tuple[str, ...] = ()
     seed: int = 0
     jobs: int = field(default_factory=lambda: default_jobs())
@@ -104,7 +112,7 @@ class TuneOptions:
         if isinstance(self.columns, dict):  # a study file's [options.columns] table
             self.columns = LabelColumns.from_dict(self.columns)
         if self.metric is None:
-            self.metric = self.objectives[0] if self.objectives else DEFAULT_METRIC
+            self.metric = self.objectives[0] if self.objectives else AutoMetric(DEFAULT_METRIC[TASKS[0]])
         if self.folds is None and self.folds_file is None:
             self.folds = AutoFolds(DEFAULT_FOLDS)
         # a study file or a caller may give the names; check() names one that is neither
@@ -150,15 +158,29 @@ class TuneOptions:
     def for_data(self, bags) -> TuneOptions:
         """These options with ``--protocol auto`` decided on ``bags``: ``holdout`` (on ``HOLDOUT_FOLDS`` folds,
         unless a folds file gives them) from ``HOLDOUT_CELLS`` instance values, else ``nested``; and folds
-        automil chose lowered for a small set (:func:`~automil.evaluation.folds.folds_for_size`)."""
-        options = self
-        if self.protocol == Protocol.AUTO and instance_values(bags) < HOLDOUT_CELLS:
-            options = replace(self, protocol=Protocol.NESTED)
-        elif self.protocol == Protocol.AUTO:
-            options = replace(self, protocol=Protocol.HOLDOUT, folds=self.folds if self.folds_file else HOLDOUT_FOLDS)
+        automil chose lowered for a small set (:func:`~automil.evaluation.folds.folds_for_size`); the metric of the
+        labels' task (:meth:`for_task`)."""
+        options = self.for_task(task_of(bags.y))
+        if options.protocol == Protocol.AUTO and instance_values(bags) < HOLDOUT_CELLS:
+            options = replace(options, protocol=Protocol.NESTED)
+        elif options.protocol == Protocol.AUTO:
+            options = replace(options, protocol=Protocol.HOLDOUT,
+                              folds=options.folds if options.folds_file else HOLDOUT_FOLDS)
         if isinstance(options.folds, AutoFolds):
             options = replace(options, folds=AutoFolds(folds_for_size(bags.y, options.folds, bags.groups)))
         return options
+
+    def for_task(self, task: str) -> TuneOptions:
+        """These options for labels of ``task``: the task's default metric where automil chose the metric; a
+        ``--metric`` or ``--objective`` of another task is an error naming the task's."""
+        if isinstance(self.metric, AutoMetric):
+            return replace(self, metric=AutoMetric(DEFAULT_METRIC[task]))
+        allowed = OBJECTIVE_METRICS[task]
+        for name in (self.metric, *self.objectives):
+            if name in METRICS and name not in allowed:
+                flag = "--objective" if name in self.objectives else "--metric"
+                raise ValueError(f"{flag} {name} is not a metric of {task} labels: give one of {', '.join(allowed)}")
+        return self
 
     def folds_note(self, bags) -> str | None:
         """What the run's plan says of its folds on ``bags`` (``None``: nothing to say): that automil took

@@ -79,7 +79,7 @@ def _first(inner: float | None, registered: str | None = "models:/automil-x/1") 
 
 
 def _chosen(inner: float | None, uri: str | None = "models:/m-2") -> LearnerResult:
-    split = OuterSplit(inner, accuracy=0.8, balanced_accuracy=0.8)
+    split = OuterSplit(inner=inner, accuracy=0.8, balanced_accuracy=0.8)
     return LearnerResult(learner="mi-net", nested=NestedFigure(outer_splits=[split]), model=ModelRecord(uri=uri))
 
 

@@ -182,7 +182,7 @@ def _figures(result, model, bags, study: StudyRecord | None):
     if result.get("confusion_matrix") is not None and classes is not None:
         yield "confusion_matrix", lambda: figures.confusion_matrix_figure(
             result["confusion_matrix"], classes, "Confusion matrix\n(out-of-fold predictions)")
-    elif model is not None and bags is not None and bags.y is not None:
+    elif model is not None and bags is not None and bags.y is not None and hasattr(model, "classes_"):
         from sklearn.metrics import confusion_matrix
 
         yield "confusion_matrix", lambda: figures.confusion_matrix_figure(

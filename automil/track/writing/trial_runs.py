@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 import automil
-from automil.records import TrialAttr, TrialRecord
+from automil.records import OTHER_METRICS, TrialAttr, TrialRecord
 from automil.track.store.mlflow_store import Store, retry
 from automil.track.store.names import (
     DATASET_TAG,
@@ -29,6 +29,8 @@ from automil.track.writing.runs import StudyRuns
 
 __all__ = ["TrialLogging"]
 
+# The metrics a trial may carry, every task's, in the order they are logged.
+_METRICS = ("accuracy", "balanced_accuracy", "roc_auc", *OTHER_METRICS)
 # Tags a trial run copies from its parent run.
 _FROM_PARENT = (LEARNER_TAG, DATASET_TAG, PLUGIN_TAG, PLUGIN_VERSION_TAG)
 
@@ -48,8 +50,9 @@ class TrialLogging:
         leave one run. The run holds
 
         - params: ``trial.params``;
-        - metrics: ``accuracy``, ``balanced_accuracy`` and their ``*_std`` over folds, ``fold_accuracy``
-          and ``fold_balanced_accuracy`` per fold (``step`` = fold index), ``fit_seconds`` and
+        - metrics: the task's metrics (``accuracy``, ``balanced_accuracy``, ``roc_auc``; ``concordance``, ...;
+          ``r2``, ...) and their ``*_std`` over folds, ``fold_<metric>`` per fold (``step`` = fold index),
+          ``fit_seconds`` and
           ``predict_seconds`` (mean over folds), ``objective`` (the trial's value) and ``trial_seconds``;
         - tags: learner, plugin and its version, dataset, study, trial number, state (COMPLETE, PRUNED,
           FAIL or T/O), automil version, seed, ``n_features``, ``n_classes``, and ``timed_out``,
@@ -89,10 +92,10 @@ def trial_metrics(trial: TrialRecord) -> list[tuple[str, float, int]]:
     """``(key, value, step)`` of every finite number a trial carries."""
     attrs = trial.attrs
     out = []
-    for key in (TrialAttr.ACCURACY, TrialAttr.BALANCED_ACCURACY, TrialAttr.ROC_AUC, TrialAttr.ACCURACY_STD,
-                TrialAttr.BALANCED_ACCURACY_STD, TrialAttr.ROC_AUC_STD):
+    metrics = [m for m in _METRICS if TrialAttr.fold(m) in attrs or m in attrs]  # the trial's task's
+    for key in [*map(TrialAttr, metrics), *map(TrialAttr.std, metrics)]:
         out.append((key, attrs.get(key), 0))
-    for key in (TrialAttr.FOLD_ACCURACY, TrialAttr.FOLD_BALANCED_ACCURACY, TrialAttr.FOLD_ROC_AUC):
+    for key in map(TrialAttr.fold, metrics):
         values = attrs.get(key)
         if isinstance(values, (list, tuple)):
             out.extend((key, value, fold) for fold, value in enumerate(values) if value is not None)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from automil.endpoints import TASK_METRICS
 from automil.evaluation.chance import CHANCE_SIGMAS, chance_level, score_stderr
-from automil.evaluation.metrics import METRICS
 from automil.records import LearnerResult, OuterSplit
 
 __all__ = ["row_chance", "bag_bound", "above", "best_member", "beats_members", "chance_split"]
@@ -17,11 +17,25 @@ __all__ = ["row_chance", "bag_bound", "above", "best_member", "beats_members", "
 def row_chance(row: LearnerResult, metric: str | None = None) -> float | None:
     """What ``metric`` (the row's own by default) scores by chance on the bags the row's headline scored
     (:func:`~automil.evaluation.chance.chance_level`, from the classes its confusion matrix counts);
-    ``None`` without out-of-fold predictions."""
+    ``None`` without out-of-fold predictions. Survival and regression metrics have theirs whatever the bags
+    (a concordance 0.5, R^2 and Spearman's rho 0), once the row has a figure; ``None`` for those without one
+    (the integrated Brier score, MAE, RMSE)."""
+    if row.task != "classification":
+        metric = metric or row.metric
+        chance = _chance(metric)
+        return None if row.metric_value() is None else chance
     if row.headline.confusion_matrix is None:
         return None
     counts = np.asarray(row.headline.confusion_matrix).sum(axis=1)
     return chance_level(metric or row.metric or "balanced_accuracy", np.repeat(np.arange(len(counts)), counts))
+
+
+def _chance(metric: str) -> float | None:
+    """The chance level of a survival or regression ``metric``, ``None`` for one without."""
+    try:
+        return chance_level(metric, None)
+    except ValueError:
+        return None
 
 
 def bag_bound(score: float | None, metric: str, counts) -> float | None:
@@ -58,8 +72,9 @@ def beats_members(row: LearnerResult, score: float | None, scores: dict[str, flo
 
 def chance_split(rows: list[LearnerResult]) -> OuterSplit | None:
     """An outer split where the procedure ships nothing, scored as chance: every metric's chance level on
-    the bags the ``rows``' predictions scored (a prediction of the majority class); ``None`` without them."""
-    row = next((r for r in rows if r.headline.confusion_matrix is not None), None)
+    the bags the ``rows``' predictions scored (a prediction of the majority class; for survival and regression
+    a constant prediction, and no figure of a metric without a chance level); ``None`` without them."""
+    row = next((r for r in rows if row_chance(r) is not None), None)
     if row is None:
         return None
-    return OuterSplit(None, **{m: row_chance(row, m) for m in METRICS})
+    return OuterSplit(**{m: row_chance(row, m) for m in TASK_METRICS[row.task]})

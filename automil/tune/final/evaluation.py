@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from automil.endpoints import task_of
 from automil.evaluation.calibrated import HeldApart
 from automil.evaluation.metrics import fold_scores
 from automil.records import LearnerResult
@@ -113,7 +114,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     options = plan.options
     rows, pending, candidates = _evaluations(plan, storage, recorder, listener, bags.instance_y is not None)
     modelless = [learner for learner, row in rows.items() if recorder.enabled and row.model.uri is None]
-    members = main_members(plan, bags, candidates) if options.ensemble else None
+    members = main_members(plan, bags, candidates) if options.ensemble and plan.classification else None
     nested = Protocol(options.protocol).held_out  # the headline from outer refits (nested or hold-out)
     repeats = plan.folds.repeats
     workers = [worker] + [fit_worker(options, spare=False) for _ in range(options.jobs - 1)]
@@ -148,14 +149,17 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         choice = choose(list(now.values()), plan.tuning_bags(bags.y))
         # the sets of the chosen row and of the procedure's choices, measured on the outer folds as they are made
         procedure = procedure_row(list(now.values()), plan.inner_bags(bags.y), choice)
-        sets = coverage_tasks(plan, outer_best, measured_learners(plan, choice, procedure, ensemble)) if nested else []
+        sets = coverage_tasks(plan, outer_best, measured_learners(plan, choice, procedure, ensemble)) \
+            if nested and plan.classification else []
         later = []
         if recorder.enabled:
             first, rest = _model_order(choice, [*pending, *modelless], members)
             shipped = _ship_held_out_refits(first, pending, candidates, bags.n_bags, fits_end)
             run(model_tasks(plan, bags.n_bags, candidates, [n for n in first if n not in shipped]), deadline=None)
-            sets = held_apart_tasks(plan, candidates, first) + sets
-            later = model_tasks(plan, bags.n_bags, candidates, rest) + held_apart_tasks(plan, candidates, rest)
+            if plan.classification:  # the fits the logged models' prediction sets come from
+                sets = held_apart_tasks(plan, candidates, first) + sets
+            later = model_tasks(plan, bags.n_bags, candidates, rest) + (
+                held_apart_tasks(plan, candidates, rest) if plan.classification else [])
         run(sets)
         run(later)
         for r in range(0 if nested else 1, len(repeats)):
@@ -165,7 +169,7 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
     finally:
         for w in workers[1:]:
             w.close()
-    for learner, job in pending.items():
+    for learner, job in pending.items() if plan.classification else ():
         job.evaluation.calibration = outer_calibration(plan, bags, job.spec, candidates[learner],
                                                        job.evaluation.outer_best)
     if ensemble is not None:  # now that its members' held-apart fits are in
@@ -174,14 +178,15 @@ def final_evaluation(plan: Plan, bags, storage, worker, recorder: Recorder,
         row = result_row(plan.dataset, options, job.evaluation)
         candidate = candidates[learner]
         candidate.fit_seconds = row.costs.fit_seconds
-        model = calibrated_model(plan, bags, candidate, candidate.model)
+        model = calibrated_model(plan, bags, candidate, candidate.model) if plan.classification else candidate.model
         _set_model_uri(row, recorder.study_done(job.spec, job.study, row, model, bags))
         StoredResult(job.key, row, candidate.scores).write(job.study)
         rows[learner] = row
         listener.learner_done(row)
     for learner in modelless:
         if candidates[learner].model is not None:
-            model = calibrated_model(plan, bags, candidates[learner], candidates[learner].model)
+            model = candidates[learner].model
+            model = calibrated_model(plan, bags, candidates[learner], model) if plan.classification else model
             _log_model(plan, storage, recorder, rows[learner], model, bags)
     ordered = [rows[learner] for learner in plan.learners]
     if members is not None:
@@ -352,10 +357,15 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
     else:
         evaluation, test = job.evaluation, task.test
         key = NESTED_SCORES if task.refit is Refit.NESTED else ScoreKey(Refit.REPEAT, task.index)
-        if key not in candidate.scores:  # every bag's out-of-fold scores, for the ensemble
-            candidate.scores[key] = np.full((bags.n_bags, *out.scores.shape[1:]), np.nan)
-        candidate.scores[key][test] = out.scores
-        scores = fold_scores(bags.y[test], out.y_pred, out.scores, bags.classes)
+        # every bag's out-of-fold scores, for the ensemble (of a survival or regression model: its predictions,
+        # whose survival curves are taken at each fold's own times)
+        classification = task_of(bags.y) == "classification"
+        kept = out.scores if classification else out.y_pred
+        if key not in candidate.scores:
+            candidate.scores[key] = np.full((bags.n_bags, *kept.shape[1:]), np.nan)
+        candidate.scores[key][test] = kept
+        scores = fold_scores(bags.y[test], out.y_pred, out.scores, bags.classes if classification else None,
+                             bags.y[task.train])
         if task.refit is Refit.NESTED or task.index == 0:  # out-of-fold predictions for the confusion matrix
             evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out.y_pred))
         if task.refit is Refit.NESTED:

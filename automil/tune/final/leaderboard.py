@@ -10,10 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
+from statistics import NormalDist
 
 import numpy as np
 
+from automil.endpoints import TASK_METRICS, label_counts, task_of
 from automil.evaluation.calibration_figures import pooled
+from automil.evaluation.chance import score_stderr
 from automil.evaluation.instance_metrics import InstanceFold
 from automil.evaluation.metrics import FoldScores, figure_interval, mean_std, one_class
 from automil.evaluation.pareto import non_dominated
@@ -35,12 +38,13 @@ from automil.records import (
     TrialRecord,
     TrialState,
     Tuning,
+    metric_task,
 )
 from automil.records.protocol import Protocol
 from automil.tune.backend.optuna_trials import counts_toward_budget, trial_counts
 from automil.tune.final.chance_rule import chance_split
 from automil.tune.final.choice import Choice, InnerScore, admissible, best_inner
-from automil.tune.options import METRICS, TuneOptions
+from automil.tune.options import TuneOptions
 from automil.tune.schedule.ladder import rung_states, screened_note
 
 __all__ = ["Refit", "RowSpec", "PROCEDURE_SPEC", "Evaluation", "result_row", "instance_figures",
@@ -111,7 +115,8 @@ class Evaluation:
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
     """The leaderboard row of one learner (keys documented in docs/reference/leaderboard-row.md)."""
-    best = job.best
+    best, metrics = job.best, TASK_METRICS[metric_task(options.metric)]
+    classification = metric_task(options.metric) == "classification"
     counts, finished = trial_counts(job.trials)
     nested_protocol = Protocol(options.protocol).held_out  # nested or hold-out: scored on outer folds
     nested = job.nested
@@ -119,18 +124,21 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     nested_figure = NestedFigure()
     if nested_protocol:
         nested_figure = _figure(NestedFigure, nested if nested and all(s is not None for s in nested) else [],
-                                tuned_splits=job.tuned_splits, outer_splits=_outer_splits(job) if nested else None)
+                                metrics, tuned_splits=job.tuned_splits,
+                                outer_splits=_outer_splits(job, metrics) if nested else None)
     # The spread is over repeats of the k-fold mean, as in the papers' 10 x 10-fold tables.
     # the mean over a repeat's folds of each metric (a fold without an AUC left out of its mean)
-    means = [FoldScores(**{m: mean_std(getattr(s, m) for s in scores)[0] for m in METRICS}) for scores in repeats]
-    repeated = _figure(RepeatedFigure, means, repeats=len(repeats))
+    means = [FoldScores(**{m: mean_std(getattr(s, m) for s in scores)[0] for m in metrics}) for scores in repeats]
+    repeated = _figure(RepeatedFigure, means, metrics, repeats=len(repeats))
     predictions = job.predictions.get(Refit.NESTED if nested_protocol else Refit.REPEAT)
-    classes, matrix = _confusion(predictions) if predictions and (
-        not nested_protocol or nested_figure.accuracy is not None) else (None, None)
+    scored = bool(predictions) and (not nested_protocol or _scored(nested_figure, metrics))
+    classes, matrix = _confusion(predictions) if scored and classification else (None, None)
+    value = getattr(nested_figure, options.metric)
     headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
                         kind=Protocol(options.protocol).headline, one_class=_one_class(predictions),
                         classes=classes, confusion_matrix=matrix,
-                        interval=_interval(matrix, options, getattr(nested_figure, options.metric)))
+                        interval=_interval(matrix, options, value) if classification else
+                        _task_interval(predictions, options, value) if scored else None)
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]
     row = LearnerResult(dataset=dataset, learner=job.learner, plugin=job.plugin, study=job.study,
                         protocol=options.protocol, metric=options.metric, seed=options.seed, folds=options.folds,
@@ -143,9 +151,10 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
                         costs=Costs(fit_seconds=float(np.mean(fit_seconds)) if fit_seconds else None,
                                     budget_seconds=None if job.budget_seconds is None
                                     else round(job.budget_seconds, 1)),
-                        error=_first_error(job, counts, finished),
-                        instance=instance_figures(job.instance) if nested_figure.accuracy is not None else None,
-                        calibration=pooled(job.calibration) if nested_figure.accuracy is not None else None)
+                        error=_first_error(job, counts, finished, classification),
+                        instance=instance_figures(job.instance) if _scored(nested_figure, metrics) else None,
+                        calibration=pooled(job.calibration) if _scored(nested_figure, metrics) and classification
+                        else None)
     too_slow = [t for t in job.trials if t.attrs.get(TrialAttr.TOO_SLOW)]
     rungs = rung_states(job.trials, options.metric, 0.0)
     top = any(counts_toward_budget(t) for t in job.trials)
@@ -155,7 +164,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     elif best is None and too_slow:
         row.status, row.error = Status.TOO_SLOW, too_slow[-1].attrs[TrialAttr.ERROR]
     else:
-        row.status = row_status(row.headline.accuracy, counts, best, job.errors)
+        row.status = row_status(getattr(row.headline, metrics[0]), counts, best, job.errors)
     return row
 
 
@@ -174,11 +183,31 @@ def _interval(matrix, options: TuneOptions, value: float | None) -> list[float] 
     return [round(v, 4) for v in figure_interval(options.metric, value, matrix, options.seed)]
 
 
-def _figure(cls, scores, **extra) -> Figure:
-    """A ``cls`` (a :class:`Figure`) of the mean and sd of each metric over ``scores`` (records with a field
-    per metric: :class:`~automil.evaluation.metrics.FoldScores`, :class:`~automil.records.OuterSplit`)."""
+def _task_interval(predictions: list[tuple], options: TuneOptions, value: float | None) -> list[float] | None:
+    """Under the nested and hold-out protocols, the 95% interval of a survival or regression figure ``value`` of
+    the metric over the bags its outer folds scored (the pooled ``(y_true, prediction)`` pairs): ``value`` within
+    the normal quantile times its standard error (:func:`~automil.evaluation.chance.score_stderr`, from the
+    events and censored bags, or the bags), a concordance kept in [0, 1]."""
+    if not Protocol(options.protocol).held_out or value is None:
+        return None
+    counts = label_counts(np.concatenate([y for y, _ in predictions]))
+    margin = NormalDist().inv_cdf(0.975) * score_stderr(options.metric, value, counts)
+    low, high = value - margin, value + margin
+    return [round(v, 4) for v in ((max(low, 0.0), min(high, 1.0)) if "concordance" in options.metric
+                                  else (low, high))]
+
+
+def _scored(figure: Figure, metrics: tuple[str, ...]) -> bool:
+    """Whether ``figure`` holds a figure of its task (its first metric, which every scored fold has)."""
+    return getattr(figure, metrics[0]) is not None
+
+
+def _figure(cls, scores, metrics: tuple[str, ...], **extra) -> Figure:
+    """A ``cls`` (a :class:`Figure`) of the mean and sd of each of the task's ``metrics`` over ``scores``
+    (records with a field per metric: :class:`~automil.evaluation.metrics.FoldScores`,
+    :class:`~automil.records.OuterSplit`)."""
     values = {}
-    for metric in METRICS:
+    for metric in metrics:
         values[metric], values[f"{metric}_std"] = mean_std(getattr(s, metric) for s in scores)
     return cls(**values, **extra)
 
@@ -188,10 +217,10 @@ def _metrics(figure: Figure) -> dict:
     return {f.name: getattr(figure, f.name) for f in fields(Figure)}
 
 
-def _outer_splits(job: Evaluation) -> list[OuterSplit | None]:
+def _outer_splits(job: Evaluation, metrics: tuple[str, ...]) -> list[OuterSplit | None]:
     """Each outer split's inner score (with its folds, and the ensemble's members there) and the scores of its
     refit on the outer fold (``None``: no refit)."""
-    return [None if s is None else OuterSplit(_at(job.inner, i), s.accuracy, s.balanced_accuracy, s.roc_auc,
+    return [None if s is None else OuterSplit(inner=_at(job.inner, i), **{m: getattr(s, m) for m in metrics},
                                               inner_folds=_at(job.inner_folds, i), members=_at(job.members, i),
                                               calibration=_at(job.calibration, i),
                                               gain_bound=_at(job.gain_bound, i))
@@ -218,8 +247,13 @@ def instance_figures(folds: list[InstanceFold | None]) -> InstanceFigures | None
 
 def _one_class(predictions: list[tuple] | None) -> bool:
     """Whether the headline's out-of-fold ``(y_true, y_pred)`` pairs give every bag one class, pooled over
-    its folds: a fold of a few bags given one class says nothing of the model; all of them do."""
-    return bool(predictions) and one_class(*(np.concatenate(part) for part in zip(*predictions, strict=True)))
+    its folds: a fold of a few bags given one class says nothing of the model; all of them do. A survival or
+    regression fit that gives every bag of its fold one risk or value ignores the bags: one such fold does."""
+    if not predictions:
+        return False
+    if task_of(predictions[0][0]) != "classification":
+        return any(one_class(y_true, y_pred) for y_true, y_pred in predictions)
+    return one_class(*(np.concatenate(part) for part in zip(*predictions, strict=True)))
 
 
 def _confusion(predictions: list[tuple]) -> tuple[list, list]:
@@ -243,7 +277,8 @@ def pareto_front(trials: list[TrialRecord], options: TuneOptions) -> list[Pareto
     return sorted(front, key=lambda point: (-point.values[options.metric], point.trial))
 
 
-def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecord]) -> str | None:
+def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecord],
+                 classification: bool = True) -> str | None:
     """Why the row lacks a figure or part of one, most telling reason first; else what it lacks besides."""
     best, stopped = job.best, counts.stopped
     missing = [i for i, t in enumerate(job.outer_best) if t is None]
@@ -254,7 +289,8 @@ def _first_error(job: Evaluation, counts: TrialCounts, finished: list[TrialRecor
                          "figure (raise --timeout or --n-trials)")
     one_class = sum(bool(t.attrs.get(TrialAttr.ONE_CLASS)) for t in finished)
     if best is None and one_class:
-        errors.insert(0, f"{one_class} of {counts.trials} trials predicted one class for every bag they "
+        what = "one class" if classification else "the same value"
+        errors.insert(0, f"{one_class} of {counts.trials} trials predicted {what} for every bag they "
                          "scored (never a result)")
     if best is None and not counts.trials:
         errors.insert(0, f"no trial finished within the --timeout budget ({stopped} stopped by it): raise "
@@ -337,11 +373,12 @@ def procedure_row(rows: list[LearnerResult], inner_bags: list,
                      f"{', '.join(missing)}")
         return row
     row.status = Status.OK
-    row.nested = _figure(NestedFigure, outer_splits, outer_splits=outer_splits)
+    row.nested = _figure(NestedFigure, outer_splits, TASK_METRICS[row.task], outer_splits=outer_splits)
     row.calibration = pooled([split.calibration for split in outer_splits])  # a split at chance ships no set
     notes = [] if not at_chance else [
         f"no row scored above chance on the inner folds of outer split(s) {', '.join(at_chance)} (an ensemble: "
-        f"above its best member): nothing is shipped there, scored as chance (the majority class)"]
+        f"above its best member): nothing is shipped there, scored as chance "
+        f"({'the majority class' if row.task == 'classification' else 'a constant prediction'})"]
     row.error = "; ".join(notes + ([choice.reason] if choice and choice.learner is None else [])) or None
     # under the hold-out protocol the one chosen row's figure is the procedure's, with its interval
     chosen = next((r for r in candidates if r.learner == choices[0]), None) \

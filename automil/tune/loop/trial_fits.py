@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from automil.endpoints import TASK_METRICS, label_counts, task_of
 from automil.evaluation.chance import above_chance, score_stderr
 from automil.evaluation.metrics import mean_std, one_class
 from automil.records import TrialAttr
@@ -38,12 +39,12 @@ class TrialFits:
 
     folds: TrialFolds
     limit: float
+    metrics: tuple[str, ...] = TASK_METRICS["classification"]  # what every block is scored with: the task's
     rung: float | None = None
     share: float | None = None  # the learner's own fair share that stops the trial (a defaults trial on all bags)
     started: float = 0.0  # time.time() at the trial's start
     stop: float = np.inf  # when the trial's fits must end: the share's end, or later within its estimate's error
     attrs: dict = field(default_factory=lambda: {
-        TrialAttr.FOLD_ACCURACY: [], TrialAttr.FOLD_BALANCED_ACCURACY: [], TrialAttr.FOLD_ROC_AUC: [],
         TrialAttr.FIT_SECONDS: [], TrialAttr.PREDICT_SECONDS: [], TrialAttr.TIMED_OUT: False,
         TrialAttr.ONE_CLASS: False})
     oof_scores: list = field(default_factory=list)
@@ -53,6 +54,7 @@ class TrialFits:
     promising: bool = True  # the estimates' doubt and the half rule are its (probe.called_promising)
 
     def __post_init__(self):
+        self.attrs |= {TrialAttr.fold(metric): [] for metric in self.metrics}
         if self.rung is not None:
             self.attrs[TrialAttr.RUNG] = self.rung
 
@@ -68,9 +70,13 @@ class TrialFits:
         """The bags the trial's fits so far gave one class every one (``fold`` names the last fit's test
         bags), where they can tell a model that does so: the last fit's, when they are
         ``ONE_CLASS_FOLD_BAGS`` or more, else, once every fit is in, all the bags the fits scored (out of
-        fold); ``None``: not shown."""
+        fold); ``None``: not shown. A survival or regression fit that gives every one of its bags the same risk
+        or value is told by its own fold, whatever its size (a continuous prediction is the same twice only when
+        the model ignores the bags)."""
         y, done = np.asarray(y), len(self.predictions)
         test = self.folds.fits[done - 1][1]
+        if task_of(y) != "classification":  # a risk or a value: one for every bag is a fit that ignores them
+            return f"{fold} ({len(test)} bags)" if one_class(y[test], self.predictions[-1]) else None
         if len(test) >= ONE_CLASS_FOLD_BAGS and one_class(y[test], self.predictions[-1]):
             return f"{fold} ({len(test)} bags)"
         if done == len(self.folds.fits) and one_class(y[self.folds.order], np.concatenate(self.predictions)):
@@ -144,7 +150,7 @@ def cut_to_chance(fits: TrialFits, params: dict, plan: Plan, y, estimator=None):
     if fits.promising and 2 * done < len(fits.folds.fits) and (short is None or short * ANYTIME_REACH <= 1):
         return
     scored = np.concatenate([test for _, test in fits.folds.fits[:done]])
-    counts = np.unique(np.asarray(y)[scored], return_counts=True)[1]
+    counts = label_counts(np.asarray(y)[scored])
     if above_chance(score, score_stderr(metric, score, counts), plan.chance):
         return
     reached = ", ".join(f"{name} {value} of {params[name]}" for name, value in named.items()) or \
@@ -152,7 +158,7 @@ def cut_to_chance(fits: TrialFits, params: dict, plan: Plan, y, estimator=None):
     whole = (time.time() - fits.started) * len(fits.folds.fits) / done
     raise CutToChance(None if short is None else whole * short, reached,
                       f"{metric} {score:.2f}, not above chance {plan.chance:.2f} by twice its standard error "
-                      f"over the {int(counts.sum())} bags scored ({done} of {len(fits.folds.fits)} fits)")
+                      f"over the {len(scored)} bags scored ({done} of {len(fits.folds.fits)} fits)")
 
 
 def _defaults(estimator) -> dict:

@@ -13,9 +13,10 @@ from functools import partial
 
 import numpy as np
 
+from automil.endpoints import TASK_METRICS
 from automil.epochs import FitPruned
 from automil.evaluation.folds import bag_sample
-from automil.evaluation.metrics import METRICS, fold_scores, mean_std
+from automil.evaluation.metrics import fold_scores, mean_std
 from automil.records import TrialAttr, TrialRecord, TrialState
 from automil.records.trials import rounded
 from automil.tune.backend.optuna_internals import owned_trials, study_storage, trial_id
@@ -47,6 +48,8 @@ from automil.tune.workers.isolation import BUDGET_MARGIN, FitError, FitMemoryExc
 from automil.tune.workers.processes import process_identity, signals_held, stop_after_ask_for_tests
 
 __all__ = ["tune_studies", "run_trial", "objective_values"]
+
+ALL_METRICS = tuple(metric for metrics in TASK_METRICS.values() for metric in metrics)
 
 
 def tune_studies(plan: Plan, bags, storage, worker, recorder: Recorder, listener: Listener, index: int):
@@ -161,7 +164,8 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
     started = time.time()
     hard_stop, fair_share = trial_stop(started, share, deadline)
     own_share = share if fair_share and fraction is None else None  # a defaults trial's on all the bags
-    fits = TrialFits(folds, plan.options.fit_timeout, rung=fraction, share=own_share, started=started, stop=hard_stop,
+    fits = TrialFits(folds, plan.options.fit_timeout, plan.metrics, rung=fraction, share=own_share, started=started,
+                     stop=hard_stop,
                      first_result=fraction is None and best is None,  # one bought at chance is none
                      promising=called_promising(spec.name, trials, plan.prior))
     blind = share is not None and cost_unknown(spec.name, trials, fraction, run_ladder(plan.options.protocol),
@@ -186,8 +190,9 @@ def run_trial(study, trials: list[TrialRecord], spec, split: int | None, plan: P
             value = _score_folds(trial, spec, params, plan, bags, worker, fits, deadline)
             if fraction is not None:  # a rung's score schedules only: never a study's value
                 state, value = TrialState.FAIL, None
-            elif best is None or (value[0] if plan.options.multi_objective else value) >= best.value:
-                fits.attrs[TrialAttr.OOF_SCORES] = rounded(np.concatenate(fits.oof_scores))
+            elif plan.classification and (
+                    best is None or (value[0] if plan.options.multi_objective else value) >= best.value):
+                fits.attrs[TrialAttr.OOF_SCORES] = rounded(np.concatenate(fits.oof_scores))  # for the ensemble
         except optuna.TrialPruned as pruned:
             state = TrialState.PRUNED
             if str(pruned) and TrialAttr.ERROR not in fits.attrs:  # the search space's reason (the pruner gives none)
@@ -247,10 +252,12 @@ def _ask(study):
 
 
 def _describe(trial, spec, plan: Plan, bags):
-    """Store what the trial runs on: the learner, the data's shape, the seed; a first heartbeat."""
+    """Store what the trial runs on: the task (the search space reads it), the learner, the data's shape, the
+    seed; a first heartbeat."""
     attrs = {TrialAttr.HEARTBEAT: time.time(), TrialAttr.N_FEATURES: bags.n_features,
-             TrialAttr.N_INSTANCES: bags.n_instances,
-             TrialAttr.N_CLASSES: len(bags.classes), TrialAttr.LEARNER: spec.name, TrialAttr.PLUGIN: spec.plugin,
+             TrialAttr.N_INSTANCES: bags.n_instances, TrialAttr.TASK: plan.task,
+             **({TrialAttr.N_CLASSES: len(bags.classes)} if plan.classification else {}),
+             TrialAttr.LEARNER: spec.name, TrialAttr.PLUGIN: spec.plugin,
              TrialAttr.DATASET: plan.dataset, TrialAttr.SEED: plan.options.seed}
     for key, item in attrs.items():
         trial.set_user_attr(key, item)
@@ -311,11 +318,11 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
         attrs[TrialAttr.FIT_SECONDS].append(out.fit_seconds)
         attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
         fits.oof_scores.append(out.scores)
+        classes = bags.classes if plan.classification else None
         for step, where in blocks:  # the block's identity (its fold's, or its block's) is stable across trials
-            scores = fold_scores(bags.y[test[where]], out.y_pred[where], out.scores[where], bags.classes)
-            attrs[TrialAttr.FOLD_ACCURACY].append(scores.accuracy)
-            attrs[TrialAttr.FOLD_BALANCED_ACCURACY].append(scores.balanced_accuracy)
-            attrs[TrialAttr.FOLD_ROC_AUC].append(scores.roc_auc)
+            scores = fold_scores(bags.y[test[where]], out.y_pred[where], out.scores[where], classes, bags.y[train])
+            for metric in plan.metrics:
+                attrs[TrialAttr.fold(metric)].append(getattr(scores, metric))
             if heard and getattr(scores, plan.options.metric) is not None:
                 trial.report(getattr(scores, plan.options.metric), step=step)
         fits.predictions.append(out.y_pred)
@@ -323,11 +330,13 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
         if where is not None:
             attrs[TrialAttr.ONE_CLASS] = True
             if fits.rung is None:  # pruned under every objective: never a result
-                attrs[TrialAttr.ERROR] = f"predicted one class for every bag of {where}"
+                what = "one class" if plan.classification else "the same value"
+                attrs[TrialAttr.ERROR] = f"predicted {what} for every bag of {where}"
                 raise optuna.TrialPruned(attrs[TrialAttr.ERROR])
             # on a rung, chance is a point of the learning curve like any other: it only schedules
         if fits.first_result:
-            cut_to_chance(fits, trial.user_attrs[TrialAttr.ESTIMATOR_PARAMS], plan, bags.y, spec.estimator)
+            cut_to_chance(fits, trial.user_attrs[TrialAttr.ESTIMATOR_PARAMS], plan, bags.y,
+                          spec.estimator_for(plan.task))
         if heard and k < len(fits.folds.fits) - 1 and trial.should_prune():
             raise optuna.TrialPruned()
         beyond_share(fits, deadline)
@@ -353,8 +362,8 @@ def _epoch_pruned(trial, epoch: int, score: float) -> bool:
 def objective_values(attrs: dict, options) -> float | list[float]:
     """What Optuna is told: the mean over the folds of the metric, or of every objective (metrics and
     seconds per fit or prediction) for a multi-objective study."""
-    # the per-fold lists: fold_accuracy, fold_balanced_accuracy, fold_roc_auc, fit_seconds, predict_seconds; a
-    # fold's AUC is None when its test bags hold one class, and the mean is over the folds that have one
+    # the per-fold lists: fold_<metric> of the task's metrics, fit_seconds, predict_seconds; a fold's AUC is
+    # None when its test bags hold one class, and the mean is over the folds that have one
     means = [mean_std(attrs[name if name.endswith("_seconds") else TrialAttr.fold(name)])[0]
              for name in (options.objectives if options.multi_objective else [options.metric])]
     means = [float("nan") if m is None else m for m in means]
@@ -362,8 +371,9 @@ def objective_values(attrs: dict, options) -> float | list[float]:
 
 
 def _tell(study, trial, attrs: dict, state: TrialState, value) -> TrialRecord:
-    """Store the trial's attributes with its fold means, and finish it in ``state``."""
-    for metric in METRICS:
+    """Store the trial's attributes with its fold means (of the metrics its fits scored), and finish it in
+    ``state``."""
+    for metric in (m for m in ALL_METRICS if TrialAttr.fold(m) in attrs):
         mean, std = mean_std(attrs.get(TrialAttr.fold(metric), []))
         attrs[TrialAttr(metric)], attrs[TrialAttr.std(metric)] = mean, std
     for key, item in attrs.items():

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from automil.endpoints import TASK_METRICS, label_counts
 from automil.evaluation.folds_file import RunFolds
 from automil.records.protocol import Protocol
 from automil.tune.options import TuneOptions
@@ -33,11 +34,23 @@ class Plan:
     # the seconds of each learner's first trial on all the bags (its defaults) as its shipped fit cost predicts
     # them (automil.tune.schedule.probe.predicted_trial_seconds); a learner without one is absent
     predicted_seconds: dict[str, float] = field(default_factory=dict)
+    task: str = "classification"  # the labels' (automil.endpoints.task_of)
 
     def __post_init__(self):
         if self.options.protocol == Protocol.AUTO:
             raise ValueError("a plan needs the protocol decided on its bags: pass options.for_data(bags), "
                              "not --protocol auto")
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics every fold of the run is scored with: its task's (``automil.endpoints.TASK_METRICS``)."""
+        return TASK_METRICS[self.task]
+
+    @property
+    def classification(self) -> bool:
+        """Whether the run's bags carry class labels: calibration, prediction sets, ensembles and the first model
+        serve classification only."""
+        return self.task == "classification"
 
     @property
     def prior(self) -> tuple[str, ...]:
@@ -52,15 +65,17 @@ class Plan:
         return TrialFolds.cross_validation(self.folds.tuning, exclude)
 
     def inner_bags(self, y) -> list[np.ndarray]:
-        """For every outer split (``options.outer_folds``), how many bags of each class of ``y`` its inner
-        scores cover (its trials', its refit's, the ensemble's): the uncertainty the procedure's chance rule
-        weighs an inner score by."""
+        """For every outer split (``options.outer_folds``), the bags its inner scores cover (its trials', its
+        refit's, the ensemble's), counted as :func:`~automil.endpoints.label_counts` counts them: the
+        uncertainty the procedure's chance rule weighs an inner score by."""
         return [self._scored_bags(y, i) for i in self.options.outer_folds]
 
     def tuning_bags(self, y) -> np.ndarray:
-        """How many bags of each class of ``y`` the main studies' tuning scores cover (all bags; under the
-        hold-out protocol its one outer split's inner ones): what the run's choice weighs them by."""
+        """The bags the main studies' tuning scores cover (all bags; under the hold-out protocol its one outer
+        split's inner ones), counted as :func:`~automil.endpoints.label_counts` counts them: what the run's
+        choice weighs them by."""
         return self._scored_bags(y, self.options.held_out)
 
     def _scored_bags(self, y, exclude: int | None) -> np.ndarray:
-        return np.unique(np.asarray(y)[self.trial_folds(exclude).order], return_counts=True)[1]
+        return label_counts(np.asarray(y)[self.trial_folds(exclude).order])
+

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from automil.endpoints import label_counts
 from automil.evaluation.folds import bag_folds, fold_digest, fold_splits
 
 __all__ = ["TrialFolds", "INNER_FIFTHS", "INNER_BLOCKS", "INNER_MIN_CLASS_BAGS", "inner_holdout", "inner_digest"]
@@ -70,14 +71,15 @@ def inner_holdout(y, assignment, exclude: int, seed: int, groups=None) -> np.nda
     """The inner hold-out of the tuning bags (those of ``assignment`` outside fold ``exclude``): every bag's
     block (0 to ``INNER_BLOCKS - 1``) in one stratified fifth of them, -1 for all other bags; groups kept
     together as in every split. ``None`` when the tuning bags are too few for a fifth scored in blocks (fewer
-    than ``INNER_MIN_CLASS_BAGS`` bags of a class in it, or groups too few to split): trials then
-    cross-validate the tuning folds."""
+    than ``INNER_MIN_CLASS_BAGS`` bags of a class, events or censored bags in it, or groups too few to split):
+    trials then cross-validate the tuning folds."""
     y = np.asarray(y)
     tuning = np.flatnonzero(np.asarray(assignment) != exclude)
     group_of = None if groups is None else np.asarray(groups)
     try:
         fifth = tuning[bag_folds(y[tuning], INNER_FIFTHS, seed, None if group_of is None else group_of[tuning]) == 0]
-        if min(np.sum(y[fifth] == c) for c in np.unique(y[tuning])) < INNER_MIN_CLASS_BAGS:
+        counts = label_counts(y[fifth])  # of each class; the events and censored bags; the bags
+        if len(counts) < len(label_counts(y[tuning])) or counts.min() < INNER_MIN_CLASS_BAGS:
             return None
         blocks = bag_folds(y[fifth], INNER_BLOCKS, seed, None if group_of is None else group_of[fifth])
     except ValueError:  # the bags cannot be split so: the caller keeps the cross-validation

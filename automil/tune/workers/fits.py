@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from automil.bags import Bags
+from automil.endpoints import task_of
 from automil.evaluation.instance_metrics import InstanceFold, instance_fold
-from automil.evaluation.prediction import labels_and_scores
+from automil.evaluation.prediction import task_predictions
 from automil.evaluation.standardized import Standardized, streams
 from automil.streamed_bags import StreamedBags
 from automil.tune.options import TuneOptions
@@ -55,7 +56,9 @@ def load_learners(_=None, learners: tuple[str, ...] | None = None):
 
 def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=None, return_model=False,
                 score_instances=False):
-    """Fit ``Standardized(learner(**params))`` on the ``train`` bags and predict the ``test`` bags.
+    """Fit ``Standardized(learner(**params))`` on the ``train`` bags and predict the ``test`` bags: the learner's
+    estimator for the task of the bags' labels (``LearnerSpec.build(task=...)``), and its predictions as
+    :func:`~automil.evaluation.prediction.task_predictions` gives them.
 
     This is the unit of work a :class:`~automil.tune.workers.isolation.FitWorker` runs: its arguments are small
     (a learner name and bag indices into data the worker already holds). ``seed`` goes to the learner's
@@ -79,7 +82,8 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         failures = "; ".join(f"{name}: {why}" for name, why in plugins.registry("learners").failures.items())
         where = f"; plugins that failed to load there: {failures}" if failures else ""
         raise ValueError(f"{error} (in the worker process{where})") from None
-    estimator = spec.build(**params)
+    task = task_of(bags.y)
+    estimator = spec.build(task=task, **params)
     if seed is not None and "random_state" in estimator.get_params() and "random_state" not in params:
         estimator.set_params(random_state=seed)
     model = Standardized(estimator)
@@ -92,16 +96,16 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
         testing = StreamedBags(bags, test) if streams(estimator) and not bags.is_sparse else bags.subset(test)
         start = time.perf_counter()
         try:
-            y_pred, scores = labels_and_scores(model, testing)  # the scores are what ensembles combine
+            y_pred, scores = task_predictions(model, testing, bags.y[np.asarray(train)], bags.y[np.asarray(test)])
         except ValueError as error:  # e.g. scores of the wrong shape or NaN (BagClassifier checks them)
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r}: {error}") from None
-        instance = instance_fold(model, testing) if score_instances else None
+        instance = instance_fold(model, testing) if score_instances and task == "classification" else None
         predict_seconds = time.perf_counter() - start
         if y_pred.shape != (testing.n_bags,):
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted an array of shape "
                              f"{y_pred.shape} for {testing.n_bags} bags (expected ({testing.n_bags},))")
-        unknown = np.setdiff1d(y_pred, np.unique(bags.y[np.asarray(train)]))
-        if unknown.size:
+        unknown = np.setdiff1d(y_pred, np.unique(bags.y[np.asarray(train)])) if task == "classification" else ()
+        if len(unknown):
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
                              f"trained on: {unknown[:5].tolist()}")
     limited = dict(getattr(model.estimator_, "time_limited_params_", None) or {})

@@ -11,7 +11,7 @@ import automil
 
 @automil.hookimpl
 def register_learners(register):
-    from automil_testlearners import learners, plain
+    from automil_testlearners import learners, outcomes, plain
 
     register(automil.LearnerSpec(name="centroid", estimator=learners.Centroid,
                                  search_space=learners.centroid_space, first_trial={"shrink": 0.0},
@@ -63,13 +63,26 @@ def register_learners(register):
     register(automil.LearnerSpec(name="plain", estimator=plain.MeanMaxLogistic, search_space=plain.search_space,
                                  first_trial={"C": 1.0}, multiclass=True,
                                  description="a plain scikit-learn estimator on a list of 2-D arrays"))
+    register(automil.LearnerSpec(name="mean-outcome", estimator=outcomes.MeanCox, search_space=outcomes.ridge_space,
+                                 tasks=("survival", "regression"), estimators={"regression": outcomes.MeanRidge},
+                                 description="a Cox model or a ridge regression of the bags' mean and maximum"))
+    register(automil.LearnerSpec(name="constant-outcome", estimator=outcomes.ConstantRisk,
+                                 search_space=outcomes.ridge_space, tasks=("survival", "regression"),
+                                 estimators={"regression": outcomes.ConstantValue},
+                                 description="the same risk, or the mean target, for every bag"))
 
 
 @automil.hookimpl
 def register_datasets(register):
-    from automil_testlearners import learners
+    from automil_testlearners import learners, outcomes
 
     register(automil.DatasetSpec(name="test-bags", load=learners.make_test_bags, n_bags=48, n_classes=2,
                                  description="48 named bags, class = sign of the bag's mean shift"))
+    register(automil.DatasetSpec(name="survival-bags", load=outcomes.make_survival_bags, n_bags=outcomes.N_BAGS,
+                                 description="80 bags, exponential event times whose hazard grows "
+                                                          "with the share of witness instances, a quarter censored"))
+    register(automil.DatasetSpec(name="regression-bags", load=outcomes.make_regression_bags,
+                                 n_bags=outcomes.N_BAGS,
+                                 description="80 bags, target twice the share of witness instances plus noise"))
     register(automil.DatasetSpec(name="wide-bags", load=learners.make_wide_bags, n_bags=320, n_classes=2,
                                  description="320 bags of 25 instances in 500 features"))
