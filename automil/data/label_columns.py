@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from automil.endpoints import TASKS
+
 __all__ = ["LabelColumns", "LABEL_COLUMN", "table_flags"]
 
 LABEL_COLUMN = "label"  # a classification table's column of bag labels
@@ -58,20 +60,19 @@ class LabelColumns:
     def flags(self) -> list[str]:
         """The command-line flags that differ from the defaults."""
         default = LabelColumns()
-        return [f"--{f.name.replace('_', '-')}" for f in fields(self) if getattr(self, f.name) != getattr(default,
-                                                                                                         f.name)]
+        changed = [f.name for f in fields(self) if getattr(self, f.name) != getattr(default, f.name)]
+        return [f"--{name.replace('_', '-')}" for name in changed]
 
     def check(self) -> None:
         """Raise ``ValueError`` naming the first bad flag."""
-        from automil.endpoints import TASKS
-
         if self.task not in TASKS:
             raise ValueError(f"--task must be one of {', '.join(TASKS)}, got {self.task!r}")
         needs = {"survival": ("time", "event"), "regression": ("target",)}.get(self.task, ())
         for name in ("time", "event", "target"):
             if name in needs and not getattr(self, name):
                 given = " and ".join(f"--{n} COLUMN" for n in needs)
-                raise ValueError(f"--task {self.task} needs {given}: the labels table's column(s) of the labels")
+                raise ValueError(f"--task {self.task} needs {given}: which columns of the labels table hold the "
+                                 "labels")
             if name not in needs and getattr(self, name) is not None:
                 task = "survival" if name in ("time", "event") else "regression"
                 raise ValueError(f"--{name} applies to --task {task}, not to --task {self.task}")
