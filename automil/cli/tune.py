@@ -73,7 +73,8 @@ def _add_tune_options(sub, defaults: bool):
                          help=f"repeats of the CV re-evaluating the best parameters (default {d.repeats}; with "
                               "--folds-file at most as many as it holds)")
         sub.add_argument("--metric", choices=METRICS, default=None,
-                         help="what the tuner maximizes (both are recorded; default balanced_accuracy)")
+                         help="what the tuner maximizes (every metric of the task is recorded; default the "
+                              "task's: balanced_accuracy, concordance for survival, r2 for regression)")
         sub.add_argument("--objective", dest="objectives", action="append", default=[], metavar="NAME",
                          help=f"repeatable: two or more ({', '.join(OBJECTIVES)}) tune for a Pareto front of "
                               "accuracy against cost, the first (a metric) choosing the best model")
