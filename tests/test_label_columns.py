@@ -210,6 +210,9 @@ def test_a_bag_folder_reads_a_task_and_pools_its_bags_too(tmp_path):
     assert list(bags.names) == ["p1", "p2"] and bags.y["target"].tolist() == [0.5, 1.5]
     np.testing.assert_array_equal(bags[0], np.concatenate([np.load(tmp_path / "s1.npy"), np.load(tmp_path / "s3.npy")]))
     assert bags.slide_names[bags.instance_slides].tolist() == ["s1"] * 4 + ["s3"] * 4 + ["s2"] * 4
+    alone = load_bags(tmp_path, columns=LabelColumns("regression", target="y", bag_by="bag"))  # a bag a row
+    assert list(alone.names) == ["s1", "s2", "s3"] and alone.slide_names[alone.instance_slides][::4].tolist() == [
+        "s1", "s2", "s3"]
 
 
 @pytest.mark.parametrize("columns, message", [

@@ -29,8 +29,8 @@ class LabelsTable:
     """The table's rows (``names``, one feature file each, with their ``lines``) and the bags they make: one a
     row, or with ``bag_by`` one per value of that column, a bag's rows consecutive in ``names``.
 
-    ``row_bags`` holds every row's bag; ``labels``, ``groups`` (``None``: no group column), ``bag_names`` and
-    ``covariates`` (``None``: none asked for) one entry per bag."""
+    ``row_bags`` holds every row's bag; ``labels``, ``groups`` (``None``: no group column and no ``bag_by``),
+    ``bag_names`` and ``covariates`` (``None``: none asked for) one entry per bag."""
 
     path: Path
     names: list[str]
@@ -41,10 +41,7 @@ class LabelsTable:
     row_bags: np.ndarray
     covariates: np.ndarray | None = None
     covariate_names: tuple[str, ...] = ()
-
-    @property
-    def pooled(self) -> bool:
-        return len(self.bag_names) != len(self.names)
+    pooled: bool = False  # the rows are pooled by bag_by (each instance then remembers its row: its slide)
 
     def bags(self, X, row_offsets, **fields):
         """The bags of the rows' instances (``row_offsets``: each row's first row in ``X``, then the end): a
@@ -109,7 +106,8 @@ def read_labels_table(path, name_columns: tuple[str, ...] = ("bag",), noun: str 
     return LabelsTable(path, [row.name for row in ordered], at.labels(first, noun),
                        None if groups is None else np.array(groups, dtype=object),
                        {row.name: row.line for row in ordered}, [row.bag for row in first],
-                       np.repeat(np.arange(len(bags)), [len(bag) for bag in bags]), *at.covariates(first))
+                       np.repeat(np.arange(len(bags)), [len(bag) for bag in bags]), *at.covariates(first),
+                       pooled=columns.bag_by is not None)
 
 
 @dataclass(frozen=True)
