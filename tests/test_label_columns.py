@@ -210,6 +210,13 @@ def test_a_bag_folder_reads_a_task_and_pools_its_bags_too(tmp_path):
     assert list(bags.names) == ["p1", "p2"] and bags.y["target"].tolist() == [0.5, 1.5]
     np.testing.assert_array_equal(bags[0], np.concatenate([np.load(tmp_path / "s1.npy"), np.load(tmp_path / "s3.npy")]))
     assert bags.slide_names[bags.instance_slides].tolist() == ["s1"] * 4 + ["s3"] * 4 + ["s2"] * 4
+    (tmp_path / "labels.csv").write_text("bag,case_id,y,site\ns1,p1,0.5,A\ns2,p2,1.5,B\ns3,p1,0.5,A\n")
+    by_site = load_bags(tmp_path, groups="site", columns=LabelColumns("regression", target="y", bag_by="case_id"))
+    assert list(by_site.groups) == ["A", "B"]  # --groups names the pooled bags' groups
+    (tmp_path / "labels.csv").write_text("bag,case_id,y,site\ns1,p1,0.5,A\ns2,p2,1.5,B\ns3,p1,0.5,C\n")
+    with pytest.raises(FormatError, match=r"labels\.csv, line 4: bag 's3' and bag 's1' \(line 2\) pool into case_id "
+                                          r"'p1' but their site differ \('C' and 'A'\)"):
+        load_bags(tmp_path, groups="site", columns=LabelColumns("regression", target="y", bag_by="case_id"))
     alone = load_bags(tmp_path, columns=LabelColumns("regression", target="y", bag_by="bag"))  # a bag a row
     assert list(alone.names) == ["s1", "s2", "s3"] and alone.slide_names[alone.instance_slides][::4].tolist() == [
         "s1", "s2", "s3"]
