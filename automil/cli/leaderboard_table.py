@@ -174,7 +174,7 @@ def _front(row: LearnerResult, cost: str | None) -> tuple:
         return ("-" if front is None else len(front), "-", "-")
     metric = row.metric
     fast = front[cheapest_near_best([p.values[metric] for p in front], [p.values[cost] for p in front])].values
-    return (len(front), f"{fast[cost]:.3g}", _percent(fast[metric]))
+    return (len(front), f"{fast[cost]:.3g}", _shown(metric, fast[metric]))
 
 
 def _objectives(rows: list[LearnerResult]) -> list[str]:

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from automil.endpoints import LABELS
 from automil.records import LearnerResult, TrackingBacklog
 from automil.tune.backend.optuna_trials import best_trial, trial_counts
 from automil.tune.listener import Standing, StudyProgress
@@ -58,10 +59,12 @@ class Progress:
 
     def learner_done(self, result: LearnerResult):
         self._close()
-        figure = "-" if result.headline.balanced_accuracy is None else f"{result.headline.balanced_accuracy:.3f}"
+        metric = "balanced_accuracy" if result.task == "classification" else result.metric  # survival: its C
+        value = getattr(result.headline, metric)
+        figure = "-" if value is None else f"{value:.3f}"
         work = (f"{len(result.members)} member(s)" if result.members
                 else f"{result.counts.trials} trials ({result.counts.timed_out} T/O)")
-        print(f"  {result.learner}: {result.status}, {work}, {result.headline.kind} BACC {figure} "
+        print(f"  {result.learner}: {result.status}, {work}, {result.headline.kind} {LABELS[metric]} {figure} "
               f"[{_clock(time.time() - self.start)}]", file=self.stream, flush=True)
 
     def unlogged(self, backlog: TrackingBacklog):

@@ -81,8 +81,8 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     bags = None
     try:
         # every process of the run maps this one copy
-        bags = share_instances(functools.partial(load_bags, dataset, labels=options.labels, groups=options.groups),
-                               options.scratch, listener.message)
+        bags = share_instances(functools.partial(load_bags, dataset, labels=options.labels, groups=options.groups,
+                                                 columns=options.columns), options.scratch, listener.message)
         if bags.y is None:
             raise ValueError(f"dataset {dataset!r} has no bag labels: nothing to tune for")
         # --protocol auto and the default folds decided by the data's size, the metric by its labels' task

@@ -13,7 +13,7 @@ from functools import partial
 
 import numpy as np
 
-from automil.endpoints import TASK_METRICS
+from automil.endpoints import TASK_METRICS, evaluation_times
 from automil.epochs import FitPruned
 from automil.evaluation.folds import bag_sample
 from automil.evaluation.metrics import fold_scores, mean_std
@@ -319,8 +319,11 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
         attrs[TrialAttr.PREDICT_SECONDS].append(out.predict_seconds)
         fits.oof_scores.append(out.scores)
         classes = bags.classes if plan.classification else None
+        # the survival curves' times are the whole fit's: a block keeps those inside its own bags' range
+        times = evaluation_times(bags.y[train], bags.y[test]) if plan.task == "survival" else None
         for step, where in blocks:  # the block's identity (its fold's, or its block's) is stable across trials
-            scores = fold_scores(bags.y[test[where]], out.y_pred[where], out.scores[where], classes, bags.y[train])
+            scores = fold_scores(bags.y[test[where]], out.y_pred[where], out.scores[where], classes, bags.y[train],
+                                 times)
             for metric in plan.metrics:
                 attrs[TrialAttr.fold(metric)].append(getattr(scores, metric))
             if heard and getattr(scores, plan.options.metric) is not None:
