@@ -27,6 +27,7 @@ from sklearn.exceptions import NotFittedError
 from automil.bags import Bags
 from automil.learner import LearnerSpec
 from automil.mil_assumption import check_instance_order_does_not_matter, check_presence_not_absence
+from automil.task_checks import OUTCOME_CHECKS, estimator_of, outcome_bags
 
 __all__ = ["check_learner", "check_search_space_extremes", "learner_checks", "witness_bags",
            "check_instance_order_does_not_matter", "check_presence_not_absence"]
@@ -57,9 +58,17 @@ def witness_bags(n_bags_per_class: int, n_classes: int = 2, seed: int = SEED) ->
 
 
 def _estimator(spec_or_estimator):
-    if isinstance(spec_or_estimator, LearnerSpec):
-        return spec_or_estimator.build()
-    return clone(spec_or_estimator)
+    return estimator_of(spec_or_estimator, "classification")
+
+
+def _tasks(spec) -> tuple[str, ...]:
+    """The tasks a spec serves, or the task of an estimator's base class."""
+    return spec.tasks if isinstance(spec, LearnerSpec) else (getattr(spec, "task", "classification"),)
+
+
+def _data(task: str, size: int, seed: int) -> Bags:
+    """Witness bags labelled for ``task``: classes, or an outcome that grows with the share of witnesses."""
+    return witness_bags(size, seed=seed) if task == "classification" else outcome_bags(2 * size, task, seed=seed)
 
 
 def _accuracy(estimator, bags: Bags, y) -> float:
@@ -246,8 +255,9 @@ def check_first_trial_is_a_point_of_the_search_space(spec):
 
     import optuna
 
-    bags = witness_bags(8)
-    trial = _new_trial(None, bags.n_features, enqueue=spec.first_trial)
+    task = spec.tasks[0]
+    bags = _data(task, 8, SEED)
+    trial = _new_trial(None, bags.n_features, enqueue=spec.first_trial, task=task)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # Optuna only warns about a fixed value outside its range
         try:
@@ -259,12 +269,12 @@ def check_first_trial_is_a_point_of_the_search_space(spec):
     unknown, unset = set(spec.first_trial) - set(trial.params), set(trial.params) - set(spec.first_trial)
     assert not unknown, f"first_trial names parameters the search space never asks for: {sorted(unknown)}"
     assert not unset, f"first_trial leaves parameters to the sampler: {sorted(unset)}"
-    spec.build(**params).fit(bags, bags.y)
+    spec.build(task=task, **params).fit(bags, bags.y)
 
 
-def _new_trial(sampler, n_features, enqueue=None):
+def _new_trial(sampler, n_features, enqueue=None, task="classification"):
     """An ask-and-tell trial of a fresh in-memory study (``enqueue``: its fixed parameters), with the
-    data attributes search spaces read."""
+    data attributes search spaces read (``task``: the task its learner is tuned for)."""
     import optuna
 
     verbosity = optuna.logging.get_verbosity()
@@ -278,6 +288,7 @@ def _new_trial(sampler, n_features, enqueue=None):
     trial = study.ask()
     trial.set_user_attr("n_features", n_features)
     trial.set_user_attr("n_classes", 2)
+    trial.set_user_attr("task", task)
     return trial
 
 
@@ -303,22 +314,22 @@ def _end_sampler(pattern: int):
     return EndSampler()
 
 
-def check_search_space_extremes(spec, n_random: int = 2):
+def check_search_space_extremes(spec, n_random: int = 2, task: str = "classification"):
     """Every point of the search space is valid: at the ends of its ranges (all low, all high, and
     alternating) and at ``n_random`` random points, the space suggests without pruning and the learner it
-    builds fits a small problem without an error, a RuntimeWarning (overflow, a numerical breakdown) or a
-    non-finite score. A tuner must never spend a trial on a point that cannot give a result."""
+    builds fits a small problem of ``task`` without an error, a RuntimeWarning (overflow, a numerical
+    breakdown) or a non-finite score. A tuner must never spend a trial on a point that cannot give a result."""
     import warnings
 
     import optuna
 
     if not isinstance(spec, LearnerSpec):
         return
-    train, test = witness_bags(6, seed=SEED), witness_bags(4, seed=SEED + 1)
+    train, test = _data(task, 6, SEED), _data(task, 4, SEED + 1)
     samplers = [_end_sampler(pattern) for pattern in range(4)]
     samplers += [optuna.samplers.RandomSampler(seed=SEED + i) for i in range(n_random)]
     for sampler in samplers:
-        trial = _new_trial(sampler, train.n_features)
+        trial = _new_trial(sampler, train.n_features, task=task)
         try:
             params = spec.search_space(trial)
         except optuna.TrialPruned as pruned:
@@ -326,7 +337,8 @@ def check_search_space_extremes(spec, n_random: int = 2):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", RuntimeWarning)
-                scores = spec.build(**params).fit(train, train.y).decision_function(test)
+                model = spec.build(task=task, **params).fit(train, train.y)
+                scores = model.decision_function(test) if task == "classification" else model.predict(test)
         except Exception as error:  # noqa: BLE001
             raise AssertionError(f"the point {trial.params} of the search space fails to fit: "
                                  f"{type(error).__name__}: {error}") from error
@@ -341,17 +353,28 @@ _MIL = (check_witness_copy_flips_negative_bag, check_negative_instances_keep_bag
 
 def learner_checks(spec) -> list:
     """The checks that apply to ``spec`` (a LearnerSpec, or an estimator instance), each a callable
-    without arguments named after the property it proves."""
-    checks = list(_GENERAL)
-    if not (isinstance(spec, LearnerSpec) and spec.ordered):
-        checks.append(check_instance_order_does_not_matter)
-    if isinstance(spec, LearnerSpec):
-        checks.append(check_search_space_extremes)
-    if isinstance(spec, LearnerSpec) and spec.standard_mil:
-        checks += _MIL
-    if isinstance(spec, LearnerSpec) and spec.first_trial:
+    without arguments named after the property it proves: the classification checks where it serves
+    classification, and for each other task it serves the outcome checks of :mod:`automil.task_checks` and
+    the search space's extremes (their names end in the task)."""
+    tasks, is_spec = _tasks(spec), isinstance(spec, LearnerSpec)
+    checks = []
+    if "classification" in tasks:
+        checks += _GENERAL
+        if not (is_spec and spec.ordered):
+            checks.append(check_instance_order_does_not_matter)
+        if is_spec:
+            checks.append(check_search_space_extremes)
+        if is_spec and spec.standard_mil:
+            checks += _MIL
+    if is_spec and spec.first_trial:
         checks.append(check_first_trial_is_a_point_of_the_search_space)
-    return [functools.update_wrapper(functools.partial(check, spec), check) for check in checks]
+    bound = [functools.update_wrapper(functools.partial(check, spec), check) for check in checks]
+    for task in (task for task in tasks if task != "classification"):
+        for check in (*OUTCOME_CHECKS, *([check_search_space_extremes] if is_spec else [])):
+            partial = functools.update_wrapper(functools.partial(check, spec, task=task), check)
+            partial.__name__ = f"{check.__name__}_{task}"
+            bound.append(partial)
+    return bound
 
 
 def check_learner(spec) -> None:

@@ -1,5 +1,5 @@
 """automil built-in plugin: embedded-space learners, each bag turned into one vector for an ordinary
-classifier (bag-stats, MILES, miVLAD, miFV).
+classifier, survival model or regressor (bag-stats, MILES, miVLAD, miFV).
 
 Written as a third-party plugin would be: it imports only the public automil API. The estimators
 (scikit-learn) load when the hook runs.
@@ -12,9 +12,11 @@ import automil
 def register_learners(register):
     """Register bag-stats, miles, mivlad and mifv."""
     from automil_embedding import published, spaces
-    from automil_embedding.bag_stats import BagStats
-    from automil_embedding.coding import MiFV, MiVLAD
-    from automil_embedding.miles import MILES
+    from automil_embedding.bag_stats import BagStats, BagStatsRegressor, BagStatsSurvival
+    from automil_embedding.coding import MiFV, MiFVRegressor, MiFVSurvival, MiVLAD, MiVLADRegressor, MiVLADSurvival
+    from automil_embedding.miles import MILES, MilesRegressor, MilesSurvival
+
+    every_task = ("classification", "survival", "regression")  # survival and regression by their heads
 
     # None follows the standard MIL assumption: a bag's mean, its similarity profile and its codes all
     # move when negative instances are added, and negative evidence can lower a score.
@@ -22,17 +24,21 @@ def register_learners(register):
     register(automil.LearnerSpec(
         name="bag-stats", memory_factor=6.5, estimator=BagStats, search_space=spaces.bag_stats_space,
         description="bag statistics (mean/max/min/std) + a scikit-learn classifier chosen by the tuner",
-        sparse=True, first_trial=spaces.FIRST_TRIALS["bag-stats"]))
+        sparse=True, first_trial=spaces.FIRST_TRIALS["bag-stats"], tasks=every_task,
+        estimators={"survival": BagStatsSurvival, "regression": BagStatsRegressor}))
     register(automil.LearnerSpec(
         name="miles", memory_factor=13.0, estimator=MILES, search_space=spaces.miles_space,
         description="MILES: similarity to concept instances + 1-norm SVM; witness through the selected "
                     "concepts (Chen, Bi & Wang 2006)",
-        sparse=True, first_trial=spaces.FIRST_TRIALS["miles"], published=published.PUBLISHED["miles"]))
+        sparse=True, first_trial=spaces.FIRST_TRIALS["miles"], published=published.PUBLISHED["miles"],
+        tasks=every_task, estimators={"survival": MilesSurvival, "regression": MilesRegressor}))
     register(automil.LearnerSpec(
         name="mivlad", memory_factor=4.0, estimator=MiVLAD, search_space=spaces.vlad_space,
         description="miVLAD: VLAD codes and cell shares over k-means codewords + linear SVM (Wei, Wu & Zhou 2017)",
-        first_trial=spaces.FIRST_TRIALS["mivlad"], published=published.PUBLISHED["mivlad"]))
+        first_trial=spaces.FIRST_TRIALS["mivlad"], published=published.PUBLISHED["mivlad"],
+        tasks=every_task, estimators={"survival": MiVLADSurvival, "regression": MiVLADRegressor}))
     register(automil.LearnerSpec(
         name="mifv", memory_factor=7.0, estimator=MiFV, search_space=spaces.codebook_space,
         description="miFV: Fisher vectors over a diagonal Gaussian mixture + linear SVM (Wei, Wu & Zhou 2017)",
-        first_trial=spaces.FIRST_TRIALS["mifv"], published=published.PUBLISHED["mifv"]))
+        first_trial=spaces.FIRST_TRIALS["mifv"], published=published.PUBLISHED["mifv"],
+        tasks=every_task, estimators={"survival": MiFVSurvival, "regression": MiFVRegressor}))

@@ -1,26 +1,41 @@
 """bag-stats: the embedding a MIL user writes by hand (per-bag mean, max, min, standard deviation) followed
-by a scikit-learn classifier; which statistics and which classifier are parameters, so that tuning is a
-small combined algorithm selection and hyper-parameter search inside one learner."""
+by a scikit-learn classifier (or a survival or regression head); which statistics and which model are
+parameters, so that tuning is a small combined algorithm selection and hyper-parameter search inside one
+learner."""
 
 from __future__ import annotations
 
-import scipy.sparse as sp
 from sklearn.ensemble import ExtraTreesClassifier, HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, StandardScaler
 from sklearn.svm import SVC, LinearSVC
 
-from automil_embedding.embedded import EmbeddedClassifier
-from automil_embedding.statistics import bag_statistics
+from automil_embedding.embedded import EmbeddedClassifier, dense
+from automil_embedding.heads import EmbeddedRegressor, EmbeddedSurvival
+from automil_embedding.statistics import STATISTICS, bag_statistics
 
-__all__ = ["BagStats", "CLASSIFIERS"]
+__all__ = ["BagStats", "BagStatsRegressor", "BagStatsSurvival", "CLASSIFIERS"]
 
 CLASSIFIERS = ("random-forest", "extra-trees", "hist-gradient-boosting", "logistic-regression", "linear-svm",
                "rbf-svm")
 
 
-class BagStats(EmbeddedClassifier):
+class BagStatistics:
+    """The embedding: the chosen statistics (the parameter ``statistics``) of each bag, side by side."""
+
+    accepts_sparse = True
+    accepts_streamed = True
+
+    def _fit_embedding(self, bags):
+        self.sparse_ = bags.is_sparse
+        return self._embed(bags)
+
+    def _embed(self, bags):
+        return bag_statistics(bags, tuple(self.statistics))
+
+
+class BagStats(BagStatistics, EmbeddedClassifier):
     """A scikit-learn classifier on per-bag statistics of the instances.
 
     Each parameter below applies to the classifiers named in brackets and is ignored by the others.
@@ -62,10 +77,7 @@ class BagStats(EmbeddedClassifier):
         The fitted scikit-learn classifier (a pipeline with its scaler for the linear and RBF models).
     """
 
-    accepts_sparse = True
-    accepts_streamed = True
-
-    def __init__(self, statistics=("mean", "max", "min", "std"), classifier="extra-trees", n_estimators=300,
+    def __init__(self, statistics=STATISTICS, classifier="extra-trees", n_estimators=300,
                  max_features="sqrt", min_samples_leaf=1, learning_rate=0.1, max_iter=100, max_leaf_nodes=31,
                  C=1.0, gamma=1.0, random_state=None, n_jobs=None):
         self.statistics = statistics
@@ -84,11 +96,7 @@ class BagStats(EmbeddedClassifier):
     def _fit_embedding(self, bags):
         if self.classifier not in CLASSIFIERS:
             raise ValueError(f"classifier must be one of {CLASSIFIERS}, got {self.classifier!r}")
-        self.sparse_ = bags.is_sparse
-        return self._embed(bags)
-
-    def _embed(self, bags):
-        return bag_statistics(bags, tuple(self.statistics))
+        return super()._fit_embedding(bags)
 
     def _make_classifier(self, n_columns):
         forest = {"random-forest": RandomForestClassifier, "extra-trees": ExtraTreesClassifier}
@@ -100,7 +108,7 @@ class BagStats(EmbeddedClassifier):
             boosting = HistGradientBoostingClassifier(
                 learning_rate=self.learning_rate, max_iter=self.max_iter, max_leaf_nodes=self.max_leaf_nodes,
                 early_stopping=False, random_state=self.random_state)
-            return make_pipeline(FunctionTransformer(_dense, accept_sparse=True), boosting) if self.sparse_ \
+            return make_pipeline(FunctionTransformer(dense, accept_sparse=True), boosting) if self.sparse_ \
                 else boosting
         linear = {
             "logistic-regression": lambda: LogisticRegression(C=self.C, max_iter=2000),
@@ -110,5 +118,22 @@ class BagStats(EmbeddedClassifier):
         return make_pipeline(StandardScaler(with_mean=not self.sparse_), linear)
 
 
-def _dense(Z):
-    return Z.toarray() if sp.issparse(Z) else Z
+
+class BagStatsSurvival(BagStatistics, EmbeddedSurvival):
+    """A survival head (:class:`~automil_embedding.heads.EmbeddedSurvival`, whose parameters it takes) on per-bag
+    statistics (``statistics``, as :class:`BagStats`)."""
+
+    def __init__(self, statistics=STATISTICS, head="coxnet", penalty=0.1, l1_ratio=0.5, n_estimators=200,
+                 min_samples_leaf=5, max_features="sqrt", random_state=None, n_jobs=None):
+        super().__init__(head, penalty, l1_ratio, n_estimators, min_samples_leaf, max_features, random_state, n_jobs)
+        self.statistics = statistics
+
+
+class BagStatsRegressor(BagStatistics, EmbeddedRegressor):
+    """A regression head (:class:`~automil_embedding.heads.EmbeddedRegressor`, whose parameters it takes) on
+    per-bag statistics (``statistics``, as :class:`BagStats`)."""
+
+    def __init__(self, statistics=STATISTICS, head="ridge", alpha=1.0, learning_rate=0.1, n_estimators=100,
+                 max_depth=3, random_state=None):
+        super().__init__(head, alpha, learning_rate, n_estimators, max_depth, random_state)
+        self.statistics = statistics

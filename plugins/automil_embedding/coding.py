@@ -1,5 +1,6 @@
 """miVLAD and miFV (Wei, Wu & Zhou 2017): a codebook learned on all training instances, each bag encoded by
-how its instances deviate from the codewords, power and L2 normalization, then a linear SVM.
+how its instances deviate from the codewords, power and L2 normalization, then a linear SVM (or a survival or
+regression head).
 
 Both encodings are sums over a bag's instances of per-codeword statistics weighted by the instance's
 assignment to the codeword (hard for VLAD, the Gaussian posterior for Fisher vectors), so encoding costs
@@ -19,8 +20,10 @@ from sklearn.svm import LinearSVC
 
 from automil import StreamedBags
 from automil_embedding.embedded import EmbeddedClassifier, power_l2_normalize
+from automil_embedding.heads import EmbeddedRegressor, EmbeddedSurvival
 
-__all__ = ["MiVLAD", "MiFV", "vlad", "cell_counts", "fisher_vector"]
+__all__ = ["MiVLAD", "MiFV", "MiVLADSurvival", "MiVLADRegressor", "MiFVSurvival", "MiFVRegressor", "vlad",
+           "cell_counts", "fisher_vector"]
 
 MINIBATCH_ABOVE = 20_000
 GMM_SAMPLE = 20_000
@@ -70,20 +73,9 @@ def fisher_vector(bags, mixture):
     return np.concatenate((d_means.reshape(bags.n_bags, -1), d_sigmas.reshape(bags.n_bags, -1)), axis=1)
 
 
-class _CodebookClassifier(EmbeddedClassifier):
-    """A linear SVM (scikit-learn ``LinearSVC``, one-vs-rest) on power- and L2-normalized bag codes.
-
-    Parameters
-    ----------
-    n_codewords : int
-        Codewords (k-means centres or mixture components); at most the number of training instances.
-    C : float
-        Inverse regularization strength of the linear SVM.
-    random_state : int or None, default=None
-        Seeds the codebook and the SVM.
-
-    The defaults differ per encoding (chosen on other data, docs/accuracy-embedding.md).
-    """
+class Codebook:
+    """The embedding of both: a codebook of ``n_codewords`` (at most the number of training instances) fitted
+    by ``_fit_codebook(bags, k)``, each bag's code power- and L2-normalized (``_encode(bags)``)."""
 
     def _fit_embedding(self, bags):
         if self.n_codewords < 1:
@@ -94,29 +86,13 @@ class _CodebookClassifier(EmbeddedClassifier):
     def _embed(self, bags):
         return power_l2_normalize(self._encode(bags))
 
-    def _make_classifier(self, n_columns):
-        return LinearSVC(C=self.C, random_state=self.random_state)
 
+class VLADCodes(Codebook):
+    """miVLAD's embedding: VLAD codes over k-means codewords and, with ``counts``, the cell shares.
 
-class MiVLAD(_CodebookClassifier):
-    """miVLAD (Wei, Wu & Zhou 2017): VLAD codes over k-means codewords, then a linear SVM.
-
-    Parameters: ``n_codewords``, ``C``, ``random_state`` (see the module's ``_CodebookClassifier``) and
-    ``counts``. VLAD keeps only the residuals, not how many instances fall in each cell, so a lone witness
-    in a cell of its own goes unseen; with ``counts`` (our addition, not the paper's) the code also holds
-    the square root of the bag's share of instances in each cell (docs/accuracy-embedding.md).
-
-    Attributes
-    ----------
-    codebook_ : KMeans or MiniBatchKMeans
-    classifier_ : LinearSVC
-    """
-
-    def __init__(self, n_codewords=8, C=1.0, counts=True, random_state=None):
-        self.n_codewords = n_codewords
-        self.C = C
-        self.counts = counts
-        self.random_state = random_state
+    VLAD keeps only the residuals, not how many instances fall in each cell, so a lone witness in a cell of
+    its own goes unseen; with ``counts`` (our addition, not the paper's) the code also holds the square root
+    of the bag's share of instances in each cell (docs/accuracy-embedding.md)."""
 
     def _fit_codebook(self, bags, k):
         X = bags.X
@@ -133,24 +109,11 @@ class MiVLAD(_CodebookClassifier):
         return np.hstack((code, np.sqrt(shares)))  # unit L2 norm, as the normalized code beside it
 
 
-class MiFV(_CodebookClassifier):
-    """miFV (Wei, Wu & Zhou 2017): Fisher vectors over a diagonal Gaussian mixture, then a linear SVM.
-
-    Parameters: ``n_codewords`` (mixture components, default 2), ``C`` (default 1.0), ``random_state``; see
-    the module's ``_CodebookClassifier``.
-
-    Attributes
-    ----------
-    codebook_ : GaussianMixture (diagonal covariances)
-    classifier_ : LinearSVC
-    """
+class FisherCodes(Codebook):
+    """miFV's embedding: Fisher vectors over a diagonal Gaussian mixture fitted by EM on a sample of at most
+    ``GMM_SAMPLE`` instances."""
 
     accepts_streamed = True
-
-    def __init__(self, n_codewords=2, C=1.0, random_state=None):
-        self.n_codewords = n_codewords
-        self.C = C
-        self.random_state = random_state
 
     def _fit_codebook(self, bags, k):
         n = bags.n_instances
@@ -167,3 +130,101 @@ class MiFV(_CodebookClassifier):
         if isinstance(bags, StreamedBags):  # a bag's code needs only its own rows: a block of bags at a time
             return np.vstack([fisher_vector(block, self.codebook_) for block in bags.blocks()])
         return fisher_vector(bags, self.codebook_)
+
+
+class _CodebookClassifier(EmbeddedClassifier):
+    """A linear SVM (scikit-learn ``LinearSVC``, one-vs-rest) on power- and L2-normalized bag codes.
+
+    Parameters
+    ----------
+    n_codewords : int
+        Codewords (k-means centres or mixture components); at most the number of training instances.
+    C : float
+        Inverse regularization strength of the linear SVM.
+    random_state : int or None, default=None
+        Seeds the codebook and the SVM.
+
+    The defaults differ per encoding (chosen on other data, docs/accuracy-embedding.md).
+    """
+
+    def _make_classifier(self, n_columns):
+        return LinearSVC(C=self.C, random_state=self.random_state)
+
+
+class MiVLAD(VLADCodes, _CodebookClassifier):
+    """miVLAD (Wei, Wu & Zhou 2017): VLAD codes over k-means codewords, then a linear SVM.
+
+    Parameters: ``n_codewords``, ``C``, ``random_state`` (see the module's ``_CodebookClassifier``) and
+    ``counts`` (see :class:`VLADCodes`).
+
+    Attributes
+    ----------
+    codebook_ : KMeans or MiniBatchKMeans
+    classifier_ : LinearSVC
+    """
+
+    def __init__(self, n_codewords=8, C=1.0, counts=True, random_state=None):
+        self.n_codewords = n_codewords
+        self.C = C
+        self.counts = counts
+        self.random_state = random_state
+
+
+class MiFV(FisherCodes, _CodebookClassifier):
+    """miFV (Wei, Wu & Zhou 2017): Fisher vectors over a diagonal Gaussian mixture, then a linear SVM.
+
+    Parameters: ``n_codewords`` (mixture components, default 2), ``C`` (default 1.0), ``random_state``; see
+    the module's ``_CodebookClassifier``.
+
+    Attributes
+    ----------
+    codebook_ : GaussianMixture (diagonal covariances)
+    classifier_ : LinearSVC
+    """
+
+    def __init__(self, n_codewords=2, C=1.0, random_state=None):
+        self.n_codewords = n_codewords
+        self.C = C
+        self.random_state = random_state
+
+
+class MiVLADSurvival(VLADCodes, EmbeddedSurvival):
+    """A survival head (:class:`~automil_embedding.heads.EmbeddedSurvival`, whose parameters it takes) on
+    miVLAD's codes (``n_codewords``, ``counts``, as :class:`MiVLAD`)."""
+
+    def __init__(self, n_codewords=8, counts=True, head="coxnet", penalty=0.1, l1_ratio=0.5, n_estimators=200,
+                 min_samples_leaf=5, max_features="sqrt", random_state=None, n_jobs=None):
+        super().__init__(head, penalty, l1_ratio, n_estimators, min_samples_leaf, max_features, random_state, n_jobs)
+        self.n_codewords = n_codewords
+        self.counts = counts
+
+
+class MiVLADRegressor(VLADCodes, EmbeddedRegressor):
+    """A regression head (:class:`~automil_embedding.heads.EmbeddedRegressor`, whose parameters it takes) on
+    miVLAD's codes (``n_codewords``, ``counts``, as :class:`MiVLAD`)."""
+
+    def __init__(self, n_codewords=8, counts=True, head="ridge", alpha=1.0, learning_rate=0.1, n_estimators=100,
+                 max_depth=3, random_state=None):
+        super().__init__(head, alpha, learning_rate, n_estimators, max_depth, random_state)
+        self.n_codewords = n_codewords
+        self.counts = counts
+
+
+class MiFVSurvival(FisherCodes, EmbeddedSurvival):
+    """A survival head (:class:`~automil_embedding.heads.EmbeddedSurvival`, whose parameters it takes) on
+    miFV's Fisher vectors (``n_codewords``, as :class:`MiFV`)."""
+
+    def __init__(self, n_codewords=2, head="coxnet", penalty=0.1, l1_ratio=0.5, n_estimators=200,
+                 min_samples_leaf=5, max_features="sqrt", random_state=None, n_jobs=None):
+        super().__init__(head, penalty, l1_ratio, n_estimators, min_samples_leaf, max_features, random_state, n_jobs)
+        self.n_codewords = n_codewords
+
+
+class MiFVRegressor(FisherCodes, EmbeddedRegressor):
+    """A regression head (:class:`~automil_embedding.heads.EmbeddedRegressor`, whose parameters it takes) on
+    miFV's Fisher vectors (``n_codewords``, as :class:`MiFV`)."""
+
+    def __init__(self, n_codewords=2, head="ridge", alpha=1.0, learning_rate=0.1, n_estimators=100, max_depth=3,
+                 random_state=None):
+        super().__init__(head, alpha, learning_rate, n_estimators, max_depth, random_state)
+        self.n_codewords = n_codewords

@@ -1,5 +1,6 @@
 """MILES (Chen, Bi & Wang 2006): a bag becomes its similarity to every concept instance, a 1-norm SVM
-selects the few concepts that matter, and a bag is explained by the instance that carries them.
+selects the few concepts that matter, and a bag is explained by the instance that carries them. The survival
+and regression learners put their heads on the same similarities.
 
 The similarity of bag ``B_i`` to concept ``c_k`` is ``s(c_k, B_i) = max_j exp(-||x_ij - c_k||^2 / sigma^2)``
 (the paper's section 3.1); here ``sigma^2 = n_features / gamma``, so that ``gamma`` means the same on data of
@@ -15,8 +16,10 @@ from sklearn.svm import LinearSVC
 import automil
 from automil import BagClassifier
 from automil.kernels import squared_distances
+from automil_embedding.embedded import BagVectors
+from automil_embedding.heads import EmbeddedRegressor, EmbeddedSurvival
 
-__all__ = ["MILES", "nearest_distances"]
+__all__ = ["MILES", "MilesRegressor", "MilesSurvival", "nearest_distances"]
 
 # Instances x concepts doubles per block of squared distances (32 MB).
 _BLOCK_ENTRIES = 4_000_000
@@ -46,7 +49,31 @@ def nearest_distances(bags, concepts, with_ties=False):
     return (best, ties) if with_ties else best
 
 
-class MILES(BagClassifier):
+class ConceptSimilarity:
+    """The embedding: each bag's similarity to the concepts, every training instance up to ``max_concepts``
+    of them (above, a random sample of that many drawn with ``random_state``); ``gamma`` sets the width."""
+
+    accepts_sparse = True
+
+    def _fit_embedding(self, bags):
+        if self.max_concepts < 1:
+            raise ValueError(f"max_concepts must be at least 1, got {self.max_concepts}")
+        rows = np.arange(bags.n_instances)
+        if bags.n_instances > self.max_concepts:
+            rows = np.sort(np.random.default_rng(self.random_state).choice(rows, self.max_concepts, replace=False))
+        self.concepts_ = bags.X[rows]
+        return self._embed(bags)
+
+    def _embed(self, bags):
+        return self._similarity(bags, self.concepts_)
+
+    def _similarity(self, bags, concepts, distances=None):
+        if distances is None:
+            distances = nearest_distances(bags, concepts)
+        return np.exp(-self.gamma / bags.n_features * distances)
+
+
+class MILES(ConceptSimilarity, BagVectors, BagClassifier):
     """MILES: a 1-norm linear SVM on the bags' similarities to concept instances.
 
     The paper's 1-norm SVM is a linear program with the hinge loss; here it is scikit-learn's
@@ -70,10 +97,10 @@ class MILES(BagClassifier):
         The concepts with a non-zero weight for some class (the others never change a score).
     coef_ : ndarray of shape (n_classes, n_selected)
         Weight of each selected concept per class (binary: ``[-w, w]``).
+    covariate_coef_ : ndarray of shape (n_classes, n_covariates)
+        Weight of each (standardized) bag covariate per class; no columns for bags without covariates.
     intercept_ : ndarray of shape (n_classes,)
     """
-
-    accepts_sparse = True
 
     def __init__(self, gamma=1.0, C=1.0, max_concepts=5000, random_state=None):
         self.gamma = gamma
@@ -82,36 +109,31 @@ class MILES(BagClassifier):
         self.random_state = random_state
 
     def _fit(self, bags, y):
-        if self.max_concepts < 1:
-            raise ValueError(f"max_concepts must be at least 1, got {self.max_concepts}")
-        rows = np.arange(bags.n_instances)
-        if bags.n_instances > self.max_concepts:
-            rows = np.sort(np.random.default_rng(self.random_state).choice(rows, self.max_concepts, replace=False))
-        concepts = bags.X[rows]
         # Centred columns: liblinear's L1 solver converges several times faster on them (similarities are
         # all positive and strongly correlated); the centring is folded back into the intercept, so the
         # model is the paper's linear function of the similarities.
-        S = self._similarity(bags, concepts)
+        S = self._fit_vectors(bags)
         centre = S.mean(axis=0)
         svm = LinearSVC(penalty="l1", dual=False, C=self.C, random_state=self.random_state).fit(S - centre, y)
         coef, intercept = svm.coef_, svm.intercept_ - svm.coef_ @ centre
         if len(self.classes_) == 2:
             coef, intercept = np.vstack((-coef, coef)), np.concatenate((-intercept, intercept))
-        selected = np.flatnonzero(np.any(coef != 0, axis=0))
-        self.concepts_, self.coef_, self.intercept_ = concepts[selected], coef[:, selected], intercept
-
-    def _similarity(self, bags, concepts, distances=None):
-        if distances is None:
-            distances = nearest_distances(bags, concepts)
-        return np.exp(-self.gamma / bags.n_features * distances)
+        n_concepts = self.concepts_.shape[0]
+        selected = np.flatnonzero(np.any(coef[:, :n_concepts] != 0, axis=0))
+        self.concepts_, self.coef_, self.intercept_ = self.concepts_[selected], coef[:, selected], intercept
+        self.covariate_coef_ = coef[:, n_concepts:]
 
     def transform(self, bags):
         """The bags' similarities to the selected concepts, shape ``(n_bags, n_selected)``."""
         bags = self._check_predict(bags)
-        return self._similarity(bags, self.concepts_)
+        return self._embed(bags)
 
     def _decision_function(self, bags):
-        return self._similarity(bags, self.concepts_) @ self.coef_.T + self.intercept_
+        return self._scores(bags, self._embed(bags))
+
+    def _scores(self, bags, similarities):
+        covariates = self._with_covariates(np.empty((bags.n_bags, 0)), bags)
+        return similarities @ self.coef_.T + covariates @ self.covariate_coef_.T + self.intercept_
 
     def _witness(self, bags):
         """The paper's instance classification (section 4.5): concept ``k`` credits its score term
@@ -119,7 +141,7 @@ class MILES(BagClassifier):
         is the instance with the largest credit for the predicted class."""
         distances, blocks = nearest_distances(bags, self.concepts_, with_ties=True)
         terms = self._similarity(bags, self.concepts_, distances)
-        predicted = np.argmax(terms @ self.coef_.T + self.intercept_, axis=1)
+        predicted = np.argmax(self._scores(bags, terms), axis=1)
         terms *= self.coef_[predicted]
         credit = np.empty(bags.n_instances)
         for first, last, ties in blocks:
@@ -129,3 +151,26 @@ class MILES(BagClassifier):
             credit[bags.offsets[first]:bags.offsets[last]] = np.einsum(
                 "ik,ik->i", ties, np.repeat(shares, sizes, axis=0))
         return automil.bag_max(bags.offsets, credit)[1]
+
+
+class MilesSurvival(ConceptSimilarity, EmbeddedSurvival):
+    """A survival head (:class:`~automil_embedding.heads.EmbeddedSurvival`, whose parameters it takes) on the
+    similarities to MILES's concepts (``gamma``, ``max_concepts``, as :class:`MILES`); the lasso end of the
+    Cox head's elastic net picks few concepts, as MILES's 1-norm SVM does."""
+
+    def __init__(self, gamma=1.0, max_concepts=5000, head="coxnet", penalty=0.1, l1_ratio=0.5, n_estimators=200,
+                 min_samples_leaf=5, max_features="sqrt", random_state=None, n_jobs=None):
+        super().__init__(head, penalty, l1_ratio, n_estimators, min_samples_leaf, max_features, random_state, n_jobs)
+        self.gamma = gamma
+        self.max_concepts = max_concepts
+
+
+class MilesRegressor(ConceptSimilarity, EmbeddedRegressor):
+    """A regression head (:class:`~automil_embedding.heads.EmbeddedRegressor`, whose parameters it takes) on
+    the similarities to MILES's concepts (``gamma``, ``max_concepts``, as :class:`MILES`)."""
+
+    def __init__(self, gamma=1.0, max_concepts=5000, head="ridge", alpha=1.0, learning_rate=0.1, n_estimators=100,
+                 max_depth=3, random_state=None):
+        super().__init__(head, alpha, learning_rate, n_estimators, max_depth, random_state)
+        self.gamma = gamma
+        self.max_concepts = max_concepts

@@ -1,10 +1,13 @@
 """Optuna search spaces of the embedded-space learners and their first trials (the estimators' defaults as
 points of the spaces). Every point builds a valid estimator: conditional parameters are asked only for
-the classifier that uses them, and codebook sizes are clipped to the training instances at fit time."""
+the classifier (or head) that uses them, and codebook sizes are clipped to the training instances at fit time.
+A space asks for the parameters of its embedding, then for those of the model the trial's task calls for
+(``trial.user_attrs["task"]``): a classifier, a survival head or a regression head."""
 
 from __future__ import annotations
 
 from automil.spaces import max_features, max_features_kind
+from automil_embedding.heads import REGRESSION_HEADS, SURVIVAL_HEADS
 
 # Statistic sets, as Optuna categories (joined by "+"); the order inside a set is the column order.
 STATISTIC_SETS = ("mean", "max", "mean+max", "mean+max+min", "mean+std", "mean+max+min+std")
@@ -35,21 +38,50 @@ _CLASSIFIER_SPACES = {"random-forest": _forest, "extra-trees": _forest, "hist-gr
                       "logistic-regression": _margin, "linear-svm": _margin, "rbf-svm": _rbf}
 
 
+def _survival_head(trial) -> dict:
+    """The Cox model's penalty stops above the fractions where its fit on more columns than bags overflows."""
+    head = trial.suggest_categorical("head", list(SURVIVAL_HEADS))
+    if head == "coxnet":
+        return {"head": head, "penalty": trial.suggest_float("penalty", 0.02, 0.5, log=True),
+                "l1_ratio": trial.suggest_float("l1_ratio", 0.1, 1.0)}
+    return {"head": head, "n_estimators": trial.suggest_int("n_estimators", 50, 500, log=True),
+            "min_samples_leaf": trial.suggest_int("min_samples_leaf", 2, 20, log=True),
+            "max_features": max_features(trial, low=0.05)}
+
+
+def _regression_head(trial) -> dict:
+    head = trial.suggest_categorical("head", list(REGRESSION_HEADS))
+    if head == "ridge":
+        return {"head": head, "alpha": trial.suggest_float("alpha", 1e-3, 1e3, log=True)}
+    return {"head": head, "learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
+            "n_estimators": trial.suggest_int("n_estimators", 50, 500, log=True),
+            "max_depth": trial.suggest_int("max_depth", 2, 5)}
+
+
+def _model(trial, classifier_space) -> dict:
+    """The parameters of the model the trial's task calls for: ``classifier_space``'s for classification."""
+    task = trial.user_attrs.get("task", "classification")
+    return {"survival": _survival_head, "regression": _regression_head}.get(task, classifier_space)(trial)
+
+
+def _bag_stats_classifier(trial) -> dict:
+    classifier = trial.suggest_categorical("classifier", list(_CLASSIFIER_SPACES))
+    return {"classifier": classifier, **_CLASSIFIER_SPACES[classifier](trial)}
+
+
 def bag_stats_space(trial) -> dict:
     statistics = trial.suggest_categorical("statistics", list(STATISTIC_SETS))
-    classifier = trial.suggest_categorical("classifier", list(_CLASSIFIER_SPACES))
-    return {"statistics": tuple(statistics.split("+")), "classifier": classifier,
-            **_CLASSIFIER_SPACES[classifier](trial)}
+    return {"statistics": tuple(statistics.split("+")), **_model(trial, _bag_stats_classifier)}
 
 
 def miles_space(trial) -> dict:
     return {"gamma": trial.suggest_float("gamma", 1e-2, 1e2, log=True),
-            "C": trial.suggest_float("C", 1e-2, 1e2, log=True)}
+            **_model(trial, lambda trial: {"C": trial.suggest_float("C", 1e-2, 1e2, log=True)})}
 
 
 def codebook_space(trial) -> dict:
     return {"n_codewords": trial.suggest_int("n_codewords", 1, 64, log=True),
-            "C": trial.suggest_float("C", 1e-3, 1e3, log=True)}
+            **_model(trial, lambda trial: {"C": trial.suggest_float("C", 1e-3, 1e3, log=True)})}
 
 
 def vlad_space(trial) -> dict:
