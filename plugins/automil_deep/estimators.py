@@ -1,198 +1,58 @@
-"""The deep MIL learners as automil estimators: one shared training procedure, five networks.
+"""The deep MIL learners as automil estimators: five networks, each for three tasks.
 
-PyTorch is imported when a model is fitted or loaded, not when the plugin registers its learners. A fitted
-model pickles its weights as CPU arrays (``state_dict``), so a model logged to MLflow holds no closure and no
-torch object, and loads in any process that has torch, with or without the GPU it was trained on.
+A network's mixin holds its own parameters and builds it (``_network``); a task's base says what its outputs
+mean: :class:`DeepMILClassifier` (classes), :class:`~automil_deep.outcomes.DeepMILSurvival` (a risk and a
+survival curve) and :class:`~automil_deep.outcomes.DeepMILRegressor` (a value). Everything else, training
+and reading bags, is :class:`~automil_deep.learning.DeepMIL`'s.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-import automil
-from automil import BagClassifier, StreamedBags, time_left
+from automil import BagClassifier
+from automil_deep.learning import MAX_INSTANCES, DeepMIL
+from automil_deep.outcomes import DeepMILRegressor, DeepMILSurvival
 
-# Instances of a bag a training step sees at most (:class:`DeepMILClassifier`, ``max_instances``).
-MAX_INSTANCES = 512
+__all__ = ["ABMILClassifier", "ABMILRegressor", "ABMILSurvival", "DSMILClassifier", "DSMILRegressor", "DSMILSurvival",
+           "DeepMILClassifier", "MAX_INSTANCES", "MINetClassifier", "MINetRegressor", "MINetSurvival",
+           "MiNetClassifier", "MiNetRegressor", "MiNetSurvival", "TransMILClassifier", "TransMILRegressor",
+           "TransMILSurvival"]
 
-__all__ = ["ABMILClassifier", "DSMILClassifier", "DeepMILClassifier", "MINetClassifier", "MiNetClassifier",
-           "TransMILClassifier"]
 
-
-class DeepMILClassifier(BagClassifier):
-    """Base of the deep learners: standardizes instances, holds out bags for early stopping, trains the
-    network a subclass builds in ``_network(n_features, n_classes)`` (one for each of ``seeds``), and reads
-    scores from them.
-
-    It streams (``accepts_streamed``): a batch reads only the instances it uses, so a cohort larger than
-    memory trains and predicts with a batch in memory, with the figures of the same bags gathered.
+class DeepMILClassifier(DeepMIL, BagClassifier):
+    """A deep learner's classification: class logits, cross-entropy, and the networks' averaged class
+    probabilities (scores: the log of them).
 
     Parameters
     ----------
-    learning_rate : float, default=2e-3
-        Adam's step size.
-    weight_decay : float, default=1e-4
-        Adam's L2 penalty on the weights.
-    hidden : int, default=128
-        Width of the first layer (the next ones halve it). Half the papers' 256: as accurate for abmil on
-        musk1 and elephant, and half the time of a fit.
-    dropout : float, default=0.25
-        Dropout after every hidden layer.
-    epochs : int, default=50
-        Most passes over the training bags (early stopping ends most fits sooner).
-    batch_size : int, default=8
-        Bags per step (padded to the longest with a mask; a step's bags are of similar size); the papers take
-        one bag a step, which is about 8 times slower an epoch on CPU, and no more accurate for abmil on musk1.
-    max_instances : int or None, default=512
-        Instances of a bag a training step sees at most: a larger bag is cut to that many, drawn at random
-        at every step, so that an epoch costs at most bags x ``max_instances``. Early stopping scores its
-        held-out bags on at most 4 x ``max_instances`` instances each (the same ones every epoch); prediction
-        uses every instance. ``None``: every instance always. 512 is above the bags of
-        the classic sets (musk2's largest bags excepted) and of a few hundred patches, and cuts the slides of
-        thousands.
-    patience : int, default=10
-        Epochs without a lower validation loss before training stops.
-    min_epochs : int or None, default=None
-        Epochs that always run: before them early stopping neither stops nor keeps weights, so ``n_epochs_``
-        is at least this. ``None``: the larger of 10 and ``epochs // 4`` (12 of 50). A few dozen held-out
-        bags often have their lowest loss after 1 to 3 epochs, when the network still predicts the class
-        shares; trained again for that long it scores near chance on slide cohorts.
-    validation_fraction : float, default=0.2
-        Share of the training bags held out (stratified) for early stopping; 0 trains on all bags for
-        ``epochs`` epochs.
     class_weight : {"balanced"} or None, default="balanced"
         ``"balanced"``: each bag's loss (training and held-out) weighs ``n / (n_classes * n_k)`` for its
         class k, so every class counts as much in an epoch as in a class-balanced sample, with every bag
         still seen once an epoch. ``None``: every bag weighs 1.
-    device : str, default="auto"
-        Where the network trains and predicts: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``"auto"`` is CUDA when
-        torch sees a GPU, else the CPU. Set it again on a fitted model to predict elsewhere.
-    seeds : int, default=1
-        Networks trained, each from its own seed (weights, dropout, order of bags, held-out split), whose
-        class probabilities (and instance scores) are averaged: a deep ensemble, ``seeds`` times the cost of
-        one. One by default: under a run's budget three cost more than they gained (docs/deep.md, "Seeds").
-    centre_bags : bool, default=False
-        Subtract each bag's own mean instance from its instances (training and prediction alike: a bag is
-        centred on itself, so nothing is learnt from other bags). Where every slide of a patient carries the
-        patient's offset (stain, scanner, site), a network can learn the patients instead of the witnesses
-        (docs/deep.md, "Bags centred on their own mean"). It discards what a bag's mean says, so it is a
-        choice of the search space and of the portfolio, not the default.
-    random_state : int, optional
-        Seeds the networks: the first from ``SeedSequence(random_state)``'s first word, the next from its
-        following words.
-
-    Attributes
-    ----------
-    networks_ : list of torch.nn.Module
-        The trained networks, one a seed: each trained again on all bags for the epochs its early stopping
-        chose.
-    validation_loss_ : list of float
-        The first network's held-out loss after each epoch run (empty when nothing was held out); its epochs
-        are the ones reported to the driver's pruner.
-    n_epochs_ : int
-        The first network's epochs of the best held-out loss (``epochs`` when nothing was held out).
-    time_limited_params_ : dict
-        Empty when training ended by its own rules. In a driver's fit whose time ran out first
-        (:func:`automil.time_left`), the training stopped short and kept what it had learned: ``epochs`` (the
-        fewest any network ran) and ``min_epochs`` that make a new fit train as far as this one did.
-    mean_, scale_ : ndarray of shape (n_features,)
-        The training instances' standardization.
-    device_ : str
-        The device the network was trained on.
+    **common
+        See :class:`~automil_deep.learning.DeepMIL`.
     """
 
-    accepts_streamed = True
-    # Bytes the network holds per pair of a bag's instances, when its memory grows with the square of a bag
-    # (its prediction batches are then bounded by their pairs, and --memory counts them: LearnerSpec.pair_bytes).
-    pair_bytes = 0.0
+    PICKLED_BEFORE = {**DeepMIL.PICKLED_BEFORE, "class_weight": None}  # weighed every bag alike
 
-    def __init__(self, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
-                 batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
-                 random_state=None, min_epochs=None, class_weight="balanced", seeds=1, centre_bags=False):
-        self.learning_rate = learning_rate
-        self.weight_decay = weight_decay
-        self.hidden = hidden
-        self.dropout = dropout
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.max_instances = max_instances
-        self.patience = patience
-        self.validation_fraction = validation_fraction
-        self.device = device
-        self.random_state = random_state
-        self.min_epochs = min_epochs
+    def __init__(self, *, class_weight="balanced", **common):
+        super().__init__(**common)
         self.class_weight = class_weight
-        self.seeds = seeds
-        self.centre_bags = centre_bags
 
-    def _network(self, n_features: int, n_classes: int):
-        raise NotImplementedError
-
-    # ---- fitting -----------------------------------------------------------------------------------
     def _fit(self, bags, y):
-        from automil import instance_moments
-        from automil_deep.training import minimum_epochs, resolve_device
+        from automil_deep.heads import Classes
 
-        if self.max_instances is not None and not (isinstance(self.max_instances, int | np.integer)
-                                                   and self.max_instances >= 1):
-            raise ValueError(f"max_instances={self.max_instances!r}: give a whole number of instances of at "
-                             "least 1 (or None for every instance)")
-        if isinstance(self.seeds, bool) or not isinstance(self.seeds, int | np.integer) or self.seeds < 1:
-            raise ValueError(f"seeds={self.seeds!r}: give a whole number of networks of at least 1")
-        device = resolve_device(self.device)
-        # a block at a time (streamed bags as read): the figures of X.astype(float64).mean / .std, no copy of X
-        self.mean_, std = instance_moments(bags if isinstance(bags, StreamedBags) else bags.X)
-        self.scale_ = np.where(std > 0, std, 1.0)
-        batches = self._batches(bags, device)
-        seeds = np.random.SeedSequence(self.random_state).generate_state(self.seeds)
-        left = time_left()  # a driver's fit ends in its time: the networks share what is left
-        end = None if left is None else time.monotonic() + left
-        self.networks_, self.time_limited_params_ = [], {}
-        for member, seed in enumerate(int(seed) for seed in seeds):
-            own = None if end is None else time.monotonic() + (end - time.monotonic()) / (self.seeds - member)
-            # the first network reports its epochs to the driver's pruner; the others train blind to it
-            network, training = self._fit_one(bags, y, batches, device, seed, report=member == 0, end=own)
-            self.networks_.append(network)
-            if member == 0:
-                self.validation_loss_, self.n_epochs_ = training.validation_loss, training.kept
-            if training.out_of_time:
-                ran = min(training.run, self.time_limited_params_.get("epochs", training.run))
-                self.time_limited_params_ = {
-                    "epochs": ran, "min_epochs": min(minimum_epochs(self.min_epochs, self.epochs), ran)}
-        self.device_ = str(device)
+        self._train(bags, y, lambda train, device: Classes(y, self._class_weight(y[train]), device))
 
-    def _fit_one(self, bags, y, batches, device, seed: int, report: bool, end: float | None):
-        """One network from ``seed`` (its weights, dropout, order of bags and held-out split): early stopping
-        on the held-out bags chooses its epochs, then it trains again on every bag for that many. By ``end``
-        (a ``time.monotonic()`` time, ``None``: no limit) its prediction must be possible: early stopping's
-        training stops short when the time runs out, and the network it chose is kept as it is when
-        training again on every bag would not end in time. Returns the network and the first training."""
-        from automil_deep.training import fit_network, minimum_epochs, seeded_torch
+    def _n_outputs(self):
+        return len(self.classes_)
 
-        train, validation = self._held_out(y, seed, bags.groups)
-        settings = dict(learning_rate=self.learning_rate, weight_decay=self.weight_decay,
-                        batch_size=self.batch_size, max_instances=self.max_instances, patience=self.patience,
-                        rng=np.random.default_rng(seed))
-        growth = len(y) / max(len(train), 1)  # an epoch on every bag against one on the training bags
-        with seeded_torch(seed, device):
-            network = self._network(bags.n_features, len(self.classes_)).to(device)
-            training = fit_network(
-                network, batches, y, train, validation, epochs=self.epochs,
-                min_epochs=minimum_epochs(self.min_epochs, self.epochs), class_weight=self._class_weight(y[train]),
-                report=report, end=end, after_each_kept=growth if len(validation) else 0.0, **settings)
-            again_seconds = training.epoch_seconds * (1 + growth * training.kept)  # and one epoch to predict
-            if len(validation) and (end is None or time.monotonic() + again_seconds <= end):
-                # Early stopping chose the number of epochs; the held-out bags are too many to waste on the
-                # small MIL sets (abmil on musk1: 84 against 90 % accuracy), so a new network trains on all.
-                network = self._network(bags.n_features, len(self.classes_)).to(device)
-                again = fit_network(network, batches, y, np.arange(len(y)), validation[:0], epochs=training.kept,
-                                    class_weight=self._class_weight(y), end=end, **settings)
-                training = training._replace(out_of_time=training.out_of_time or again.out_of_time)
-            elif len(validation):
-                training = training._replace(out_of_time=True)  # no time to train again: the first network stays
-        return network, training
+    @staticmethod
+    def _combine(outputs):
+        from automil_deep.heads import Classes
+
+        return Classes.combine(outputs)
 
     def _class_weight(self, y):
         """Each class's loss weight for the bags ``y`` (class indices): ``"balanced"`` is ``n / (K n_k)``, so
@@ -207,67 +67,14 @@ class DeepMILClassifier(BagClassifier):
         weight[present] = len(y) / (present.sum() * counts[present])
         return weight
 
-    def _held_out(self, y, seed, groups=None):
-        """The training and validation bags: ``automil.bag_folds`` with ``1 / validation_fraction`` folds
-        (over ``groups`` when the bags have them: a patient's slides on one side), fold 0 held out; no
-        validation bags when that makes fewer than 2 folds (a fraction of 0), when a class has fewer bags
-        than folds, or when the groups are too few to split."""
-        n_splits = int(round(1 / self.validation_fraction)) if self.validation_fraction > 0 else 0
-        if n_splits < 2 or np.bincount(y).min() < n_splits:
-            return np.arange(len(y)), np.array([], dtype=np.int64)
-        try:
-            folds = automil.bag_folds(y, n_splits, seed, groups)
-        except ValueError:  # too few groups, or a class in too few of them: train on every bag, as above
-            return np.arange(len(y)), np.array([], dtype=np.int64)
-        return np.flatnonzero(folds != 0), np.flatnonzero(folds == 0)
-
-    def _batches(self, bags, device):
-        """The network's batches of ``bags`` (``Bags``, or :class:`~automil.streamed_bags.StreamedBags` read
-        through ``take``), each batch's instances scaled by ``mean_`` (each bag's own mean with
-        ``centre_bags``) and ``scale_`` in float32 as it is read (float16 instances upcast first): no copy of
-        the bags' instances, and the rows of a batch the same on either kind of bags."""
-        from automil_deep.training import Batches, matrix_rows
-
-        take = bags.take if isinstance(bags, StreamedBags) else matrix_rows(bags.X, bags.offsets)
-        centres = (bags.means() if self.centre_bags else self.mean_[None]).astype(np.float32)
-        scale = self.scale_.astype(np.float32)
-
-        def read(index, positions):
-            # a float32 copy (take's rows are a fancy index's, never a view), then (x - mean) / scale in place
-            rows = np.asarray(take(index, positions), dtype=np.float32)
-            np.subtract(rows, centres[index] if self.centre_bags else centres[0], out=rows)
-            return np.divide(rows, scale, out=rows)
-
-        return Batches(read, bags.sizes, bags.n_features, device, pairs=self.pair_bytes > 0)
-
-    # ---- prediction --------------------------------------------------------------------------------
-    def _evaluate(self, bags, instance_scores=True):
-        """The log of the networks' averaged class probabilities per bag, and each instance's scores averaged
-        over the networks (a list of ``(n_i, K)`` arrays; ``None`` each without ``instance_scores``)."""
-        import torch
-
-        from automil_deep.networks import Averaged
-        from automil_deep.training import evaluate, resolve_device, thread_count
-
-        device = resolve_device(self.device)
-        threads = torch.get_num_threads()
-        torch.set_num_threads(thread_count())
-        try:
-            # to the device: a model trained on a GPU predicts on the CPU, and back
-            log_probabilities, scores, _ = evaluate(Averaged(self.networks_).to(device), self._batches(bags, device),
-                                                    np.arange(bags.n_bags), instance_scores=instance_scores)
-        finally:
-            torch.set_num_threads(threads)
-        return log_probabilities, scores
-
     def _decision_function(self, bags):
-        return self._evaluate(bags, instance_scores=False)[0]
+        return self._outputs(bags, instance_scores=False)[0]
 
     def _predict_proba(self, bags):
-        return np.exp(self._evaluate(bags, instance_scores=False)[0])
+        return np.exp(self._outputs(bags, instance_scores=False)[0])
 
     def _witness(self, bags):
-        log_probabilities, scores = self._evaluate(bags)
+        log_probabilities, scores = self._outputs(bags)
         predicted = np.argmax(log_probabilities, axis=1)
         return np.array([int(np.argmax(s[:, k])) for s, k in zip(scores, predicted)], dtype=np.int64)
 
@@ -275,36 +82,11 @@ class DeepMILClassifier(BagClassifier):
         """Each instance's evidence for each class, shape ``(n_instances, n_classes)``: attention weights
         (``abmil``, ``transmil``: the same in every column) or instance classifier scores (the others).
         ``witness`` is the arg-max within the bag of the predicted class's column."""
-        return np.vstack(self._evaluate(bags)[1])
-
-    # ---- pickling: weights as CPU arrays (a loaded model moves to its device when it predicts) ---------
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        if "networks_" in state:
-            state["networks_"] = [{name: value.detach().cpu().numpy().copy()
-                                   for name, value in network.state_dict().items()} for network in self.networks_]
-        return state
-
-    def __setstate__(self, state):
-        state = dict(state)
-        if "network_" in state:  # a model pickled before `seeds` holds its one network so
-            state["networks_"] = [state.pop("network_")]
-        weights = state.get("networks_")
-        # a model pickled before these parameters existed trained one network on every instance, on the CPU,
-        # unweighted, and early stopping could keep its first epoch
-        self.__dict__.update({"max_instances": None, "device": "auto", "min_epochs": 1, "class_weight": None,
-                              "seeds": 1, "centre_bags": False, **state})
-        if weights is not None:
-            import torch
-
-            self.networks_ = []
-            for member in weights:
-                network = self._network(self.n_features_in_, len(self.classes_))
-                network.load_state_dict({name: torch.from_numpy(value) for name, value in member.items()})
-                self.networks_.append(network.eval())
+        return np.vstack(self._outputs(bags)[1])
 
 
-class ABMILClassifier(DeepMILClassifier):
+# ---- the networks: each one's own parameters, and how it is built -------------------------------------
+class ABMILNetwork:
     """Attention-based deep MIL (Ilse, Tomczak & Welling, ICML 2018); the witness is the instance of
     largest attention weight.
 
@@ -312,95 +94,140 @@ class ABMILClassifier(DeepMILClassifier):
     ----------
     gated : bool, default=False
         Gated attention (``tanh(V h) * sigm(U h)``) instead of ``tanh(V h)``.
-    **common
-        See :class:`DeepMILClassifier`.
     """
 
-    def __init__(self, gated=False, learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25, epochs=50,
-                 batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2, device="auto",
-                 random_state=None, min_epochs=None, class_weight="balanced", seeds=1, centre_bags=False):
-        super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
-                         validation_fraction, device, random_state, min_epochs, class_weight, seeds, centre_bags)
+    def __init__(self, *, gated=False, **common):
+        super().__init__(**common)
         self.gated = gated
 
-    def _network(self, n_features, n_classes):
+    def _network(self, n_features, n_outputs):
         from automil_deep.networks import ABMIL
 
-        return ABMIL(n_features, n_classes, self.hidden, self.dropout, self.gated)
+        return ABMIL(n_features, n_outputs, self.hidden, self.dropout, self.gated)
 
 
-class PoolingClassifier(DeepMILClassifier):
-    """Base of mi-Net and MI-Net: a deep learner that pools over a bag's instances.
+class PoolingNetwork:
+    """A network that pools over a bag's instances (mi-Net, MI-Net).
 
     Parameters
     ----------
     pooling : {"max", "mean"}, default="max"
-    **common
-        See :class:`DeepMILClassifier`.
     """
 
-    def __init__(self, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128, dropout=0.25,
-                 epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10, validation_fraction=0.2,
-                 device="auto", random_state=None, min_epochs=None, class_weight="balanced", seeds=1,
-                 centre_bags=False):
-        super().__init__(learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances, patience,
-                         validation_fraction, device, random_state, min_epochs, class_weight, seeds, centre_bags)
+    def __init__(self, *, pooling="max", **common):
+        super().__init__(**common)
         self.pooling = pooling
 
 
-class MiNetClassifier(PoolingClassifier):
-    """mi-Net (Wang, Yan, Tang, Bai & Liu, Pattern Recognition 2018): instance scores pooled into the bag's;
-    parameters as :class:`PoolingClassifier`."""
+class MiNetNetwork(PoolingNetwork):
+    """mi-Net (Wang, Yan, Tang, Bai & Liu, Pattern Recognition 2018): instance outputs pooled into the
+    bag's; parameters as :class:`PoolingNetwork`."""
 
-    def _network(self, n_features, n_classes):
+    def _network(self, n_features, n_outputs):
         from automil_deep.networks import MiNet
 
-        return MiNet(n_features, n_classes, self.hidden, self.dropout, self.pooling)
+        return MiNet(n_features, n_outputs, self.hidden, self.dropout, self.pooling)
 
 
-class MINetClassifier(PoolingClassifier):
-    """MI-Net (Wang et al., Pattern Recognition 2018): pooled instance embeddings classified as the bag.
+class MINetNetwork(PoolingNetwork):
+    """MI-Net (Wang et al., Pattern Recognition 2018): pooled instance embeddings read as the bag.
 
     Parameters
     ----------
     deep_supervision : bool, default=True
-        A classifier on every layer's pooled embedding, their losses averaged (MI-Net with DS).
+        A head on every layer's pooled embedding, their losses averaged (MI-Net with DS).
     **pooling
-        See :class:`PoolingClassifier`.
+        See :class:`PoolingNetwork`.
     """
 
-    def __init__(self, deep_supervision=True, pooling="max", learning_rate=2e-3, weight_decay=1e-4, hidden=128,
-                 dropout=0.25, epochs=50, batch_size=8, max_instances=MAX_INSTANCES, patience=10,
-                 validation_fraction=0.2, device="auto", random_state=None, min_epochs=None,
-                 class_weight="balanced", seeds=1, centre_bags=False):
-        super().__init__(pooling, learning_rate, weight_decay, hidden, dropout, epochs, batch_size, max_instances,
-                         patience, validation_fraction, device, random_state, min_epochs, class_weight, seeds,
-                         centre_bags)
+    def __init__(self, *, deep_supervision=True, **common):
+        super().__init__(**common)
         self.deep_supervision = deep_supervision
 
-    def _network(self, n_features, n_classes):
+    def _network(self, n_features, n_outputs):
         from automil_deep.networks import MINet
 
-        return MINet(n_features, n_classes, self.hidden, self.dropout, self.pooling, self.deep_supervision)
+        return MINet(n_features, n_outputs, self.hidden, self.dropout, self.pooling, self.deep_supervision)
 
 
-class TransMILClassifier(DeepMILClassifier):
+class TransMILNetwork:
     """TransMIL (Shao et al., NeurIPS 2021), on bags as sets (see ``automil_deep.networks.TransMIL``)."""
 
     # exact self-attention, measured in its prediction pass on single bags of 1,500 to 3,000 instances: a bag
     # of 10,000 instances holds 10^8 pairs (about 4 GB) at once
     pair_bytes = 40.0
 
-    def _network(self, n_features, n_classes):
+    def _network(self, n_features, n_outputs):
         from automil_deep.networks import TransMIL
 
-        return TransMIL(n_features, n_classes, self.hidden, self.dropout)
+        return TransMIL(n_features, n_outputs, self.hidden, self.dropout)
 
 
-class DSMILClassifier(DeepMILClassifier):
+class DSMILNetwork:
     """DSMIL (Li, Li & Eliceiri, CVPR 2021): dual-stream MIL; the witness is the critical instance."""
 
-    def _network(self, n_features, n_classes):
+    def _network(self, n_features, n_outputs):
         from automil_deep.networks import DSMIL
 
-        return DSMIL(n_features, n_classes, self.hidden, self.dropout)
+        return DSMIL(n_features, n_outputs, self.hidden, self.dropout)
+
+
+# ---- the learners: a network for a task (parameters: the network's, the task's, DeepMIL's) ----------------
+class ABMILClassifier(ABMILNetwork, DeepMILClassifier):
+    __doc__ = ABMILNetwork.__doc__
+
+
+class ABMILSurvival(ABMILNetwork, DeepMILSurvival):
+    __doc__ = ABMILNetwork.__doc__
+
+
+class ABMILRegressor(ABMILNetwork, DeepMILRegressor):
+    __doc__ = ABMILNetwork.__doc__
+
+
+class MiNetClassifier(MiNetNetwork, DeepMILClassifier):
+    __doc__ = MiNetNetwork.__doc__
+
+
+class MiNetSurvival(MiNetNetwork, DeepMILSurvival):
+    __doc__ = MiNetNetwork.__doc__
+
+
+class MiNetRegressor(MiNetNetwork, DeepMILRegressor):
+    __doc__ = MiNetNetwork.__doc__
+
+
+class MINetClassifier(MINetNetwork, DeepMILClassifier):
+    __doc__ = MINetNetwork.__doc__
+
+
+class MINetSurvival(MINetNetwork, DeepMILSurvival):
+    __doc__ = MINetNetwork.__doc__
+
+
+class MINetRegressor(MINetNetwork, DeepMILRegressor):
+    __doc__ = MINetNetwork.__doc__
+
+
+class TransMILClassifier(TransMILNetwork, DeepMILClassifier):
+    __doc__ = TransMILNetwork.__doc__
+
+
+class TransMILSurvival(TransMILNetwork, DeepMILSurvival):
+    __doc__ = TransMILNetwork.__doc__
+
+
+class TransMILRegressor(TransMILNetwork, DeepMILRegressor):
+    __doc__ = TransMILNetwork.__doc__
+
+
+class DSMILClassifier(DSMILNetwork, DeepMILClassifier):
+    __doc__ = DSMILNetwork.__doc__
+
+
+class DSMILSurvival(DSMILNetwork, DeepMILSurvival):
+    __doc__ = DSMILNetwork.__doc__
+
+
+class DSMILRegressor(DSMILNetwork, DeepMILRegressor):
+    __doc__ = DSMILNetwork.__doc__

@@ -4,7 +4,9 @@ Every network takes ``X`` of shape ``(B, N, D)`` (bags padded to the longest, ``
 shape ``(B, N)`` (``True`` on real instances) and returns ``(logits, scores)``: ``logits`` a list of
 ``(B, K)`` class scores (one per supervised head; training averages their losses, prediction their
 logits) and ``scores`` of shape ``(B, N, K)``, the per-instance evidence a bag's witness is read from.
-Padded positions never change a real bag's output, so a bag gets the same scores in any batch.
+Padded positions never change a real bag's output, so a bag gets the same scores in any batch. ``K`` is
+what the task's head reads (:mod:`automil_deep.heads`): the classes, a survival model's time bins, or one
+log-risk or value; :class:`WithCovariates` adds a bag's clinical covariates to any of them.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 import torch
 from torch import nn
 
-__all__ = ["ABMIL", "Averaged", "DSMIL", "MINet", "MiNet", "TransMIL"]
+__all__ = ["ABMIL", "Averaged", "DSMIL", "MINet", "MiNet", "TransMIL", "WithCovariates"]
 
 
 def trunk(n_features: int, widths: tuple[int, ...], dropout: float) -> list[nn.Sequential]:
@@ -175,18 +177,34 @@ class TransMIL(nn.Module):
         return [logits], weights[:, 0, 1:, None].expand(-1, -1, self.n_classes)
 
 
-class Averaged(nn.Module):
-    """Trained networks as one for prediction, a batch read once for all of them: a single head, each bag's
-    log of the networks' averaged class probabilities (each network's heads averaged first, as prediction
-    does), in float64; and the networks' instance scores averaged. One network gives its log-probabilities."""
+class WithCovariates(nn.Module):
+    """A network that also reads each bag's clinical covariates ``(B, k)``, after its pooling: a linear map of
+    them is added to every head's output. That is a last linear layer over the pooled bag embedding with the
+    covariates concatenated to it, as the covariates enter every network alike (mi-Net's pooled embedding is
+    its pooled instance outputs; DSMIL's bag stream ends in its convolution over the classes)."""
 
-    def __init__(self, networks):
+    def __init__(self, network: nn.Module, n_covariates: int, n_outputs: int):
+        super().__init__()
+        self.network = network
+        self.covariates = nn.Linear(n_covariates, n_outputs, bias=False)
+
+    def forward(self, X, mask, covariates):
+        heads, scores = self.network(X, mask)
+        shift = self.covariates(covariates)
+        return [head + shift for head in heads], scores
+
+
+class Averaged(nn.Module):
+    """Trained networks as one for prediction, a batch read once for all of them: a single head, ``combine``
+    of each network's output (its heads averaged first, as prediction does; the task's head says how they
+    combine: :meth:`automil_deep.heads.Head.combine`), and the networks' instance scores averaged."""
+
+    def __init__(self, networks, combine):
         super().__init__()
         self.networks = nn.ModuleList(networks)
+        self.combine = combine
 
-    def forward(self, X, mask):
-        outputs = [network(X, mask) for network in self.networks]
-        log_probabilities = torch.stack([torch.log_softmax(torch.stack(heads).mean(dim=0).double(), dim=1)
-                                         for heads, _ in outputs])
-        averaged = torch.logsumexp(log_probabilities, dim=0) - math.log(len(outputs))
-        return [averaged], torch.stack([scores for _, scores in outputs]).mean(dim=0)
+    def forward(self, X, mask, *covariates):
+        outputs = [network(X, mask, *covariates) for network in self.networks]
+        combined = self.combine([torch.stack(heads).mean(dim=0) for heads, _ in outputs])
+        return [combined], torch.stack([scores for _, scores in outputs]).mean(dim=0)

@@ -1,5 +1,6 @@
-"""Optuna search spaces of the deep learners: the training settings every network shares, plus each
-network's own choice (attention gate, pooling, deep supervision)."""
+"""Optuna search spaces of the deep learners: the training settings every network shares, the head of the
+trial's task (``trial.user_attrs["task"]``: a survival loss and its settings), plus each network's own choice
+(attention gate, pooling, deep supervision)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,20 @@ def training_space(trial) -> dict:
             "hidden": trial.suggest_categorical("hidden", [64, 128, 256, 512]),
             "dropout": trial.suggest_float("dropout", 0.0, 0.5),
             "epochs": trial.suggest_int("epochs", 20, 200, log=True),
-            "centre_bags": trial.suggest_categorical("centre_bags", [False, True])}
+            "centre_bags": trial.suggest_categorical("centre_bags", [False, True]),
+            **head_space(trial)}
+
+
+def head_space(trial) -> dict:
+    """The parameters of the task's head: none for classification and regression; for survival, the loss,
+    with the time bins of the discrete-time likelihood (4 to 20, as its default from the data) or the bags of
+    a Cox batch (its risk sets: larger batches, sharper estimates, fewer steps)."""
+    if trial.user_attrs.get("task") != "survival":
+        return {}
+    loss = trial.suggest_categorical("survival_loss", ["nll", "cox"])
+    if loss == "nll":
+        return {"survival_loss": loss, "n_bins": trial.suggest_int("n_bins", 4, 20)}
+    return {"survival_loss": loss, "cox_batch_size": trial.suggest_categorical("cox_batch_size", [16, 32, 64])}
 
 
 def abmil_space(trial) -> dict:

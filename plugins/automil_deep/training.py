@@ -1,7 +1,7 @@
 """Training and applying a network on bags: mini-batches of bags of similar size, padded with masks, each
 bag cut to a few random runs of its instances per step, the next batch read while one trains; Adam with
-weight decay, early stopping on held-out bags, on the CPU or a CUDA device, in a seeded, thread-capped run
-that leaves torch's global state as it was."""
+weight decay on the loss of the task's head (:mod:`automil_deep.heads`), early stopping on held-out bags, on
+the CPU or a CUDA device, in a seeded, thread-capped run that leaves torch's global state as it was."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
-from sklearn.metrics import balanced_accuracy_score
 from torch import nn
 
 from automil import report_epoch
+from automil_deep.heads import Classes, Head
 from automil_deep.reading import prefetched, run_positions
 
 __all__ = ["Batches", "Epoch", "Training", "evaluate", "fit_network", "matrix_rows", "minimum_epochs", "resolve_device",
@@ -77,16 +77,27 @@ class Batches:
         Batches read ahead in a thread while the caller works on the current one
         (:func:`~automil_deep.reading.prefetched`): the same batches in the same order, one more held per
         batch ahead. 0 reads each batch when it is asked for.
+    covariates : ndarray of shape (n_bags, k), optional
+        The bags' clinical covariates (standardized), which the network reads beside their instances.
     """
 
     def __init__(self, read, sizes: np.ndarray, n_features: int, device: torch.device = CPU, pairs: bool = False,
-                 prefetch: int = 1):
+                 prefetch: int = 1, covariates: np.ndarray | None = None):
         self.read = read
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.n_features = int(n_features)
         self.device = device
         self.pairs = pairs
         self.prefetch = prefetch
+        self.covariates = None if covariates is None else torch.as_tensor(covariates, dtype=torch.float32,
+                                                                             device=device)
+
+    def inputs(self, part: np.ndarray, X: torch.Tensor, mask: torch.Tensor) -> tuple:
+        """What the network takes for the bags ``part`` read as ``X`` and ``mask``: those two, and the bags'
+        covariates when there are any."""
+        if self.covariates is None:
+            return X, mask
+        return X, mask, self.covariates[torch.from_numpy(np.asarray(part)).to(self.device)]
 
     def _ahead(self, batches):
         return prefetched(batches, self.prefetch) if self.prefetch else batches
@@ -120,12 +131,14 @@ class Batches:
         return torch.from_numpy(X).to(self.device), torch.from_numpy(mask).to(self.device)
 
     def training_batches(self, index: np.ndarray, batch_size: int, max_instances: int | None,
-                         rng: np.random.Generator):
+                         rng: np.random.Generator, must_hold: np.ndarray | None = None):
         """One epoch's ``(index part, X, mask)`` over the bags ``index`` in random order, batches of bags of
-        similar (capped) size, each bag cut to at most ``max_instances`` instances; read ahead (``prefetch``)."""
-        return self._ahead(self._training_batches(index, batch_size, max_instances, rng))
+        similar (capped) size, each bag cut to at most ``max_instances`` instances; read ahead (``prefetch``).
+        With ``must_hold`` (a flag per bag: an observed event, which a Cox loss's risk sets need), a batch with
+        no flagged bag joins the next batch of its size order (the last such, the one before it)."""
+        return self._ahead(self._training_batches(index, batch_size, max_instances, rng, must_hold))
 
-    def _training_batches(self, index, batch_size, max_instances, rng):
+    def _training_batches(self, index, batch_size, max_instances, rng, must_hold):
         order = rng.permutation(index)
         sizes = self.sizes if max_instances is None else np.minimum(self.sizes, max_instances)
         pool = POOL_BATCHES * batch_size
@@ -134,6 +147,8 @@ class Batches:
             chunk = order[start:start + pool]
             chunk = chunk[np.argsort(sizes[chunk], kind="stable")]
             parts.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+        if must_hold is not None:
+            parts = holding(parts, must_hold)
         for k in rng.permutation(len(parts)):
             yield (parts[k], *self.batch(parts[k], max_instances, rng))
 
@@ -159,6 +174,21 @@ class Batches:
             stop = start + max(1, len(fits))
             yield (index[start:stop], *self.batch(index[start:stop], max_instances, rng))
             start = stop
+
+
+def holding(parts: list[np.ndarray], must_hold: np.ndarray) -> list[np.ndarray]:
+    """``parts`` (bag positions) merged so that every part holds a bag flagged in ``must_hold``: a part with
+    none joins the parts after it up to one that holds one; parts left over at the end join the last merged
+    part (or, when no bag is flagged, make one part)."""
+    merged, waiting = [], []
+    for part in parts:
+        waiting.append(part)
+        if must_hold[part].any():
+            merged.append(np.concatenate(waiting))
+            waiting = []
+    if waiting:
+        merged = merged[:-1] + [np.concatenate(merged[-1:] + waiting)]
+    return merged
 
 
 def matrix_rows(X: np.ndarray, offsets: np.ndarray):
@@ -195,17 +225,6 @@ def resolve_device(device: str) -> torch.device:
     return resolved
 
 
-def network_loss(logits: list[torch.Tensor], y: torch.Tensor, weight: torch.Tensor | None = None) -> torch.Tensor:
-    """Mean cross-entropy over the bags and the supervised heads (deep supervision, DSMIL's two streams); with
-    ``weight`` (one per class) a bag's loss counts ``weight[y]`` times, divided by the bags (not the weights):
-    a step's gradient is on the scale of the unweighted loss's, and the mean over an epoch is the loss of a
-    class-balanced sample."""
-    if weight is None:
-        return sum(nn.functional.cross_entropy(head, y) for head in logits) / len(logits)
-    return sum((nn.functional.cross_entropy(head, y, reduction="none") * weight[y]).mean()
-               for head in logits) / len(logits)
-
-
 def minimum_epochs(min_epochs: int | None, epochs: int) -> int:
     """The epochs that run before early stopping may stop or keep weights: ``min_epochs``, else the larger
     of ``MIN_EPOCHS`` and ``epochs // 4``; never more than ``epochs``."""
@@ -214,32 +233,31 @@ def minimum_epochs(min_epochs: int | None, epochs: int) -> int:
 
 
 @torch.no_grad()
-def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, y: np.ndarray | None = None,
-             weight: torch.Tensor | None = None, instance_scores: bool = True, max_instances: int | None = None):
-    """Logits ``(len(index), K)`` (averaged over heads), instance scores per bag (a list of ``(n_i, K)``
-    arrays in the order of ``index``; ``None`` each when not ``instance_scores``: bag scores alone hold
-    nothing per instance), and the mean loss (weighted as :func:`network_loss`) when labels ``y`` of the
-    bags are given. With ``max_instances``, each bag is scored on that many of its instances at most (the
-    same ones every call), and has no instance scores."""
+def evaluate(network: nn.Module, batches: Batches, index: np.ndarray, head: Head | None = None,
+             instance_scores: bool = True, max_instances: int | None = None):
+    """Outputs ``(len(index), K)`` (averaged over the network's supervised heads), instance scores per bag (a
+    list of ``(n_i, K)`` arrays in the order of ``index``; ``None`` each when not ``instance_scores``: bag
+    scores alone hold nothing per instance), and with a ``head`` its loss on the bags, all at once (a Cox
+    loss's risk set is every bag of ``index``). With ``max_instances``, each bag is scored on that many of its
+    instances at most (the same ones every call), and has no instance scores."""
     network.eval()
-    logits = [None] * len(index)
+    index = np.asarray(index)
     scores = [None] * len(index)
     where = {bag: position for position, bag in enumerate(index)}
-    total = 0.0
+    positions, outputs = [], []
     instance_scores = instance_scores and max_instances is None
-    for part, X, mask in batches.prediction_batches(np.asarray(index), max_instances):
-        heads, part_scores = network(X, mask)
-        if y is not None:
-            labels = torch.from_numpy(y[[where[bag] for bag in part]]).to(batches.device)
-            total += float(network_loss(heads, labels, weight)) * len(part)
-        mean = torch.stack(heads).mean(dim=0).cpu().numpy()
-        part_scores = part_scores.cpu().numpy() if instance_scores else None
-        for row, bag in enumerate(part):
-            logits[where[bag]] = mean[row]
-            if instance_scores:
+    for part, X, mask in batches.prediction_batches(index, max_instances):
+        heads, part_scores = network(*batches.inputs(part, X, mask))
+        positions.extend(where[bag] for bag in part)
+        outputs.append(heads)
+        if instance_scores:
+            part_scores = part_scores.cpu().numpy()
+            for row, bag in enumerate(part):
                 scores[where[bag]] = part_scores[row, :batches.sizes[bag]]
-    loss = total / len(index) if y is not None else None
-    return np.array(logits, dtype=np.float64), scores, loss
+    order = torch.from_numpy(np.argsort(positions)).to(batches.device)  # the batches' rows back in index's order
+    heads = [torch.cat(parts)[order] for parts in zip(*outputs)]
+    loss = None if head is None else float(head.loss(heads, index))
+    return torch.stack(heads).mean(dim=0).double().cpu().numpy(), scores, loss
 
 
 class Training(NamedTuple):
@@ -267,15 +285,17 @@ class Epoch(NamedTuple):
     kept: bool
 
 
-def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.ndarray, validation: np.ndarray,
-                *, learning_rate, weight_decay, epochs, batch_size, max_instances, patience, rng,
-                min_epochs: int = 1, class_weight: np.ndarray | None = None, report: bool = True,
+def fit_network(network: nn.Module, batches: Batches, y: np.ndarray | Head, train: np.ndarray,
+                validation: np.ndarray, *, learning_rate, weight_decay, epochs, batch_size, max_instances, patience,
+                rng, min_epochs: int = 1, class_weight: np.ndarray | None = None, report: bool = True,
                 end: float | None = None, after: float = 1.0, after_each_kept: float = 0.0,
                 on_epoch: Callable[[Epoch], None] | None = None) -> Training:
-    """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step,
-    each bag's loss weighted by ``class_weight`` of its class (None: 1); after each epoch the loss on the
-    ``validation`` bags (at most ``VALIDATION_FACTOR x max_instances`` instances of each, the same every epoch;
-    weighted the same way), and with ``report`` their balanced accuracy reported
+    """Adam on the ``train`` bags, each cut to a random ``max_instances`` of its instances at every step, on
+    the loss of ``y``: a task's :class:`~automil_deep.heads.Head`, or the bags' class indices (cross-entropy,
+    each bag's loss weighted by ``class_weight`` of its class, None: 1). After each epoch the loss on the
+    ``validation`` bags (at most ``VALIDATION_FACTOR x max_instances`` instances of each, the same every
+    epoch), and with ``report`` the head's score of them (the balanced accuracy of classes, Harrell's C of a
+    survival head, R^2 of a regression head) reported
     to the driver (:func:`automil.report_epoch`, which may stop the fit). From epoch ``min_epochs`` on, the
     weights of the best validation epoch are kept, and training stops after ``patience`` epochs without a
     better one; the epochs before never stop it and are never kept.
@@ -289,9 +309,7 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
     copy of the weights kept by some time)."""
     # foreach: one kernel per update over all parameters instead of one per tensor (the step's cost on small nets)
     optimizer = torch.optim.Adam(network.parameters(), lr=learning_rate, weight_decay=weight_decay, foreach=True)
-    labels = torch.from_numpy(y).to(batches.device)
-    weight = None if class_weight is None else torch.as_tensor(class_weight, dtype=torch.float32,
-                                                                device=batches.device)
+    head = y if isinstance(y, Head) else Classes(y, class_weight, batches.device)
     losses, best, best_state, best_epochs, waited = [], np.inf, None, epochs, 0
     started, run, out_of_time = time.monotonic(), 0, False
     for epoch in range(epochs):
@@ -303,10 +321,10 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
                 break
         run, epoch_started, train_sum = epoch + 1, time.monotonic(), torch.zeros((), device=batches.device)
         network.train()
-        for part, X, mask in batches.training_batches(train, batch_size, max_instances, rng):
-            heads, _ = network(X, mask)
+        for part, X, mask in batches.training_batches(train, batch_size, max_instances, rng, head.must_hold):
+            heads, _ = network(*batches.inputs(part, X, mask))
             optimizer.zero_grad()
-            step_loss = network_loss(heads, labels[torch.from_numpy(part).to(batches.device)], weight)
+            step_loss = head.loss(heads, part)
             step_loss.backward()
             optimizer.step()
             train_sum += step_loss.detach() * len(part)  # on the device: no wait for it at each step
@@ -315,11 +333,11 @@ def fit_network(network: nn.Module, batches: Batches, y: np.ndarray, train: np.n
             if on_epoch is not None:
                 on_epoch(Epoch(run, time.monotonic() - epoch_started, train_loss, None, None, False))
             continue
-        logits, _, loss = evaluate(network, batches, validation, y[validation], weight, instance_scores=False,
+        logits, _, loss = evaluate(network, batches, validation, head, instance_scores=False,
                                    max_instances=None if max_instances is None else VALIDATION_FACTOR * max_instances)
         losses.append(loss)
         if report:  # the driver's pruner may stop a fit whose held-out bags score below other trials' here
-            report_epoch(epoch, balanced_accuracy_score(y[validation], logits.argmax(axis=1)))
+            report_epoch(epoch, head.score(logits, validation))
         # a NaN loss never compares lower, so diverged weights are never the ones kept
         kept = epoch + 1 >= min_epochs and loss < best * (1 - MIN_IMPROVEMENT)
         if kept:
