@@ -17,7 +17,7 @@ from sksurv.metrics import concordance_index_censored  # noqa: E402
 from sksurv.util import Surv  # noqa: E402
 
 from automil import Bags, get_learner  # noqa: E402
-from automil.epochs import epoch_listener  # noqa: E402
+from automil.epochs import epoch_listener, time_limit  # noqa: E402
 from automil_deep.heads import breslow, cox_loss, time_bins, time_bins_nll  # noqa: E402
 from automil_deep.training import Batches, matrix_rows  # noqa: E402
 
@@ -136,6 +136,23 @@ def test_a_survival_head_learns_a_risk_that_grows_with_the_share_of_witnesses(le
     assert (curves[riskier].mean(axis=0) < curves[~riskier].mean(axis=0)).all()
     again = pickle.loads(pickle.dumps(model))
     np.testing.assert_array_equal(again.predict_survival(test, times), curves)
+
+
+@pytest.mark.parametrize("loss", ["nll", "cox"])
+def test_a_survival_fit_whose_time_ran_out_keeps_its_first_epoch_and_still_gives_curves(loss):
+    train, _ = _survival(40, 0)
+    with time_limit(0.0):  # no time left at all: one epoch, and no second training on every bag
+        model = get_learner("abmil").build(task="survival", survival_loss=loss, hidden=16).fit(train)
+    assert model.time_limited_params_ == {"epochs": 1, "min_epochs": 1}
+    curves = model.predict_survival(train, np.quantile(train.y["time"], [0.2, 0.5, 0.8]))
+    assert curves.shape == (40, 3) and np.isfinite(model.predict(train)).all()
+
+
+def test_a_bad_survival_setting_is_named():
+    train, _ = _survival(20, 0)
+    for params, named in [({"survival_loss": "aft"}, "survival_loss='aft'"), ({"n_bins": 1}, "n_bins=1")]:
+        with pytest.raises(ValueError, match=named):
+            get_learner("mi-net").build(task="survival", **params).fit(train)
 
 
 def test_a_regression_head_learns_a_value_and_gives_it_in_the_targets_units():
