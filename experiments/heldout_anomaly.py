@@ -6,6 +6,7 @@ measured from them without tuning anything.
     python experiments/heldout_anomaly.py report COHORT [--folds FOLDS_JSON] [--seeds 0 1 2 ...] [--cache FILE]
     python experiments/heldout_anomaly.py product COHORT [--folds FOLDS_JSON] [--seeds ...] [--learners ...]
                                                          [--scratch DIR]
+    python experiments/heldout_anomaly.py drawn COHORT [--cohorts 40] [--seeds ...]
 
 COHORT is a folder ``experiments/large_cohort.py`` wrote (its facts JSON, with the witness direction, beside it).
 ``stats`` (one pass, a slide at a time) keeps per slide: its size, its mean, its slide-centred covariance and
@@ -29,6 +30,9 @@ for each of ``--seeds`` (seed 0 is the run's), then the seeds' mean and SD; the 
 slides, printing its held-out AUC; for bag-stats on means with a logistic regression, also the same model
 computed from the ``.h5`` slide means matched by name, and the rank correlation of the two (1 when the
 product's slides, labels and predictions line up).
+``drawn`` draws ``--cohorts`` fresh cohorts' slide means as ``large_cohort.py`` draws them (COHORT's facts:
+slides, sizes, features, witness share) and prints where the class-mean difference model's held-out AUC,
+averaged over a cohort's hold-outs (``--seeds``, default 0-19), centres from one cohort to the next.
 """
 
 from __future__ import annotations
@@ -241,15 +245,51 @@ def product_check(cohort: Path, stats: dict, splits: list, scratch: Path | None,
                 print(line, flush=True)
 
 
+def drawn_cohorts(facts: dict, cohorts: int, seeds: list[int]) -> np.ndarray:
+    """Per cohort drawn as ``large_cohort.py`` draws its slides' means (the case sizes, labels and offsets of
+    a fresh seed, each slide's noise mean of its drawn size, the witnesses' share of the shift on tumour slides),
+    the class-mean difference model's held-out AUC averaged over the ``seeds``' hold-outs: where a cohort's
+    figure for a model with no signal centres."""
+    from large_cohort import case_sizes
+
+    from automil_datasets.slides import CASE_SPREAD, WITNESS_SHIFT
+
+    low, high = facts["patches"]
+    centres = np.zeros(cohorts)
+    for cohort in range(cohorts):
+        rng = np.random.default_rng(1000 + cohort)
+        direction = rng.standard_normal(facts["n_features"])
+        direction /= np.linalg.norm(direction)
+        sizes = case_sizes(rng, facts["slides"])
+        labels = rng.permutation(np.arange(len(sizes)) < len(sizes) // 2)
+        means, tumour, cases = [], [], []
+        for case, (size, positive) in enumerate(zip(sizes, labels)):
+            offset = CASE_SPREAD * rng.standard_normal(facts["n_features"])
+            for _ in range(size):
+                noise = rng.standard_normal(facts["n_features"]) / np.sqrt(rng.integers(low, high + 1))
+                means.append(offset + noise + positive * facts["witness_share"] * WITNESS_SHIFT * direction)
+                tumour.append(positive)
+                cases.append(case)
+        stats = {"means": np.array(means), "tumour": np.array(tumour), "cases": np.array(cases)}
+        figures = []
+        for seed in seeds:
+            held = seed_split(stats, seed)
+            scores = mean_models(stats, ~held)["class-mean difference"]
+            figures.append(auc(stats["tumour"][held], scores[held]))
+        centres[cohort] = np.mean(figures)
+    return centres
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=("stats", "report", "product"))
+    parser.add_argument("command", choices=("stats", "report", "product", "drawn"))
     parser.add_argument("cohort", help="a folder experiments/large_cohort.py wrote (its facts JSON beside it)")
     parser.add_argument("--cache", help="the statistics file (default COHORT.anomaly.npz beside the folder)")
     parser.add_argument("--folds", help="a run's folds.json: its outer fold 0 is a hold-out of the report")
     parser.add_argument("--seeds", type=int, nargs="*", default=[], help="case-grouped hold-outs drawn with these")
     parser.add_argument("--learners", nargs="*", default=list(PRODUCT_LEARNERS), choices=list(PRODUCT_LEARNERS),
                         help="product: the models fitted through the product's path")
+    parser.add_argument("--cohorts", type=int, default=40, help="drawn: cohorts to draw (default 40)")
     parser.add_argument("--scratch", help="product: where the run's mapped file is written (default: a temporary "
                                           "folder)")
     args = parser.parse_args(argv)
@@ -257,6 +297,14 @@ def main(argv=None) -> None:
     cache = Path(args.cache) if args.cache else cohort.with_suffix(".anomaly.npz")
     if args.command == "stats":
         collect_stats(cohort, cache)
+        return
+    if args.command == "drawn":
+        facts = json.loads(cohort.with_suffix(".json").read_text())
+        centres = drawn_cohorts(facts, args.cohorts, args.seeds or list(range(20)))
+        print(f"{args.cohorts} cohorts drawn as {cohort.name} (witness share {facts['witness_share']:g}): "
+              f"the class-mean difference model's held-out AUC, mean over each cohort's hold-outs: "
+              f"mean {centres.mean():.3f}, SD {centres.std(ddof=1):.3f}, {centres.min():.3f} to "
+              f"{centres.max():.3f}; {(centres <= 0.4).mean():.0%} of cohorts at most 0.40")
         return
     stats = load_stats(cache)
     if args.command == "report":
