@@ -86,6 +86,10 @@ def test_survival_run_scores_every_fold_by_concordance_and_brier_and_logs_the_ta
         assert "balanced_accuracy" not in logged
         assert logged["concordance"] == pytest.approx(rows[learner].headline.concordance)
     assert "automil.figure_errors" not in study["mean-outcome"].data.tags
+    assert study["mean-outcome"].data.metrics["rank"] == 1  # ranked by the concordance
+    description = experiment.tags["mlflow.note.content"]
+    assert "best **mean-outcome**, Harrell's concordance" in description
+    assert "| rank | learner | C | IBS | repeated-CV C |" in description
     trial_runs = [r for r in runs if r.data.tags.get("automil.kind") == "trial"
                   and r.data.tags["automil.learner"] == "mean-outcome"]
     assert trial_runs and all({"concordance", "fold_concordance", "fold_integrated_brier"} <= set(r.data.metrics)

@@ -92,12 +92,13 @@ def latest_per_learner(studies: list[StoredStudy]) -> list[StoredStudy]:
     return list(latest.values())
 
 
-def ranked_studies(studies: list[StoredStudy]) -> list[StoredStudy]:
-    """The latest study of each learner, ranked by headline balanced accuracy, best first; studies
-    without a figure last, by name. The procedure's study (``automil``) comes first and has no rank."""
+def ranked_studies(studies: list[StoredStudy], metric: str = "balanced_accuracy") -> list[StoredStudy]:
+    """The latest study of each learner, ranked by headline ``metric`` (balanced accuracy; a survival or
+    regression run's own), best first; studies without a figure last, by name. The procedure's study
+    (``automil``) comes first and has no rank."""
 
     def key(study):
-        value = study.metrics.get("balanced_accuracy")
+        value = study.metrics.get(metric)
         return study.learner != PROCEDURE, value is None, -(value or 0.0), study.learner.lower()
 
     return sorted(latest_per_learner(studies), key=key)

@@ -282,9 +282,9 @@ def _score_folds(trial, spec, params: dict, plan: Plan, bags, worker, fits: Tria
                  deadline: float) -> float | list[float]:
     """Make the trial's fits of ``params`` one by one in the worker and score each fit's blocks (its fold, or
     the blocks of the inner hold-out), reporting each block to the pruner (single objective); the objective
-    values. Raises ``optuna.TrialPruned`` when pruned or when the fits gave every bag one class, told where
-    that can be told (:meth:`TrialFits.one_class`: all the bags they scored, or a fold large enough): a fold
-    of five bags given one class says nothing of the model."""
+    values. Raises ``optuna.TrialPruned`` when pruned or when the fits gave every bag one class (or the same
+    risk or value), told where that can be told (:meth:`TrialFits.one_class`: all the bags they scored, or a
+    fold large enough): a fold of five bags given one class says nothing of the model."""
     import optuna
 
     multi = plan.options.multi_objective

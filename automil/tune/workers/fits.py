@@ -25,11 +25,12 @@ __all__ = ["FitResult", "fit_worker", "fit_predict", "import_for", "load_learner
 class FitResult:
     """What a fit worker answers for one fit: its seconds, and with test bags their predicted labels
     ``y_pred`` and scores (:func:`automil.evaluation.prediction.bag_scores`, what ensembles
-    combine) and the seconds that took; the fitted ``model`` when asked for, and the test bags'
-    ``instance`` figures when asked for and the data and learner have them (made in the worker, so that
-    the model never leaves it for them); ``time_limited``, the parameters under which a new fit trains as far
-    as this one did when its time ran out first (an anytime learner's ``time_limited_params_``; empty when
-    it ended by its own rules)."""
+    combine; a survival model's risks and survival curves, a regression model's values:
+    :func:`~automil.evaluation.prediction.task_predictions`) and the seconds that took; the fitted ``model``
+    when asked for, and the test bags' ``instance`` figures when asked for and the data and learner have them
+    (made in the worker, so that the model never leaves it for them); ``time_limited``, the parameters under
+    which a new fit trains as far as this one did when its time ran out first (an anytime learner's
+    ``time_limited_params_``; empty when it ended by its own rules)."""
 
     fit_seconds: float
     predict_seconds: float = 0.0
