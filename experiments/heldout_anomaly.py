@@ -23,7 +23,9 @@ for each of ``--seeds`` (seed 0 is the run's), then the seeds' mean and SD; the 
 - the learnability check, fitted on the tuning slides only: the top eigenvector of the difference between the
   tumour and the normal slides' mean slide-centred covariances (the witnesses add variance along their own
   direction only), its |cosine| with the true direction, its sign chosen on the tuning slides, each slide
-  scored by its largest and its top-1% mean slide-centred projection (a second pass over the slides).
+  scored by its largest and its top-1% mean slide-centred projection (a second pass over the slides);
+and with ``--folds`` the two mean-pooled models on the run's inner folds and on the hand recipe's validation
+slides.
 ``product`` reads the cohort as ``automil tune`` reads it (``automil.load_bags`` into a mapped file under
 ``--scratch``) and fits each of ``--learners`` through the run's own fit path
 (``automil.tune.workers.fits.fit_predict``: ``Standardized``, streamed test bags) on each hold-out's tuning
@@ -199,6 +201,30 @@ def report(cohort: Path, stats: dict, folds_file: Path | None, seeds: list[int])
                                                    zip(seeded.mean(axis=0), seeded.std(axis=0, ddof=1))) + " |")
 
 
+def run_inner_folds(stats: dict, folds_file: Path) -> None:
+    """The mean-pooled models on the run's inner folds (its tuning folds 1-3, each scored by a fit on the other
+    two) and on the hand recipe's validation slides (``hand_recipe.py --folds``: fold 0 of 5 case folds of the
+    tuning slides, trained on the other four): what a tuning or validation figure of a model that fits case
+    offsets looks like on these slides."""
+    import automil
+    from automil.evaluation.folds_file import read_fold_file
+
+    order = {name: i for i, name in enumerate(stats["names"])}
+    fold = np.full(len(order), -1)
+    for k, names in enumerate(read_fold_file(folds_file).tuning):
+        fold[[order[name] for name in names]] = k
+    tumour, lines = stats["tumour"], []
+    for k in (1, 2, 3):
+        scored, train = fold == k, (fold > 0) & (fold != k)
+        lines.append(" / ".join(f"{auc(tumour[scored], s[scored]):.3f}" for s in mean_models(stats, train).values()))
+    training = np.flatnonzero(fold != 0)
+    inner = automil.bag_folds(tumour[training], 5, 0, stats["cases"][training])
+    train, validation = np.isin(np.arange(len(fold)), training[inner != 0]), training[inner == 0]
+    recipe = " / ".join(f"{auc(tumour[validation], s[validation]):.3f}" for s in mean_models(stats, train).values())
+    print(f"\nclass-mean difference / logistic on slide means, the run's inner folds 1-3: {', '.join(lines)}; "
+          f"the hand recipe's {len(validation)} validation slides: {recipe}")
+
+
 PRODUCT_LEARNERS = {  # learner, parameters: what runs through the product's fit path
     "bag-stats mean + logistic": ("bag-stats", {"statistics": ("mean",), "classifier": "logistic-regression",
                                                 "C": 1.0}),
@@ -311,6 +337,8 @@ def main(argv=None) -> None:
         if not args.folds and not args.seeds:
             parser.error("report needs --folds or --seeds")
         report(cohort, stats, Path(args.folds) if args.folds else None, args.seeds)
+        if args.folds:
+            run_inner_folds(stats, Path(args.folds))
     else:
         if not args.folds and not args.seeds:
             parser.error("product needs --folds or --seeds")
