@@ -144,3 +144,15 @@ def test_the_metric_follows_the_labels_task_and_a_metric_of_another_task_is_an_e
     with pytest.raises(ValueError, match="^--objective concordance is not a metric of regression labels: give one "
                                          "of r2, spearman$"):
         TuneOptions(folds=3, objectives=("concordance", "fit_seconds")).for_data(regression)
+
+
+def test_a_warm_start_never_takes_a_head_of_another_task(tmp_path, fresh_plugins):
+    """The same learner tuned for survival on one dataset does not warm-start its regression study on
+    another: the heads' parameters are different models' (here: a Cox model's penalty and a ridge's)."""
+    load_in_process(fresh_plugins, tmp_path / "records")
+    storage = f"journal:{tmp_path / 'studies.journal'}"
+    for dataset in ("survival-bags", "regression-bags"):
+        tune(dataset, ["mean-outcome"], TuneOptions(n_trials=2, timeout=None, folds=3, repeats=1, jobs=1,
+                                                    protocol="tuned", storage=storage))
+    study = optuna.load_study(study_name="regression-bags/mean-outcome", storage=open_storage(storage))
+    assert study.user_attrs["warm_start"] == {"source": None}

@@ -9,6 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from automil.bags import Bags, row_blocks
+from automil.endpoints import task_of
 
 __all__ = ["MetaFeatures", "meta_features", "distance", "nearest", "META_FEATURES_ATTR"]
 
@@ -20,7 +21,7 @@ class MetaFeatures:
     """Simple facts of a labelled bag data set, cheap to compute and stored with each study.
 
     ``sparsity`` is the fraction of zero entries in the instance matrix (0: dense values, near 1: a few
-    words per document).
+    words per document); ``n_classes`` is 0 for survival and regression labels (no classes).
     """
 
     n_bags: int
@@ -49,7 +50,8 @@ def meta_features(bags: Bags) -> MetaFeatures:
     cells = bags.n_instances * bags.n_features
     return MetaFeatures(n_bags=int(bags.n_bags), n_instances=int(bags.n_instances),
                         mean_bag_size=float(bags.n_instances / max(bags.n_bags, 1)),
-                        n_features=int(bags.n_features), n_classes=len(bags.classes),
+                        n_features=int(bags.n_features),
+                        n_classes=len(bags.classes) if task_of(bags.y) == "classification" else 0,
                         sparsity=float(1.0 - nonzero / cells) if cells else 0.0)  # plain numbers: stored as JSON
 
 

@@ -4,7 +4,7 @@ auto-sklearn, Feurer et al., 2015). Similar means near in :mod:`automil.tune.stu
 
 from __future__ import annotations
 
-from automil.records import TrialAttr
+from automil.records import TrialAttr, metric_task
 from automil.tune.backend.optuna_trials import best_trial, counts_toward_budget, records, trial_record
 from automil.tune.studies.meta_features import META_FEATURES_ATTR, MetaFeatures, nearest
 
@@ -72,7 +72,8 @@ def warm_start_note(learner: str, decision: dict | None) -> str | None:
 
 def _source(storage, learner: str, dataset: str, attrs: dict) -> tuple[str, dict] | None:
     """The main study of ``learner`` on the other dataset nearest to this one that has a completed
-    trial, and the parameters of its best trial; ``None`` when there is none."""
+    trial, of the same task (its head's parameters), and the parameters of its best trial; ``None`` when there
+    is none."""
     import optuna
 
     if META_FEATURES_ATTR not in attrs:
@@ -82,8 +83,9 @@ def _source(storage, learner: str, dataset: str, attrs: dict) -> tuple[str, dict
     for summary in optuna.get_all_study_summaries(storage, include_best_trial=False):
         other = summary.user_attrs
         if (other.get("learner") != learner or other.get("dataset") in (None, dataset)
-                or other.get("split") is not None or META_FEATURES_ATTR not in other):
-            continue  # outer-split studies, other learners, this dataset, studies without meta-features
+                or other.get("split") is not None or META_FEATURES_ATTR not in other
+                or metric_task(other.get("metric")) != metric_task(attrs.get("metric"))):
+            continue  # outer-split studies, other learners, this dataset, no meta-features, another task's head
         try:
             features = MetaFeatures.from_dict(other[META_FEATURES_ATTR])
         except ValueError:
