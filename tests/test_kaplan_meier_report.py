@@ -14,6 +14,7 @@ def test_report_copies_every_survival_studys_kaplan_meier_curves_and_lists_them(
     tracker = Tracker(uri)
     spec = automil.get_learner("bag-stats")
     survival = tracker.study_run("cohort/bag-stats", "cohort", spec)
+    better = tracker.study_run("cohort/abmil", "cohort", automil.get_learner("abmil"))
     other = tracker.study_run("cohort/mivlad", "cohort", automil.get_learner("mivlad"))
     rng = np.random.default_rng(0)
     risk = rng.standard_normal(40)
@@ -21,7 +22,9 @@ def test_report_copies_every_survival_studys_kaplan_meier_curves_and_lists_them(
     kaplan_meier_figure(rng.exponential(np.exp(-risk)), rng.random(40) < 0.6, risk, 0.0).savefig(picture, dpi=50)
     tracker.store.client.log_artifact(survival, str(picture), KAPLAN_MEIER.rsplit("/", 1)[0])
     tracker.store.log_batch(survival, metrics=[("concordance", 0.712, 0, 0), ("logrank_p", 0.0123, 0, 0)])
-    for run in (survival, other):
+    tracker.store.client.log_artifact(better, str(picture), KAPLAN_MEIER.rsplit("/", 1)[0])
+    tracker.store.log_batch(better, metrics=[("concordance", 0.75, 0, 0)])
+    for run in (survival, better, other):
         tracker.store.terminate(run)
 
     out = tmp_path / "curves"
@@ -29,7 +32,8 @@ def test_report_copies_every_survival_studys_kaplan_meier_curves_and_lists_them(
     copied = out / "cohort" / "bag-stats" / "kaplan_meier.png"
     assert copied.read_bytes() == picture.read_bytes()
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| cohort")]
-    assert rows == [f"| cohort | bag-stats | 0.712 | 0.0123 | {copied} |"]
+    assert rows == [f"| cohort | abmil | 0.750 | - | {out / 'cohort' / 'abmil' / 'kaplan_meier.png'} |",
+                    f"| cohort | bag-stats | 0.712 | 0.0123 | {copied} |"]  # the best C first; mivlad has none
 
 
 def test_report_says_when_no_study_has_kaplan_meier_curves(tmp_path, mlflow_store, capsys):

@@ -68,13 +68,14 @@ def _run_report(args) -> int:
 
 def _kaplan_meier_curves(client, studies, out: Path) -> str:
     """Download each latest study's Kaplan-Meier figure under ``out``; the markdown list of them with the
-    study's concordance and log-rank p-value. ``ValueError`` when no study has one."""
+    study's concordance and log-rank p-value, by dataset, the procedure's row then the best C first.
+    ``ValueError`` when no study has one."""
     from automil.track.reading.stored_studies import ranked_studies
     from automil.track.store.mlflow_store import safe_name
     from automil.track.writing.figures import KAPLAN_MEIER
 
     lines = []
-    for study in sorted(ranked_studies(studies), key=lambda s: s.dataset):
+    for study in sorted(ranked_studies(studies, "concordance"), key=lambda s: s.dataset):
         folder = KAPLAN_MEIER.rsplit("/", 1)[0]
         if not any(entry.path == KAPLAN_MEIER for entry in client.list_artifacts(study.run_id, folder)):
             continue
