@@ -16,8 +16,8 @@ target).
 folds, the oracle (R^2 of the noiseless target on each outer fold; for survival Harrell's and Uno's C of the
 true risk and the integrated Brier score of the true survival curves) and, for survival, the Kaplan-Meier
 baseline's integrated Brier score (the training folds' Kaplan-Meier curve given to every held-out patient),
-each scored as a learner's fold is (``automil.evaluation.metrics.fold_scores``), and checks that no patient
-has bags on two sides of a split.
+each scored as a learner's fold is (``automil.evaluation.metrics.fold_scores``), and counts the patients
+with bags on two sides of a split (the tuning folds' or a repeat's).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def write_cohort(task: str, out: Path, **parameters) -> dict:
 
 def on_run(out: Path, folds_file: Path, outer: list[int]) -> dict:
     """The oracle and (survival) the Kaplan-Meier baseline on a run's outer folds, mean over them, and how
-    many patients have bags in two folds."""
+    many patients have bags in two folds of the tuning folds or of any repeat."""
     from automil.evaluation.folds_file import read_fold_file
 
     out = Path(out)
@@ -70,17 +70,20 @@ def on_run(out: Path, folds_file: Path, outer: list[int]) -> dict:
     rows = list(csv.DictReader(open(out / OUTCOME_LABELS_FILE)))
     patient = {row[key]: row["case_id"] for row in rows for key in ("case_id", "slide_id")}
     outcome = {row["case_id"]: row for row in rows}
-    folds = read_fold_file(folds_file).tuning
-    sides = {}
-    for fold, names in enumerate(folds):
-        for name in names:
-            sides.setdefault(patient[name], set()).add(fold)
+    stored = read_fold_file(folds_file)
+    split = set()  # patients with bags in two folds of the tuning folds or of a repeat
+    for folds in (stored.tuning, *stored.repeats):
+        sides = {}
+        for fold, names in enumerate(folds):
+            for name in names:
+                sides.setdefault(patient[name], set()).add(fold)
+        split |= {p for p, f in sides.items() if len(f) > 1}
     # one entry a patient: the figures are per patient, as a run with --bag-by case_id scores them
-    fold_of = {p: min(f) for p, f in sides.items()}
+    fold_of = {patient[name]: fold for fold, names in enumerate(stored.tuning) for name in names}
     patients = np.array(sorted(fold_of))
     assignment = np.array([fold_of[p] for p in patients])
     truth = np.array([facts["truth"][p] for p in patients])
-    figures = {"patients_on_two_sides": sum(len(f) > 1 for f in sides.values())}
+    figures = {"patients_on_two_sides": len(split)}
     if facts["task"] == "survival":
         from automil.endpoints import survival_labels
 
