@@ -1,5 +1,6 @@
 """automil built-in plugin: embedded-space learners, each bag turned into one vector for an ordinary
-classifier, survival model or regressor (bag-stats, MILES, miVLAD, miFV).
+classifier, survival model or regressor (bag-stats, MILES, miVLAD, miFV), or a classifier
+(witness-subspace).
 
 Written as a third-party plugin would be: it imports only the public automil API. The estimators
 (scikit-learn) load when the hook runs.
@@ -10,11 +11,12 @@ import automil
 
 @automil.hookimpl
 def register_learners(register):
-    """Register bag-stats, miles, mivlad and mifv."""
+    """Register bag-stats, miles, mivlad, mifv and witness-subspace."""
     from automil_embedding import published, spaces
     from automil_embedding.bag_stats import BagStats, BagStatsRegressor, BagStatsSurvival
     from automil_embedding.coding import MiFV, MiFVRegressor, MiFVSurvival, MiVLAD, MiVLADRegressor, MiVLADSurvival
     from automil_embedding.miles import MILES, MilesRegressor, MilesSurvival
+    from automil_embedding.witness_subspace import WitnessSubspace
 
     every_task = ("classification", "survival", "regression")  # survival and regression by their heads
 
@@ -42,3 +44,12 @@ def register_learners(register):
         description="miFV: Fisher vectors over a diagonal Gaussian mixture + linear SVM (Wei, Wu & Zhou 2017)",
         first_trial=spaces.FIRST_TRIALS["mifv"], published=published.PUBLISHED["mifv"],
         tasks=every_task, estimators={"survival": MiFVSurvival, "regression": MiFVRegressor}))
+    # Classification only: its directions are where one class's instances spread beyond the others'. Its
+    # fit holds a d x d matrix per class and one block of bags beside the embeddings; it reads its bags
+    # streamed, in two passes linear in the instances.
+    register(automil.LearnerSpec(
+        name="witness-subspace", memory_factor=0.5, fit_growth=1.0, estimator=WitnessSubspace,
+        search_space=spaces.witness_subspace_space,
+        description="witness subspace: tails of bag-centred projections on discriminant directions of the "
+                    "instances' covariances + logistic regression",
+        first_trial=spaces.FIRST_TRIALS["witness-subspace"]))

@@ -89,10 +89,19 @@ def vlad_space(trial) -> dict:
     return {**codebook_space(trial), "counts": trial.suggest_categorical("counts", [False, True])}
 
 
+def witness_subspace_space(trial) -> dict:
+    return {"n_directions": trial.suggest_int("n_directions", 1, 16, log=True),
+            "tail": trial.suggest_float("tail", 1e-3, 0.1, log=True),
+            "shrinkage": trial.suggest_float("shrinkage", 1e-3, 1.0, log=True),
+            "C": trial.suggest_float("C", 1e-3, 1e2, log=True),
+            "centre": trial.suggest_categorical("centre", ["bag", "none"])}
+
+
 # The estimators' defaults as points of the spaces above, by learner: the first trial of every new study. The
 # defaults were chosen on data sets the accuracy page does not report (experiments/embedding_defaults.py).
 FIRST_TRIALS = {"bag-stats": {"statistics": "mean+max+min+std", "classifier": "extra-trees",
                               "max_features_kind": "sqrt", "n_estimators": 300, "min_samples_leaf": 1},
                 "miles": {"gamma": 1.0, "C": 1.0},
                 "mivlad": {"n_codewords": 8, "C": 1.0, "counts": True},
-                "mifv": {"n_codewords": 2, "C": 1.0}}
+                "mifv": {"n_codewords": 2, "C": 1.0},
+                "witness-subspace": {"n_directions": 4, "tail": 0.01, "shrinkage": 1.0, "C": 1.0, "centre": "bag"}}
