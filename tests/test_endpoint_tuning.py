@@ -86,6 +86,11 @@ def test_survival_run_scores_every_fold_by_concordance_and_brier_and_logs_the_ta
         assert "balanced_accuracy" not in logged
         assert logged["concordance"] == pytest.approx(rows[learner].headline.concordance)
     assert "automil.figure_errors" not in study["mean-outcome"].data.tags
+    held_out = np.array(rows["mean-outcome"].headline.held_out_risk)  # [bag, risk, cut] of every outer fold's bag
+    assert sorted(held_out[:, 0].astype(int).tolist()) == list(range(80))
+    assert len(np.unique(held_out[:, 2])) == 3  # each outer fold split at its own refit's training median
+    figures = {a.path for a in client.list_artifacts(study["mean-outcome"].info.run_id, "figures")}
+    assert "figures/kaplan_meier.png" in figures
     assert study["mean-outcome"].data.metrics["rank"] == 1  # ranked by the concordance
     description = experiment.tags["mlflow.note.content"]
     assert "best **mean-outcome**, Harrell's concordance" in description

@@ -44,8 +44,8 @@ class Status(StrEnum):
 _SKIPPED_KEYS = ("dataset", "learner", "plugin", "status", "error", "protocol", "metric", "trials")
 # only when there are out-of-fold predictions, several objectives, (members, tuning_gain_bound) on the
 # ensemble's row, (choices) on the procedure's, or (interval, rung) under the hold-out protocol
-_OPTIONAL_KEYS = ("classes", "confusion_matrix", "pareto_front", "members", "choices", "interval", "rung",
-                  "tuning_gain_bound")
+_OPTIONAL_KEYS = ("classes", "confusion_matrix", "held_out_risk", "pareto_front", "members", "choices", "interval",
+                  "rung", "tuning_gain_bound")
 # The keys of a row in the order ``automil tune --json`` writes them (documented in docs/reference/leaderboard-row.md).
 _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "seed", "folds", "trials",
              "trials_complete", "trials_pruned", "trials_failed", "trials_timed_out", "tuning_score",
@@ -57,6 +57,7 @@ _ROW_KEYS = ("dataset", "learner", "plugin", "study", "protocol", "metric", "see
              *(f"{part}{metric}{spread}" for part in ("nested_", "repeated_", "")
                for metric in OTHER_METRICS for spread in ("", "_std")), "repeats", "headline",
              "fit_seconds", "budget_seconds", "one_class", "error", "trials_stopped", "classes", "confusion_matrix",
+             "held_out_risk",
              "tuned_splits", "outer_splits", "pareto_front", "members", "choices", "model_uri", "selected",
              "registered_model", "status")
 # The keys of a metric outside the row's task are left out of it (a classification row is as it always was).
@@ -217,13 +218,14 @@ class RepeatedFigure(Figure):
 class Headline(Figure):
     """The figure the leaderboard ranks by: the nested one (over the outer folds, or the held-out fold under
     ``--protocol holdout``), or under ``--protocol tuned`` the repeated one (``kind`` says which); whether a
-    fold of it was predicted as one class, its out-of-fold ``confusion_matrix`` over ``classes``, and
-    under the hold-out protocol the 95% ``interval`` of the metric (a bootstrap over the held-out bags)."""
+    fold of it was predicted as one class, its out-of-fold ``confusion_matrix`` over ``classes`` (survival: the
+    ``held_out_risk``, ``[bag, risk, cut]`` of every held-out bag), and the 95% ``interval`` of the metric."""
 
     kind: str | None = _keyed("headline")
     one_class: bool | None = None
     classes: list | None = None
     confusion_matrix: list | None = None
+    held_out_risk: list | None = None
     interval: list | None = _keyed("interval")
 
 

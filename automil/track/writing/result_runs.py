@@ -8,6 +8,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from automil.records import LearnerResult, StudyRecord
 from automil.track.store.mlflow_store import INSERTED_BY_ANOTHER, Store, global_tracking_uri, quiet_mlflow, retry
 from automil.track.store.names import (
@@ -58,8 +60,10 @@ class ResultLogging:
             The headline figures are expected under ``accuracy``, ``balanced_accuracy`` and their
             ``*_std``; ``confusion_matrix`` (rows true, columns predicted, out-of-fold counts) with
             ``classes``, when present, is drawn instead of predicting ``bags``; ``reliability`` (with
-            ``raw_reliability``), when present, is drawn as ``figures/reliability.png``. ``pareto_front`` (several
-            objectives) is logged as its size ``pareto_front_size``, its points in ``result.json``.
+            ``raw_reliability``), when present, is drawn as ``figures/reliability.png``; ``held_out_risk`` (a
+            survival learner's held-out bags with their risk and cut) as ``figures/kaplan_meier.png``.
+            ``pareto_front`` (several objectives) is logged as its size ``pareto_front_size``, its points in
+            ``result.json``.
             Missing keys are skipped.
         model : estimator, optional
             The fitted best model (``automil.evaluation.standardized.Standardized``), logged as the MLflow pyfunc
@@ -131,7 +135,7 @@ class ResultLogging:
 
 # Row keys only ``result.json`` holds (and the figures draw): neither metrics nor tags.
 _IN_RESULT_JSON = ("best_params", "confusion_matrix", "classes", "reliability", "raw_reliability", "class_coverage",
-                   "class_bags")
+                   "class_bags", "held_out_risk")
 
 
 def _result_entries(result: dict) -> tuple[list, dict, int]:
@@ -188,6 +192,12 @@ def _figures(result, model, bags, study: StudyRecord | None):
         yield "confusion_matrix", lambda: figures.confusion_matrix_figure(
             confusion_matrix(bags.y, model.predict(bags), labels=model.classes_), model.classes_,
             f"Confusion matrix of the final\nmodel on {bags.n_bags} bags")
+    if result.get("held_out_risk") and bags is not None:  # a survival learner's held-out patients
+        bag, risk, cut = np.asarray(result["held_out_risk"], dtype=np.float64).T
+        outcome = bags.y[bag.astype(np.int64)]
+        yield "kaplan_meier", lambda: figures.kaplan_meier_figure(
+            outcome["time"], outcome["event"], risk, cut,
+            f"{result.get('learner')}: {len(bag)} held-out patients\n(cut: their training folds' median risk)")
     if result.get("reliability"):
         yield "reliability", lambda: figures.reliability_figure(
             result["reliability"], result.get("raw_reliability") or [],

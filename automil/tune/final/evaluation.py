@@ -369,6 +369,8 @@ def _collect(job: _Pending | None, candidate: Candidate, task: FitTask, out, bag
         if task.refit is Refit.NESTED or task.index == 0:  # out-of-fold predictions for the confusion matrix
             evaluation.predictions.setdefault(task.refit, []).append((bags.y[test], out.y_pred))
         if task.refit is Refit.NESTED:
+            if out.train_risk is not None:  # each held-out bag, its risk and its refit's training median risk
+                evaluation.risks += [[int(b), float(r), out.train_risk] for b, r in zip(test, out.y_pred)]
             evaluation.nested[task.index] = scores
             evaluation.instance[task.index] = out.instance
             if out.model is not None:

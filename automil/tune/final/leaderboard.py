@@ -87,7 +87,8 @@ class Evaluation:
     figures of outer fold ``i`` (:func:`~automil.tune.final.calibration.outer_calibration`);
     ``predictions`` maps :attr:`Refit.NESTED` or :attr:`Refit.REPEAT` to ``(y_true, y_pred)`` pairs of
     out-of-fold predictions (of the first repeat); ``errors`` are the final evaluation's failures,
-    ``notes`` what its budget left out that the headline figure does not need (a model);
+    ``notes`` what its budget left out that the headline figure does not need (a model); ``risks`` a survival
+    learner's ``[bag, risk, cut]`` of every bag its outer folds held out (the Kaplan-Meier split);
     ``budget_seconds`` the wall seconds of this run's budget its trials and final fits took.
     """
 
@@ -111,6 +112,7 @@ class Evaluation:
     members: list[list[str] | None] = field(default_factory=list)
     calibration: list[CalibrationFigures | None] = field(default_factory=list)
     gain_bound: list[float | None] = field(default_factory=list)
+    risks: list[list] = field(default_factory=list)
 
 
 def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerResult:
@@ -136,7 +138,7 @@ def result_row(dataset: str, options: TuneOptions, job: Evaluation) -> LearnerRe
     value = getattr(nested_figure, options.metric)
     headline = Headline(**_metrics(nested_figure if nested_protocol else repeated),
                         kind=Protocol(options.protocol).headline, one_class=_one_class(predictions),
-                        classes=classes, confusion_matrix=matrix,
+                        classes=classes, confusion_matrix=matrix, held_out_risk=(job.risks or None) if scored else None,
                         interval=_interval(matrix, options, value) if classification else
                         _task_interval(predictions, options, value) if scored else None)
     fit_seconds = job.fit_seconds or [s for t in finished for s in t.attrs.get(TrialAttr.FIT_SECONDS, [])]

@@ -41,8 +41,10 @@ class FitTask:
         """The task as a fit worker runs it: :func:`~automil.tune.workers.fits.fit_predict` and its arguments."""
         # a logged model's held-apart fit comes back: its sets score new bags with it
         keep = self.keep_model or self.refit is Refit.MODEL or (self.refit is Refit.CONFORMAL and self.index is None)
-        # the instance figures are nested like the bag figures: scored on the outer folds only
-        return fit_predict, self.learner, self.params, self.train, self.test, seed, keep, self.refit is Refit.NESTED
+        # the instance figures are nested like the bag figures: scored on the outer folds only, as are the
+        # Kaplan-Meier curves of a survival model's held-out bags (split at its training bags' median risk)
+        nested = self.refit is Refit.NESTED
+        return fit_predict, self.learner, self.params, self.train, self.test, seed, keep, nested, nested
 
 
 def nested_tasks(plan: Plan, outer_best: dict[str, list[TrialRecord | None]],

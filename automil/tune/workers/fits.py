@@ -30,7 +30,8 @@ class FitResult:
     when asked for, and the test bags' ``instance`` figures when asked for and the data and learner have them
     (made in the worker, so that the model never leaves it for them); ``time_limited``, the parameters under
     which a new fit trains as far as this one did when its time ran out first (an anytime learner's
-    ``time_limited_params_``; empty when it ended by its own rules)."""
+    ``time_limited_params_``; empty when it ended by its own rules); ``train_risk``, when asked for, a survival
+    model's median risk over its training bags."""
 
     fit_seconds: float
     predict_seconds: float = 0.0
@@ -39,6 +40,7 @@ class FitResult:
     model: object = None
     instance: InstanceFold | None = None
     time_limited: dict = field(default_factory=dict)
+    train_risk: float | None = None
 
 
 def load_learners(_=None, learners: tuple[str, ...] | None = None):
@@ -56,7 +58,7 @@ def load_learners(_=None, learners: tuple[str, ...] | None = None):
 
 
 def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=None, return_model=False,
-                score_instances=False):
+                score_instances=False, median_risk=False):
     """Fit ``Standardized(learner(**params))`` on the ``train`` bags and predict the ``test`` bags: the learner's
     estimator for the task of the bags' labels (``LearnerSpec.build(task=...)``), and its predictions as
     :func:`~automil.evaluation.prediction.task_predictions` gives them.
@@ -65,7 +67,8 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
     (a learner name and bag indices into data the worker already holds). ``seed`` goes to the learner's
     ``random_state`` unless ``params`` sets it. Returns a :class:`FitResult`; its ``model`` with
     ``return_model``, its ``instance`` (:func:`automil.evaluation.instance_metrics.instance_fold`) with
-    ``score_instances``.
+    ``score_instances``; with ``median_risk`` a survival model's median risk over its training bags
+    (``train_risk``: where the Kaplan-Meier curves of its test bags split them, with no test bag's help).
 
     Raises
     ------
@@ -110,8 +113,12 @@ def fit_predict(bags: Bags, learner: str, params: dict, train, test=None, seed=N
             raise ValueError(f"learner {learner!r} of plugin {spec.plugin!r} predicted labels it was not "
                              f"trained on: {unknown[:5].tolist()}")
     limited = dict(getattr(model.estimator_, "time_limited_params_", None) or {})
+    train_risk = None
+    if median_risk and task == "survival":
+        training = StreamedBags(bags, train) if streams(estimator) and not bags.is_sparse else bags.subset(train)
+        train_risk = float(np.median(model.predict(training)))
     return FitResult(fit_seconds, predict_seconds, y_pred, scores, model if return_model else None, instance,
-                     limited)
+                     limited, train_risk)
 
 
 def fit_worker(options: TuneOptions, spare: bool = True) -> FitWorker:
