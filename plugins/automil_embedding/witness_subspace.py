@@ -19,7 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from automil import StreamedBags, bag_max
-from automil_deep.reading import run_positions
+from automil.row_runs import run_positions
 from automil_embedding.embedded import EmbeddedClassifier
 
 __all__ = ["CENTRES", "WitnessSubspace"]

@@ -9,10 +9,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from automil.checks import witness_bags  # noqa: E402 - after the skip: the plugin's tests need torch
+from automil.row_runs import RUNS, run_positions  # noqa: E402
 from automil.streamed_bags import StreamedBags  # noqa: E402
 from automil_deep.estimators import ABMILClassifier  # noqa: E402
 from automil_deep.networks import ABMIL  # noqa: E402
-from automil_deep.reading import RUNS, prefetched, run_positions  # noqa: E402
+from automil_deep.reading import prefetched  # noqa: E402
 from automil_deep.training import Batches, matrix_rows  # noqa: E402
 
 FAST = {"hidden": 16, "epochs": 3, "batch_size": 4, "validation_fraction": 0.0, "random_state": 0}
