@@ -375,7 +375,10 @@ def procedure_row(rows: list[LearnerResult], inner_bags: list,
                      f"{', '.join(missing)}")
         return row
     row.status = Status.OK
-    row.nested = _figure(NestedFigure, outer_splits, TASK_METRICS[row.task], outer_splits=outer_splits)
+    # a survival or regression metric some split lacks (at chance: an IBS, an MAE) has no figure, not a partial mean
+    whole = [m for m in TASK_METRICS[row.task] if row.task == "classification" or
+             all(getattr(split, m) is not None for split in outer_splits)]
+    row.nested = _figure(NestedFigure, outer_splits, whole, outer_splits=outer_splits)
     row.calibration = pooled([split.calibration for split in outer_splits])  # a split at chance ships no set
     notes = [] if not at_chance else [
         f"no row scored above chance on the inner folds of outer split(s) {', '.join(at_chance)} (an ensemble: "
