@@ -32,7 +32,7 @@ def add_report(commands):
     sub.add_argument("--kaplan-meier", metavar="DIR",
                      help="instead of the grid, copy every survival study's Kaplan-Meier curves of its held-out "
                           "patients (split at the training folds' median risk, log-rank p-value in the title) to "
-                          "DIR/<dataset>/<learner>/kaplan_meier.png and list them (docs/survival.md)")
+                          "DIR/<dataset>/<learner>/kaplan_meier.png and list them with their C (docs/survival.md)")
     sub.add_argument("--fit-seconds", action="store_true",
                      help="add each study's mean seconds per fit (shown anyway when a study was tuned for "
                           "accuracy against cost)")
@@ -68,7 +68,7 @@ def _run_report(args) -> int:
 
 def _kaplan_meier_curves(client, studies, out: Path) -> str:
     """Download each latest study's Kaplan-Meier figure under ``out``; the markdown list of them with the
-    study's concordance and log-rank p-value, by dataset, the procedure's row then the best C first.
+    study's concordance, by dataset, the procedure's row then the best C first.
     ``ValueError`` when no study has one."""
     from automil.track.reading.stored_studies import ranked_studies
     from automil.track.store.mlflow_store import safe_name
@@ -82,17 +82,15 @@ def _kaplan_meier_curves(client, studies, out: Path) -> str:
         target = out / safe_name(study.dataset) / safe_name(study.learner)
         target.mkdir(parents=True, exist_ok=True)
         local = client.download_artifacts(study.run_id, KAPLAN_MEIER, str(target))
-        lines.append(f"| {study.dataset} | {study.learner} | {_figure(study.metrics.get('concordance'))} "
-                     f"| {_figure(study.metrics.get('logrank_p'), '.3g')} | {local} |")
+        concordance = study.metrics.get("concordance")
+        lines.append(f"| {study.dataset} | {study.learner} | {'-' if concordance is None else f'{concordance:.3f}'} "
+                     f"| {local} |")
     if not lines:
         raise ValueError("no study in the tracking store has Kaplan-Meier curves: they come from automil tune "
                          "--task survival under the nested or hold-out protocol")
-    return "\n".join(["Held-out patients split at the training folds' median risk (docs/survival.md)", "",
-                      "| dataset | learner | C | log-rank p | curves |", "| --- | --- | ---: | ---: | --- |", *lines])
-
-
-def _figure(value, spec: str = ".3f") -> str:
-    return "-" if value is None else format(value, spec)
+    return "\n".join(["Held-out patients split at the training folds' median risk, the log-rank p-value in each "
+                      "figure's title (docs/survival.md)", "", "| dataset | learner | C | curves |",
+                      "| --- | --- | ---: | --- |", *lines])
 
 
 def _against_published(studies, datasets) -> str:
