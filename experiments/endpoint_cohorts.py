@@ -14,7 +14,8 @@ target).
 
 ``on-run`` writes nothing: from a run's ``folds.json`` (its MLflow artifact) it prints, mean over the outer
 folds, the oracle (R^2 of the noiseless target on each outer fold; for survival Harrell's and Uno's C of the
-true risk and the integrated Brier score of the true survival curves) and, for survival, the Kaplan-Meier
+true risk, the integrated Brier score of the true survival curves and the log-rank p-value of the held-out
+patients split at each fold's training median of the true risk) and, for survival, the Kaplan-Meier
 baseline's integrated Brier score (the training folds' Kaplan-Meier curve given to every held-out patient),
 each scored as a learner's fold is (``automil.evaluation.metrics.fold_scores``), and counts the patients
 with bags on two sides of a split (the tuning folds' or a repeat's).
@@ -102,12 +103,14 @@ def on_run(out: Path, folds_file: Path, outer: list[int]) -> dict:
 def _survival_on_folds(y, risk, facts: dict, assignment, outer: list[int]) -> dict:
     """On each outer fold, mean over them, by the rules that score a learner (``automil.evaluation.metrics.
     fold_scores``): Harrell's and Uno's C of the true risk, the integrated Brier score of the true survival
-    curves (the oracle's) and of the training folds' Kaplan-Meier curve given to every patient (the baseline)."""
+    curves (the oracle's) and of the training folds' Kaplan-Meier curve given to every patient (the baseline);
+    and the log-rank p-value of the held-out patients split by the true risk as a run's figure splits them."""
     from sksurv.functions import StepFunction
     from sksurv.nonparametric import kaplan_meier_estimator
 
     from automil.endpoints import evaluation_times
     from automil.evaluation.metrics import fold_scores
+    from automil.evaluation.survival_figures import kaplan_meier_split
 
     figures = {"oracle_concordance": [], "oracle_uno_concordance": [], "oracle_integrated_brier": [],
                "kaplan_meier_integrated_brier": []}
@@ -123,7 +126,14 @@ def _survival_on_folds(y, risk, facts: dict, assignment, outer: list[int]) -> di
         figures["oracle_integrated_brier"].append(oracle.integrated_brier)
         figures["kaplan_meier_integrated_brier"].append(
             fold_scores(y[test], risk[test], baseline, y_train=y[train]).integrated_brier)
-    return {key: float(np.mean(values)) for key, values in figures.items()}
+    figures = {key: float(np.mean(values)) for key, values in figures.items()}
+    # the Kaplan-Meier split a survival run draws, made by the true risk: each outer fold cut at its training
+    # folds' median, the log-rank test over every held-out patient
+    held_out = np.isin(assignment, outer)
+    cut = np.array([np.median(risk[assignment != fold]) for fold in assignment])
+    figures["oracle_logrank_p"] = kaplan_meier_split(y["time"][held_out], y["event"][held_out], risk[held_out],
+                                                     cut[held_out]).p_value
+    return figures
 
 
 def main(argv=None) -> None:
@@ -153,7 +163,7 @@ def main(argv=None) -> None:
 
         outer = args.outer or list(range(read_fold_file(args.folds).n_folds))
         for key, value in on_run(out, Path(args.folds), outer).items():
-            print(f"{key}: {value:.4f}" if isinstance(value, float) else f"{key}: {value}")
+            print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
         return
     common = {"n_patients": args.patients, "n_features": args.features, "seed": args.seed, "max_share": args.max_share}
     if args.what == "survival":

@@ -129,6 +129,7 @@ def test_the_script_writes_the_facts_beside_the_folder_and_the_oracle_on_a_runs_
 
 
 def test_the_script_takes_the_survival_oracle_and_the_kaplan_meier_baseline_on_a_runs_outer_folds(tmp_path):
+    from sksurv.compare import compare_survival
     from sksurv.metrics import integrated_brier_score
     from sksurv.nonparametric import SurvivalFunctionEstimator
 
@@ -159,3 +160,6 @@ def test_the_script_takes_the_survival_oracle_and_the_kaplan_meier_baseline_on_a
     assert figures["kaplan_meier_integrated_brier"] == pytest.approx(np.mean(brier)) and np.mean(brier) < 0.25
     # the true survival curves beat the Kaplan-Meier curve that ignores the slides
     assert figures["oracle_integrated_brier"] < figures["kaplan_meier_integrated_brier"]
+    cut = np.array([np.median(risk[assignment != fold]) for fold in assignment])
+    high = (risk > cut).astype(int)
+    assert figures["oracle_logrank_p"] == compare_survival(y, high)[1] < 0.05
