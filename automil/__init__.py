@@ -36,6 +36,7 @@ _EXPORTS = {
     "time_left": "automil.epochs",
     "time_limit": "automil.epochs",
     "StreamedBags": "automil.streamed_bags",
+    "run_positions": "automil.row_runs",
     "instance_moments": "automil.evaluation.standardized",
 }
 

@@ -15,8 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from automil import report_epoch
-from automil.row_runs import run_positions
+from automil import report_epoch, run_positions
 from automil_deep.heads import Classes, Head
 from automil_deep.reading import prefetched
 
@@ -107,7 +106,7 @@ class Batches:
               rng: np.random.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """The bags ``index`` padded to the longest: ``X`` (B, N, D) with zero rows past each bag's end and
         ``mask`` (B, N). A bag of more than ``max_instances`` instances is cut to that many, drawn with
-        ``rng`` as a few contiguous runs of rows (:func:`~automil.row_runs.run_positions`) in their
+        ``rng`` as a few contiguous runs of rows (:func:`automil.run_positions`) in their
         order. Only the instances used are read, at most ``READ_BYTES`` of float32 per ``read`` (which may
         scale them), into a float32 batch whatever the stored dtype (float16 is upcast)."""
         sizes = self.sizes[index] if max_instances is None else np.minimum(self.sizes[index], max_instances)
