@@ -1,6 +1,5 @@
 """automil built-in plugin: embedded-space learners, each bag turned into one vector for an ordinary
-classifier, survival model or regressor (bag-stats, MILES, miVLAD, miFV), or a classifier
-(witness-subspace).
+classifier, survival model or regressor (bag-stats, MILES, miVLAD, miFV, witness-subspace).
 
 Written as a third-party plugin would be: it imports only the public automil API. The estimators
 (scikit-learn) load when the hook runs.
@@ -16,7 +15,7 @@ def register_learners(register):
     from automil_embedding.bag_stats import BagStats, BagStatsRegressor, BagStatsSurvival
     from automil_embedding.coding import MiFV, MiFVRegressor, MiFVSurvival, MiVLAD, MiVLADRegressor, MiVLADSurvival
     from automil_embedding.miles import MILES, MilesRegressor, MilesSurvival
-    from automil_embedding.witness_subspace import WitnessSubspace
+    from automil_embedding.witness_subspace import WitnessSubspace, WitnessSubspaceRegressor, WitnessSubspaceSurvival
 
     every_task = ("classification", "survival", "regression")  # survival and regression by their heads
 
@@ -44,12 +43,14 @@ def register_learners(register):
         description="miFV: Fisher vectors over a diagonal Gaussian mixture + linear SVM (Wei, Wu & Zhou 2017)",
         first_trial=spaces.FIRST_TRIALS["mifv"], published=published.PUBLISHED["mifv"],
         tasks=every_task, estimators={"survival": MiFVSurvival, "regression": MiFVRegressor}))
-    # Classification only: its directions are where one class's instances spread beyond the others'. Its
-    # fit holds a d x d matrix per class and one block of bags beside the embeddings; it reads its bags
-    # streamed, in two passes linear in the instances. memory_factor measured as the others' (0.63 at 2,000 bags).
+    # Its directions are where one group of bags' instances spread beyond the other's: the classes, or the
+    # outcome dichotomized at its median (survival, regression). Its fit holds a d x d matrix per group and one
+    # block of bags beside the embeddings; it reads its bags streamed, in two passes linear in the instances.
+    # memory_factor measured as the others' (0.63 at 2,000 bags).
     register(automil.LearnerSpec(
         name="witness-subspace", memory_factor=0.8, fit_growth=1.0, estimator=WitnessSubspace,
         search_space=spaces.witness_subspace_space,
         description="witness subspace: tails of bag-centred projections on discriminant directions of the "
-                    "instances' covariances + logistic regression",
-        first_trial=spaces.FIRST_TRIALS["witness-subspace"]))
+                    "instances' covariances + logistic regression (or a survival or regression head)",
+        first_trial=spaces.FIRST_TRIALS["witness-subspace"], tasks=every_task,
+        estimators={"survival": WitnessSubspaceSurvival, "regression": WitnessSubspaceRegressor}))

@@ -93,7 +93,7 @@ def witness_subspace_space(trial) -> dict:
     return {"n_directions": trial.suggest_int("n_directions", 1, 16, log=True),
             "tail": trial.suggest_float("tail", 1e-3, 0.1, log=True),
             "shrinkage": trial.suggest_float("shrinkage", 1e-3, 1.0, log=True),
-            "C": trial.suggest_float("C", 1e-3, 1e2, log=True),
+            **_model(trial, lambda trial: {"C": trial.suggest_float("C", 1e-3, 1e2, log=True)}),
             "centre": trial.suggest_categorical("centre", ["bag", "none"])}
 
 

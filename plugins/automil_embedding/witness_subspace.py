@@ -18,16 +18,66 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from automil import StreamedBags, bag_max
-from automil.row_runs import run_positions
+from automil import StreamedBags, bag_max, run_positions
 from automil_embedding.embedded import EmbeddedClassifier
+from automil_embedding.heads import EmbeddedRegressor, EmbeddedSurvival
 
-__all__ = ["CENTRES", "WitnessSubspace"]
+__all__ = ["CENTRES", "WitnessSubspace", "WitnessSubspaceRegressor", "WitnessSubspaceSurvival", "outcome_groups"]
 
 CENTRES = ("bag", "none")
 
 
-class WitnessSubspace(EmbeddedClassifier):
+class WitnessProjections:
+    """The embedding every task of witness-subspace shares: discriminant directions of bag-centred instance
+    covariances between groups of bags (the classes; for an outcome, :func:`outcome_groups`), and each bag's
+    tails and spread of projections on them (``n_directions``, ``tail``, ``shrinkage``, ``centre``,
+    ``max_instances``, ``random_state`` as :class:`WitnessSubspace`)."""
+
+    accepts_streamed = True
+
+    def _fit_directions(self, bags, groups: np.ndarray, n_groups: int) -> None:
+        """``directions_`` from the bags' groups (``-1``: a bag left out of the covariances)."""
+        if self.centre not in CENTRES:
+            raise ValueError(f"centre must be one of {CENTRES}, got {self.centre!r}")
+        bounds = {"tail": (0 < self.tail <= 1, "in (0, 1]"), "shrinkage": (self.shrinkage > 0, "positive"),
+                  "n_directions": (self.n_directions >= 1, "at least 1"),
+                  "max_instances": (self.max_instances >= 2, "at least 2")}
+        for name, (holds, rule) in bounds.items():
+            if not holds:
+                raise ValueError(f"{name} must be {rule}, got {getattr(self, name)!r}")
+        covariances = class_covariances(bags, groups, n_groups, self.centre == "bag", self.max_instances,
+                                        np.random.default_rng(self.random_state))
+        self.directions_ = discriminant_directions(covariances, self.n_directions, self.shrinkage)
+
+    def _fit_embedding(self, bags):
+        return self._embed(bags)
+
+    # Whether the embedding ends with each direction's projection of the bag mean (what centring removes).
+    mean_columns = False
+
+    def _embed(self, bags):
+        rows = []
+        for projections, offsets, means in self._projections(bags):
+            for bag, (start, stop) in enumerate(zip(offsets[:-1], offsets[1:])):
+                row = tail_embedding(projections[start:stop], self.tail)
+                rows.append(np.concatenate((row, means[bag])) if self.mean_columns else row)
+        return np.array(rows)
+
+    def _projections(self, bags):
+        """Per block of bags, its instances' projections on the directions (centred on their bag's mean when
+        ``centre="bag"``), shape ``(block instances, n_directions)``, the block's bag offsets, and its bags'
+        mean projections ``(block bags, n_directions)``."""
+        streamed = bags if isinstance(bags, StreamedBags) else StreamedBags(bags)
+        for block in streamed.blocks():
+            projections = block.X @ self.directions_.T.astype(block.X.dtype)
+            projections = projections.astype(np.float64)
+            means = np.add.reduceat(projections, block.offsets[:-1], axis=0) / block.sizes[:, None]
+            if self.centre == "bag":
+                projections -= np.repeat(means, block.sizes, axis=0)
+            yield projections, block.offsets, means
+
+
+class WitnessSubspace(WitnessProjections, EmbeddedClassifier):
     """A logistic regression on the tails of bags' projections on discriminant directions of their centred
     instances.
 
@@ -68,8 +118,6 @@ class WitnessSubspace(EmbeddedClassifier):
         The scaler and logistic regression on the embedding (then the bag covariates, if any).
     """
 
-    accepts_streamed = True
-
     def __init__(self, n_directions=4, tail=0.01, shrinkage=1.0, C=1.0, centre="bag", max_instances=2048,
                  random_state=None):
         self.n_directions = n_directions
@@ -81,31 +129,13 @@ class WitnessSubspace(EmbeddedClassifier):
         self.random_state = random_state
 
     def _fit(self, bags, y):
-        if self.centre not in CENTRES:
-            raise ValueError(f"centre must be one of {CENTRES}, got {self.centre!r}")
-        bounds = {"tail": (0 < self.tail <= 1, "in (0, 1]"), "shrinkage": (self.shrinkage > 0, "positive"),
-                  "C": (self.C > 0, "positive"), "n_directions": (self.n_directions >= 1, "at least 1"),
-                  "max_instances": (self.max_instances >= 2, "at least 2")}
-        for name, (holds, rule) in bounds.items():
-            if not holds:
-                raise ValueError(f"{name} must be {rule}, got {getattr(self, name)!r}")
-        covariances = class_covariances(bags, y, len(self.classes_), self.centre == "bag", self.max_instances,
-                                        np.random.default_rng(self.random_state))
-        self.directions_ = discriminant_directions(covariances, self.n_directions, self.shrinkage)
+        if not self.C > 0:
+            raise ValueError(f"C must be positive, got {self.C!r}")
+        self._fit_directions(bags, y, len(self.classes_))
         super()._fit(bags, y)
-
-    def _fit_embedding(self, bags):
-        return self._embed(bags)
 
     def _make_classifier(self, n_columns):
         return make_pipeline(StandardScaler(), LogisticRegression(C=self.C, max_iter=2000))
-
-    def _embed(self, bags):
-        rows = []
-        for projections, offsets in self._projections(bags):
-            for start, stop in zip(offsets[:-1], offsets[1:]):
-                rows.append(tail_embedding(projections[start:stop], self.tail))
-        return np.array(rows)
 
     def _instance_scores(self, bags):
         """An instance's score for a class is its strongest single piece of tail evidence: the largest, over
@@ -118,7 +148,7 @@ class WitnessSubspace(EmbeddedClassifier):
         n = len(self.directions_)
         weights = (logistic.coef_ / scaler.scale_)[:, :2 * n]  # (margins, 2n): upper tails, then lower tails
         scores = []
-        for projections, _ in self._projections(bags):
+        for projections, _, _ in self._projections(bags):
             signed = np.hstack((projections, -projections))  # (instances, 2n), as the tail columns read them
             scores.append(np.max(signed[:, None, :] * weights[None], axis=2))
         scores = np.concatenate(scores)
@@ -132,17 +162,69 @@ class WitnessSubspace(EmbeddedClassifier):
         predicted = np.argmax(margins, axis=1)
         return where[np.arange(bags.n_bags), predicted]
 
-    def _projections(self, bags):
-        """Per block of bags, its instances' projections on the directions (centred on their bag's mean when
-        ``centre="bag"``), shape ``(block instances, n_directions)``, and the block's bag offsets."""
-        streamed = bags if isinstance(bags, StreamedBags) else StreamedBags(bags)
-        for block in streamed.blocks():
-            projections = block.X @ self.directions_.T.astype(block.X.dtype)
-            projections = projections.astype(np.float64)
-            if self.centre == "bag":
-                means = np.add.reduceat(projections, block.offsets[:-1], axis=0) / block.sizes[:, None]
-                projections -= np.repeat(means, block.sizes, axis=0)
-            yield projections, block.offsets
+class WitnessSubspaceSurvival(WitnessProjections, EmbeddedSurvival):
+    """A survival head (:class:`~automil_embedding.heads.EmbeddedSurvival`, whose parameters it takes) on
+    witness-subspace's embedding (its parameters as :class:`WitnessSubspace`), the directions those that tell
+    the bags with an early event from those followed past it (:func:`outcome_groups`)."""
+
+    mean_columns = True
+
+    def __init__(self, n_directions=4, tail=0.01, shrinkage=1.0, centre="bag", max_instances=2048, head="coxnet",
+                 penalty=0.1, l1_ratio=0.5, n_estimators=200, min_samples_leaf=5, max_features="sqrt",
+                 random_state=None, n_jobs=None):
+        super().__init__(head, penalty, l1_ratio, n_estimators, min_samples_leaf, max_features, random_state, n_jobs)
+        self.n_directions = n_directions
+        self.tail = tail
+        self.shrinkage = shrinkage
+        self.centre = centre
+        self.max_instances = max_instances
+
+    def _fit(self, bags, time, event):
+        self._fit_directions(bags, outcome_groups(time, event), 2)
+        super()._fit(bags, time, event)
+
+
+class WitnessSubspaceRegressor(WitnessProjections, EmbeddedRegressor):
+    """A regression head (:class:`~automil_embedding.heads.EmbeddedRegressor`, whose parameters it takes) on
+    witness-subspace's embedding (its parameters as :class:`WitnessSubspace`), the directions those that tell
+    the bags above the median target from those below it (:func:`outcome_groups`)."""
+
+    mean_columns = True
+
+    def __init__(self, n_directions=4, tail=0.01, shrinkage=1.0, centre="bag", max_instances=2048, head="ridge",
+                 alpha=1.0, learning_rate=0.1, n_estimators=100, max_depth=3, random_state=None):
+        super().__init__(head, alpha, learning_rate, n_estimators, max_depth, random_state)
+        self.n_directions = n_directions
+        self.tail = tail
+        self.shrinkage = shrinkage
+        self.centre = centre
+        self.max_instances = max_instances
+
+    def _fit(self, bags, target):
+        self._fit_directions(bags, outcome_groups(target), 2)
+        super()._fit(bags, target)
+
+
+def outcome_groups(target: np.ndarray, event: np.ndarray | None = None) -> np.ndarray:
+    """The two groups of bags whose covariances give an outcome's directions: the endpoint dichotomized at its
+    median, the usual way to ask a discriminant for the directions of a continuous outcome. A regression target:
+    1 above the median, 0 at or below it (1 at the median when no target lies above it). A survival time
+    (``event`` given): 1 for an event at or before the median event time, 0 for a bag followed past it (event
+    or not); -1, left out, for a bag censored before it, whose group is unknown."""
+    target = np.asarray(target, dtype=np.float64)
+    if event is None:
+        median = np.median(target)
+        above = target > median if (target > median).any() else target >= median
+        if above.all():
+            raise ValueError("the regression target is the same for every bag: no directions tell its bags apart")
+        return above.astype(np.int64)
+    event = np.asarray(event, dtype=bool)
+    median = np.median(target[event])
+    groups = np.where(target > median, 0, np.where(event, 1, -1))
+    if not (groups == 0).any():
+        raise ValueError(f"no bag is followed past the median event time {median:g}: no directions tell early "
+                         "events from late ones")
+    return groups
 
 
 def tail_embedding(projections: np.ndarray, tail: float) -> np.ndarray:
@@ -157,15 +239,18 @@ def tail_embedding(projections: np.ndarray, tail: float) -> np.ndarray:
 
 def class_covariances(bags, y, n_classes: int, centre_bags: bool, max_instances: int,
                       rng: np.random.Generator) -> np.ndarray:
-    """Each class's bag-weighted instance covariance, shape ``(n_classes, d, d)``: the mean over its bags of
-    each bag's covariance about its own mean (at most ``max_instances`` rows of the bag, drawn as a few
-    contiguous runs); without ``centre_bags``, plus the covariance of the class's bag means (their offsets).
+    """Each class's bag-weighted instance covariance, shape ``(n_classes, d, d)``: the mean over its bags (a bag
+    of class ``-1`` is left out) of each bag's covariance about its own mean (at most ``max_instances`` rows of
+    the bag, drawn as a few contiguous runs); without ``centre_bags``, plus the covariance of the class's bag
+    means (their offsets).
     One bag read at a time; float64 sums of the float32 (or float16 read as float32) rows' products."""
     d = bags.n_features
     within = np.zeros((n_classes, d, d))
     mean_sum, mean_products = np.zeros((n_classes, d)), np.zeros((n_classes, d, d))
-    counts = np.bincount(y, minlength=n_classes)
+    counts = np.bincount(y[y >= 0], minlength=n_classes)
     for i, size in enumerate(bags.sizes):
+        if y[i] < 0:
+            continue
         positions = run_positions(int(size), max_instances, rng)
         rows = (bags.take(np.full(len(positions), i), positions) if isinstance(bags, StreamedBags)
                 else np.asarray(bags[i][positions]))
