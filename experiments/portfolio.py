@@ -2,7 +2,7 @@
 
     python experiments/portfolio.py build [--storage journal:portfolio.journal]    # matrix, then select, then regret
     python experiments/portfolio.py matrix [--storage journal:portfolio.journal] [--points 1] [--fit-timeout 30]
-                                     [--shard 0/1] [--task NAME ...]
+                                     [--shard 0/1] [--task NAME ...] [--cohort-root DIR]
     python experiments/portfolio.py select [--storage journal:portfolio.journal]
                                            [--out automil/tune/portfolio/portfolio.json]
     python experiments/portfolio.py regret [--storage journal:portfolio.journal]
@@ -11,7 +11,9 @@
 their own mean, then ``--points`` points of its search space drawn once with a fixed seed) on every task:
 generated MIL tasks that span the regimes (bags, instances per bag, features, witness share, presence / threshold /
 collective concepts, class balance; ``TASKS``), generated slide cohorts (patients of several slides; ``COHORTS``,
-cross-validated over patients) and the classic binary sets of the data directory (``AUTOMIL_DATA_DIR``). A cell
+cross-validated over patients) and the classic binary sets of the data directory (``AUTOMIL_DATA_DIR``).
+``--cohort-root DIR`` scores instead the "cohorts" regime: the large cohorts ``experiments/cohort_regime.py``
+wrote under DIR, by that script's configurations (what a slide of thousands of patches affords). A cell
 is stratified 3-fold CV over bags
 (balanced accuracy, ROC AUC, fit seconds), every fit in a killable worker at ``--fit-timeout``. Cells are
 stored one trial each in an Optuna journal (a study per task), so the command resumes where it stopped and
@@ -19,8 +21,9 @@ several shards (``--shard i/n``) share the work. The defaults of every learner o
 drawn points after, so a matrix cut short is still complete in the defaults.
 
 ``select`` chooses the portfolio by greedy forward selection per regime (:mod:`automil.tune.portfolio.selection`)
-and writes it as the JSON automil ships; ``regret`` prints its leave-one-task-out regret against each learner's
-defaults and against running every learner's defaults.
+(on balanced accuracy; the cohorts regime on ROC AUC, ``METRIC_OF``) and writes it as the JSON automil ships
+(a regime without tasks in the matrix kept as the file has it); ``regret`` prints its leave-one-task-out regret
+against each learner's defaults and against running every learner's defaults.
 """
 
 from __future__ import annotations
@@ -47,6 +50,9 @@ BUILT_IN = ("svm", "pdmisvm", "forests", "embedding", "neighbors", "deep")  # th
 # The space's data facts when points are drawn (a space may read them: a bound from n_features, a refusal
 # from n_instances); the points are then checked against each task's own facts.
 DRAW_FACTS = {"n_features": 64, "n_instances": 20_000, "n_classes": 2}
+# The metric a regime's portfolio is chosen on: a cohort is reported by its ROC AUC, the others by BACC.
+METRIC = "balanced_accuracy"
+METRIC_OF = {"cohorts": "roc_auc"}
 
 
 @dataclass(frozen=True)
@@ -137,9 +143,13 @@ TASKS = {t.name: t for t in generated_tasks()}
 COHORTS = {c.name: c for c in cohort_tasks()}
 
 
-def task_bags(name: str) -> Bags:
+def task_bags(name: str, cohort_root: Path | None = None) -> Bags:
     from automil import load_bags
 
+    if cohort_root is not None:
+        import cohort_regime
+
+        return cohort_regime.load(name, cohort_root)
     if name in TASKS:
         return TASKS[name].bags()
     if name in COHORTS:
@@ -224,8 +234,12 @@ def run_matrix(args):
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     storage = open_storage(args.storage)
-    configs = configurations(args.points)
-    names = args.task or [*CLASSIC, *TASKS, *COHORTS]
+    if args.cohort_root:
+        import cohort_regime
+
+        configs, names = cohort_regime.configurations(), args.task or list(cohort_regime.BY_NAME)
+    else:
+        configs, names = configurations(args.points), args.task or [*CLASSIC, *TASKS, *COHORTS]
     shard, shards = (int(x) for x in args.shard.split("/"))
     names = [n for i, n in enumerate(names) if i % shards == shard]
     worker = fit_worker(TuneOptions(jobs=2))  # one thread: a shard a core
@@ -247,7 +261,7 @@ def _score_task(storage, worker, name: str, configs: list[dict], args):
     if not todo:
         return
     try:
-        bags = task_bags(name)
+        bags = task_bags(name, args.cohort_root)
     except Exception as error:  # noqa: BLE001 - a classic set missing from the data directory
         print(f"{name}: skipped ({error})", flush=True)
         return
@@ -272,8 +286,8 @@ def _score_task(storage, worker, name: str, configs: list[dict], args):
 
 
 def read_matrix(storage_url: str):
-    """The stored matrix: task names, their meta-features, configurations, and the scores and seconds
-    (NaN where a cell is missing or failed)."""
+    """The stored matrix: task names, their meta-features, configurations, and the scores (by metric: BACC and
+    ROC AUC) and seconds (NaN where a cell is missing or failed)."""
     import optuna
 
     from automil.tune.backend.optuna_storage import open_storage
@@ -288,17 +302,13 @@ def read_matrix(storage_url: str):
         for trial in optuna.load_study(study_name=summary.study_name, storage=storage).get_trials(deepcopy=False):
             attrs = trial.user_attrs
             configs[attrs["config"]] = {"learner": attrs["learner"], "params": attrs["params"]}
-            cells[task, attrs["config"]] = (attrs.get("balanced_accuracy"), attrs.get("seconds"))
+            cells[task, attrs["config"]] = (attrs.get("balanced_accuracy"), attrs.get("roc_auc"), attrs.get("seconds"))
     tasks = [t for t in features if features[t] is not None]
     names = sorted(configs)
-    scores = np.full((len(tasks), len(names)), np.nan)
-    seconds = np.full_like(scores, np.nan)
-    for i, task in enumerate(tasks):
-        for j, config in enumerate(names):
-            score, secs = cells.get((task, config), (None, None))
-            scores[i, j] = np.nan if score is None else score
-            seconds[i, j] = np.nan if secs is None else secs
-    return tasks, [features[t] for t in tasks], names, [configs[n] for n in names], scores, seconds
+    table = np.array([[[np.nan if v is None else v for v in cells.get((task, config), (None,) * 3)]
+                       for config in names] for task in tasks], dtype=float).reshape(len(tasks), len(names), 3)
+    scores = {METRIC: table[..., 0], "roc_auc": table[..., 1]}
+    return tasks, [features[t] for t in tasks], names, [configs[n] for n in names], scores, table[..., 2]
 
 
 def run_select(args):
@@ -315,11 +325,13 @@ def run_select(args):
             regimes.append(earlier[regime.name])
             print(f"{regime.name}: no task in the matrix, kept as {out.name} has it")
             continue
-        chosen = greedy_portfolio(scores[rows], seconds[rows], args.size)
-        regimes.append({**asdict(regime), "configurations": len(names), "tasks": [tasks[i] for i in rows],
+        metric = METRIC_OF.get(regime.name, METRIC)
+        chosen = greedy_portfolio(scores[metric][rows], seconds[rows], args.size)
+        regimes.append({**asdict(regime), **({"metric": metric} if metric != METRIC else {}),
+                        "configurations": len(names), "tasks": [tasks[i] for i in rows],
                         "members": [{"learner": configs[j]["learner"], "params": configs[j]["params"],
                                      "config": names[j]} for j in chosen]})
-    shipped = {"metric": "balanced_accuracy", "built_by": "python experiments/portfolio.py matrix && "
+    shipped = {"metric": METRIC, "built_by": "python experiments/portfolio.py matrix && "
                "python experiments/portfolio.py select", "regimes": regimes}
     out.write_text(json.dumps(shipped, indent=1) + "\n")
     for regime in regimes:
@@ -334,13 +346,14 @@ def run_regret(args):
     tasks, features, names, configs, scores, seconds = read_matrix(args.storage)
     defaults = {n.removesuffix(":default"): j for j, n in enumerate(names) if n.endswith(":default")}
     print(f"{len(tasks)} tasks x {len(names)} configurations, "
-          f"{np.isfinite(scores).sum()} cells scored, {np.isnan(scores).sum()} missing or failed")
+          f"{np.isfinite(scores[METRIC]).sum()} cells scored, {np.isnan(scores[METRIC]).sum()} missing or failed")
     for regime in REGIMES:
         rows = [i for i, f in enumerate(features) if regime_of(f) == regime.name]
         if len(rows) < 2:
             continue
-        table = leave_one_task_out(scores[rows], seconds[rows], args.size, defaults)
-        print(f"\n{regime.name}: {len(rows)} tasks, leave-one-task-out regret (BACC points below the best "
+        metric = METRIC_OF.get(regime.name, METRIC)
+        table = leave_one_task_out(scores[metric][rows], seconds[rows], args.size, defaults)
+        print(f"\n{regime.name}: {len(rows)} tasks, leave-one-task-out regret ({metric} points below the best "
               "configuration of the held-out task; mean over tasks) and seconds of the members' 3-fold CV")
         for label, (regret, secs) in table.items():
             print(f"  {label:32s} {100 * regret:6.1f}  {secs:9.0f} s")
@@ -358,6 +371,8 @@ def main(argv=None):
         commands.choices[name].add_argument("--fit-timeout", type=float, default=15.0)
         commands.choices[name].add_argument("--shard", default="0/1")
         commands.choices[name].add_argument("--task", action="append")
+        commands.choices[name].add_argument("--cohort-root", type=Path,
+                                            help="score the cohorts regime on experiments/cohort_regime.py's cohorts")
     for name in ("build", "select"):
         commands.choices[name].add_argument("--out", default=str(SHIPPED))
     args = parser.parse_args(argv)

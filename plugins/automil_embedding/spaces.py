@@ -104,4 +104,5 @@ FIRST_TRIALS = {"bag-stats": {"statistics": "mean+max+min+std", "classifier": "e
                 "miles": {"gamma": 1.0, "C": 1.0},
                 "mivlad": {"n_codewords": 8, "C": 1.0, "counts": True},
                 "mifv": {"n_codewords": 2, "C": 1.0},
-                "witness-subspace": {"n_directions": 4, "tail": 0.01, "shrinkage": 1.0, "C": 1.0, "centre": "bag"}}
+                # one direction: chosen on the cohorts regime's generated cohorts (experiments/cohort_regime.py)
+                "witness-subspace": {"n_directions": 1, "tail": 0.01, "shrinkage": 1.0, "C": 1.0, "centre": "bag"}}

@@ -3,22 +3,25 @@ to (``automil/tune/final/first_model.py``) that need no run: its parameters, and
 
 import json
 
+import h5py
 import numpy as np
 import pytest
 
-from automil import Bags, plugins
+from automil import Bags, load_bags, plugins
 from automil.records import LearnerResult, ModelRecord, NestedFigure, OuterSplit
 from automil.tune.final.first_model import FirstModel, keeps, replaced_row, shipped_row, sub_bag_size
 from automil.tune.portfolio.members import (
     COHORT_MEAN_BAG_SIZE,
     COHORTS,
     Member,
+    grouped,
     members_for,
     read_portfolio,
     regime_of,
     regimes,
     regimes_of,
 )
+from automil.tune.studies.meta_features import meta_features
 
 
 def test_slides_of_thousands_of_patches_are_a_cohort_grouped_or_not():
@@ -29,13 +32,37 @@ def test_slides_of_thousands_of_patches_are_a_cohort_grouped_or_not():
     assert regimes_of({"mean_bag_size": 10_000.0}) == (COHORTS, "large bags")
 
 
-def test_until_its_matrix_is_built_a_cohort_takes_the_members_of_slides_by_patient_then_large_bags():
-    assert COHORTS not in read_portfolio()  # the shipped portfolio has no cohorts members yet
+def test_a_folder_of_large_slides_takes_the_cohorts_members_witness_subspace_among_them(tmp_path):
+    folder, rng, rows = tmp_path / "20x_256px_0px_overlap" / "features_uni_v1", np.random.default_rng(0), []
+    folder.mkdir(parents=True)
+    for case in range(3):
+        for slide, patches in enumerate((2000, 2300)):  # slides of thousands of patches, two a case
+            name = f"case-{case}-slide-{slide}"
+            with h5py.File(folder / f"{name}.h5", "w") as f:
+                f.create_dataset("features", data=rng.standard_normal((patches, 4), dtype=np.float32))
+                f.create_dataset("coords", data=np.zeros((patches, 2), dtype=np.int64))
+            rows.append(f"case-{case},{name},{'tumor' if case % 2 else 'normal'}")
+    (tmp_path / "slides.csv").write_text("case_id,slide_id,label\n" + "\n".join(rows) + "\n")
+    bags = load_bags(str(folder), labels=str(tmp_path / "slides.csv"), groups="case_id")
+    facts = {**meta_features(bags).to_dict(), "grouped": grouped(bags)}
+    assert facts["grouped"] and regime_of(facts) == COHORTS
     learners = plugins.learners()
-    for in_groups, fallback in ((True, "slides by patient"), (False, "large bags")):
-        members = members_for({"mean_bag_size": 10_000.0, "grouped": in_groups}, learners)
-        assert members and members == members_for({"mean_bag_size": 150.0, "grouped": in_groups}, learners)
-        assert members == tuple(m for m in read_portfolio()[fallback] if m.learner in learners)
+    members = members_for(facts, learners)
+    assert members == tuple(m for m in read_portfolio()[COHORTS] if m.learner in learners)
+    assert "witness-subspace" in {m.learner for m in members}
+    assert members != members_for({**facts, "mean_bag_size": 150.0}, learners)  # not slides by patient's
+
+
+def test_a_cohort_none_of_whose_members_run_takes_those_of_slides_by_patient_then_large_bags(tmp_path):
+    path = tmp_path / "portfolio.json"
+    path.write_text(json.dumps({"regimes": [
+        {"name": "large bags", "members": [{"learner": "sil", "params": {"C": 1.0}}]},
+        {"name": "slides by patient", "members": [{"learner": "abmil", "params": {"gated": True}}]},
+        {"name": COHORTS, "members": [{"learner": "witness-subspace", "params": {"tail": 0.01}}]}]}))
+    for in_groups, fallback in ((True, "abmil"), (False, "sil")):
+        facts = {"mean_bag_size": 10_000.0, "grouped": in_groups}
+        assert [m.learner for m in members_for(facts, ["sil", "abmil"], str(path))] == [fallback]
+        assert members_for(facts, ["sil", "abmil", "witness-subspace"], str(path))[0].learner == "witness-subspace"
 
 
 def test_a_portfolio_file_bounds_its_cohorts_and_names_their_members(tmp_path):
