@@ -118,7 +118,7 @@ class WitnessSubspace(WitnessProjections, EmbeddedClassifier):
         The scaler and logistic regression on the embedding (then the bag covariates, if any).
     """
 
-    def __init__(self, n_directions=4, tail=0.01, shrinkage=1.0, C=1.0, centre="bag", max_instances=2048,
+    def __init__(self, n_directions=1, tail=0.01, shrinkage=1.0, C=1.0, centre="bag", max_instances=2048,
                  random_state=None):
         self.n_directions = n_directions
         self.tail = tail
@@ -169,7 +169,7 @@ class WitnessSubspaceSurvival(WitnessProjections, EmbeddedSurvival):
 
     mean_columns = True
 
-    def __init__(self, n_directions=4, tail=0.01, shrinkage=1.0, centre="bag", max_instances=2048, head="coxnet",
+    def __init__(self, n_directions=1, tail=0.01, shrinkage=1.0, centre="bag", max_instances=2048, head="coxnet",
                  penalty=0.1, l1_ratio=0.5, n_estimators=200, min_samples_leaf=5, max_features="sqrt",
                  random_state=None, n_jobs=None):
         super().__init__(head, penalty, l1_ratio, n_estimators, min_samples_leaf, max_features, random_state, n_jobs)
@@ -191,7 +191,7 @@ class WitnessSubspaceRegressor(WitnessProjections, EmbeddedRegressor):
 
     mean_columns = True
 
-    def __init__(self, n_directions=4, tail=0.01, shrinkage=1.0, centre="bag", max_instances=2048, head="ridge",
+    def __init__(self, n_directions=1, tail=0.01, shrinkage=1.0, centre="bag", max_instances=2048, head="ridge",
                  alpha=1.0, learning_rate=0.1, n_estimators=100, max_depth=3, random_state=None):
         super().__init__(head, alpha, learning_rate, n_estimators, max_depth, random_state)
         self.n_directions = n_directions
