@@ -33,7 +33,8 @@ def _row(learner="a", sets=True):
     best = TrialRecord(0, TrialState.COMPLETE, 0.5, attrs={"estimator_params": {}})
     truth = np.array([0, 1, 0, 1])
     row = result_row("gen", OPTIONS, Evaluation(learner, "p", f"gen/{learner}", [best], best, outer_best=[best] * 2,
-                                                nested=[FoldScores(0.9, 0.9)] * 2, inner=[0.9, 0.8], fit_seconds=[1.0],
+                                                nested=[FoldScores(accuracy=0.9, balanced_accuracy=0.9)] * 2,
+                                                inner=[0.9, 0.8], fit_seconds=[1.0],
                                                 calibration=splits, predictions={Refit.NESTED: [(truth, truth)] * 2}))
     row.status = Status.OK
     return row

@@ -11,6 +11,7 @@ from statistics import NormalDist
 import numpy as np
 
 from automil.endpoints import LABELS, TASK_METRICS, evaluation_times, task_of
+from automil.records.results import Scores
 
 __all__ = ["METRICS", "LABELS", "FoldScores", "fold_scores", "task_metrics", "one_class", "roc_auc", "score",
            "log_loss", "mean_std", "bootstrap_interval", "auc_stderr", "figure_interval"]
@@ -21,7 +22,7 @@ METRICS = TASK_METRICS["classification"]
 
 
 @dataclass(frozen=True)
-class FoldScores:
+class FoldScores(Scores):
     """One fold's figures, each metric's under its name (automil.endpoints.TASK_METRICS), ``None`` where the
     fold's task has no such metric or the fold cannot define it: ``roc_auc`` without bag scores or when the
     fold's bags hold one class; the concordances without an event or a comparable pair; Uno's concordance
@@ -29,17 +30,7 @@ class FoldScores:
     probabilities. ``one_class``: a degenerate fit, every bag given one class (classification) or the same
     prediction (survival, regression)."""
 
-    accuracy: float | None = None
-    balanced_accuracy: float | None = None
     one_class: bool = False
-    roc_auc: float | None = None
-    concordance: float | None = None
-    uno_concordance: float | None = None
-    integrated_brier: float | None = None
-    r2: float | None = None
-    spearman: float | None = None
-    mae: float | None = None
-    rmse: float | None = None
 
 
 def task_metrics(y) -> tuple[str, ...]:
@@ -62,8 +53,10 @@ def fold_scores(y_true, y_pred, scores=None, classes=None, y_train=None, times=N
     from sklearn.metrics import accuracy_score, balanced_accuracy_score
 
     y_true, y_pred = np.asarray(y_true), np.asarray(y_pred)
-    return FoldScores(float(accuracy_score(y_true, y_pred)), float(balanced_accuracy_score(y_true, y_pred)),
-                      one_class(y_true, y_pred), None if scores is None else roc_auc(y_true, scores, classes))
+    return FoldScores(accuracy=float(accuracy_score(y_true, y_pred)),
+                      balanced_accuracy=float(balanced_accuracy_score(y_true, y_pred)),
+                      roc_auc=None if scores is None else roc_auc(y_true, scores, classes),
+                      one_class=one_class(y_true, y_pred))
 
 
 def survival_scores(y_true, risk, survival=None, y_train=None, times=None) -> FoldScores:

@@ -168,7 +168,8 @@ def _row(learner, inner, calibrations):
     best = TrialRecord(0, TrialState.COMPLETE, 0.5, attrs={"estimator_params": {}})
     truth = np.array([0, 1, 0, 1])
     return result_row("gen", OPTIONS, Evaluation(learner, "p", f"gen/{learner}", [best], best, outer_best=[best] * 2,
-                                                 nested=[FoldScores(0.9, 0.9)] * 2, inner=inner, fit_seconds=[1.0],
+                                                 nested=[FoldScores(accuracy=0.9, balanced_accuracy=0.9)] * 2,
+                                                 inner=inner, fit_seconds=[1.0],
                                                  calibration=calibrations,
                                                  predictions={Refit.NESTED: [(truth, truth)] * 2}))
 

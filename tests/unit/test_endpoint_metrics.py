@@ -110,7 +110,7 @@ def test_regression_folds_are_scored_as_scikit_learn_and_scipy_score_them():
 def test_classification_folds_are_scored_as_before_and_each_task_names_its_metrics():
     scores = fold_scores(np.array([0, 1, 1, 0]), np.array([0, 1, 0, 0]), np.array([0.1, 0.9, 0.4, 0.3]), [0, 1])
     assert (scores.accuracy, scores.balanced_accuracy, scores.roc_auc) == (0.75, 0.75, 1.0)
-    assert scores == FoldScores(0.75, 0.75, False, 1.0)
+    assert scores == FoldScores(accuracy=0.75, balanced_accuracy=0.75, roc_auc=1.0)
     assert task_metrics([0, 1]) == METRICS == TASK_METRICS["classification"]
     assert task_metrics(survival_labels([1.0], [1])) == ("concordance", "uno_concordance", "integrated_brier")
     assert task_metrics(regression_labels([1.0])) == ("r2", "spearman", "mae", "rmse")

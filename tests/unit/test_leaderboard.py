@@ -23,7 +23,7 @@ def _complete(number, value, params):
 
 
 def _scores(acc, bacc, one_class=False):
-    return FoldScores(acc, bacc, one_class)
+    return FoldScores(accuracy=acc, balanced_accuracy=bacc, one_class=one_class)
 
 
 def test_a_nested_row_reports_the_outer_splits_and_the_repeats_of_its_best_parameters():
@@ -162,7 +162,8 @@ def _nested_row(learner, outer, labels=(0, 1, 0, 1), metric="balanced_accuracy",
     truth = np.asarray(labels)
     return result_row("fox", TuneOptions(folds=len(outer), repeats=1, protocol="nested", metric=metric, jobs=1),
                       Evaluation(learner, "p", f"fox/{learner}", trials, trials[0], outer_best=trials * len(outer),
-                                 nested=[FoldScores(v, v, False, v) for v in outer], fit_seconds=[fit_seconds],
+                                 nested=[FoldScores(accuracy=v, balanced_accuracy=v, roc_auc=v) for v in outer],
+                                 fit_seconds=[fit_seconds],
                                  predictions={Refit.NESTED: [(truth, truth)] * len(outer)}))
 
 
@@ -226,7 +227,7 @@ def _held_out(learner, y_pred, metric="balanced_accuracy", auc=None, tuning=0.7)
     hits = float(np.mean(truth == np.asarray(y_pred)))  # both classes recalled alike below: BACC = ACC
     return result_row("fox", options, Evaluation(
         learner, "p", f"fox/{learner}", trials, trials[0], outer_best=trials, inner=[tuning],
-        nested=[FoldScores(hits, hits, False, auc)], fit_seconds=[1.0],
+        nested=[FoldScores(accuracy=hits, balanced_accuracy=hits, roc_auc=auc)], fit_seconds=[1.0],
         predictions={Refit.NESTED: [(truth, np.asarray(y_pred))]}))
 
 

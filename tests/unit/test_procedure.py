@@ -35,7 +35,7 @@ def _row(learner, inner, outer, fit_seconds, one_class=False, inner_folds=(), me
     each) and ``outer[i]`` (BACC; ACC is BACC + 0.05) on outer fold ``i``, its folds holding two bags of
     each of two classes (chance: BACC 0.5)."""
     best = TrialRecord(0, TrialState.COMPLETE, 0.5, attrs={"estimator_params": {}})
-    nested = [FoldScores(b + 0.05, b, one_class) for b in outer]
+    nested = [FoldScores(accuracy=b + 0.05, balanced_accuracy=b, one_class=one_class) for b in outer]
     truth = np.array([0, 1, 0, 1])
     return result_row("fox", OPTIONS, Evaluation(learner, "p", f"fox/{learner}", [best], best, outer_best=[best] * 3,
                                                  nested=nested, inner=inner, fit_seconds=[fit_seconds],
@@ -120,7 +120,8 @@ def _held_out(learner, inner, outer, fit_seconds, one_class=False, members=None,
     best = TrialRecord(0, TrialState.COMPLETE, inner, attrs={"estimator_params": {}})
     truth = np.array([0, 1, 0, 1])
     row = result_row("fox", HOLDOUT, Evaluation(learner, "p", f"fox/{learner}", [best], best, outer_best=[best],
-                                                nested=[FoldScores(outer, outer, one_class)], inner=[inner],
+                                                nested=[FoldScores(accuracy=outer, balanced_accuracy=outer, one_class=one_class)],
+                                                inner=[inner],
                                                 fit_seconds=[fit_seconds], members=[members],
                                                 gain_bound=[gain_bound], predictions={Refit.NESTED: [(truth, truth)]}))
     if members is not None:
