@@ -120,7 +120,8 @@ def _held_out(learner, inner, outer, fit_seconds, one_class=False, members=None,
     best = TrialRecord(0, TrialState.COMPLETE, inner, attrs={"estimator_params": {}})
     truth = np.array([0, 1, 0, 1])
     row = result_row("fox", HOLDOUT, Evaluation(learner, "p", f"fox/{learner}", [best], best, outer_best=[best],
-                                                nested=[FoldScores(accuracy=outer, balanced_accuracy=outer, one_class=one_class)],
+                                                nested=[FoldScores(accuracy=outer, balanced_accuracy=outer,
+                                                                   one_class=one_class)],
                                                 inner=[inner],
                                                 fit_seconds=[fit_seconds], members=[members],
                                                 gain_bound=[gain_bound], predictions={Refit.NESTED: [(truth, truth)]}))
