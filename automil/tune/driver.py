@@ -130,7 +130,9 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     finally:
         worker.close()
         release_instances(bags)
-    procedure = procedure_row(rows, plan.inner_bags(bags.y), choice)  # none under the tuned protocol
+    # the registered first model is a candidate of the automil row's one outer split, as it is of the final choice
+    shipped_first = [first.row] if first is not None and first.registered is not None else []
+    procedure = procedure_row(rows + shipped_first, plan.inner_bags(bags.y), choice)  # none under the tuned protocol
     if procedure is not None:
         recorder.procedure_done(procedure, bags)
     shipped = _select(rows, choice, first, recorder, listener)

@@ -238,3 +238,20 @@ def test_the_ensembles_inner_score_comes_from_folds_its_selection_did_not_see():
                           "balanced_accuracy"))
     assert np.mean(seen) > 0.6  # BACC 0.63 on 60 bags of noise, two binomial standard errors above chance
     assert np.mean(evaluation.inner) < np.mean(seen) - 0.1 and abs(np.mean(evaluation.inner) - 0.5) < 0.05
+
+
+def test_a_registered_first_model_is_a_candidate_of_the_automil_rows_split_as_of_the_final_choice():
+    # the first model's inner score is above the tuned row's: the run keeps it (first_model.keeps), so the
+    # automil row must choose it too and measure its held-out figure, not the tuned row's
+    from automil import plugins
+    from automil.tune.final.first_model import _row as first_model_row
+
+    plan = Plan("fox", ["a"], HOLDOUT, _folds(np.array([0, 1, 2, 0, 1, 2])), 0.0)
+    y = np.array([0, 1, 0, 1])
+    figures = FoldScores(accuracy=0.95, balanced_accuracy=0.95)
+    first = first_model_row(plan, plugins.get_learner("bag-stats"), {}, figures, 0.90, 1.0, y, y, [0, 1])
+    tuned = _held_out("a", inner=0.70, outer=0.60, fit_seconds=1.0)
+    assert procedure_row([tuned], [np.array([100, 100])]).choices == ["a"]
+    procedure = procedure_row([tuned, first], [np.array([100, 100])])
+    assert procedure.choices == [first.learner]
+    assert procedure.headline.balanced_accuracy == pytest.approx(0.95)

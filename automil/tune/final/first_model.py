@@ -18,7 +18,7 @@ import numpy as np
 
 from automil.evaluation.chance import chance_level
 from automil.evaluation.metrics import LABELS, fold_scores, mean_std
-from automil.records import Costs, Headline, LearnerResult, ModelRecord, Status, Tuning
+from automil.records import Costs, Headline, LearnerResult, ModelRecord, NestedFigure, OuterSplit, Status, Tuning
 from automil.records.protocol import Protocol
 from automil.tune.final.chance_rule import above, bag_bound
 from automil.tune.final.leaderboard import RowSpec
@@ -202,6 +202,10 @@ def _row(plan: Plan, spec, params: dict, figures, inner: float | None, fit_secon
                                            roc_auc=figures.roc_auc, kind=Protocol(options.protocol).headline,
                                            one_class=figures.one_class, classes=np.asarray(classes).tolist(),
                                            confusion_matrix=matrix),
+                         # its one outer split: what the automil row chooses by (inner) and then measures
+                         nested=NestedFigure(outer_splits=[OuterSplit(
+                             inner=inner, accuracy=figures.accuracy, balanced_accuracy=figures.balanced_accuracy,
+                             roc_auc=figures.roc_auc)]),
                          costs=Costs(fit_seconds=round(fit_seconds, 2)), status=Status.OK,
                          error=_note(spec.name, "registered when above chance"))
 
