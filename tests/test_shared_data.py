@@ -117,8 +117,8 @@ def test_a_killed_worker_leaves_the_run_file_alone_and_release_removes_it(run_di
             assert sorted(os.listdir(Path(shared.instances_file).parent)) == ["instances.npy", "owner"]
             total = worker.call(read_all, timeout=60)[0]  # a new process maps the same file
         assert total == pytest.approx(float(shared.X.sum(dtype=np.float64)))
-        if segments:
-            assert set(os.listdir("/dev/shm")) <= segments
+        if segments:  # tests/test_scratch.py's directories there belong to another test running beside this one
+            assert {n for n in os.listdir("/dev/shm") if not n.startswith("automil-test-")} <= segments
     finally:
         release_instances(shared)
     assert run_directories() == []
