@@ -2,9 +2,11 @@
 
     python benchmarks/epoch_floor.py [--slides 100] [--patches 5000] [--features 768] [--learner abmil]
         [--max-instances 512] [--batch-size 8] [--hidden 128] [--epochs 2] [--threads N]
-        [--shape SLIDES PATCHES FEATURES] [--out DIR]
+        [--shape SLIDES PATCHES FEATURES] [--out DIR] [--cohort DIR]
 
-Measured here: the bytes a second read from the page cache and from disk, and the matmul throughput of the
+Measured here: the bytes a second read from the page cache and from disk (the run file's first
+``READ_LIMIT`` bytes, so that the second read finds them cached on a file larger than memory), and the matmul
+throughput of the
 networks' first projection (``--features`` x ``--hidden``, float32, torch, ``--threads`` threads: the fit's
 ``OMP_NUM_THREADS`` share; default the fit's own count), timed before and after the epochs, the faster taken
 (on a shared machine the slower one is other processes' load, not the floor). Both reads are ``os.preadv``
@@ -20,12 +22,14 @@ cohort and for ``--shape`` (default the 31 GB cohort: 1,000 slides x 10,000 patc
 float16.
 
 The measured epoch: the cohort written by ``experiments/large_cohort.py`` (``--slides`` x ``--patches`` x
-``--features`` float32, 1 % witnesses) under ``--out`` (default a temporary folder), read into the run's
-mapped file as a run reads it (``automil.load_bags`` inside ``writing_instances``), the TRIDENT folder then
+``--features`` float32, 1 % witnesses) under ``--out`` (default a temporary folder), or the slide folder
+``--cohort`` (its ``slides.csv``, ``case_id`` groups: one ``large_cohort.py`` wrote, kept), read into the run's
+mapped file as a run reads it (``automil.load_bags`` inside ``writing_instances``), a generated folder then
 deleted, and the learner's network trained on every slide by its own training loop
 (``automil_deep.training.fit_network``: its batches, sampling and standardization, no held-out pass): one
 epoch with the file dropped from the cache, then ``--epochs`` with the file cached, each read ahead in a
-thread and not (``Batches.prefetch`` 1 and 0). Everything written is deleted at the end.
+thread and not (``Batches.prefetch`` 1 and 0). Where the run's file is larger than memory, the "cached"
+epochs read most of their windows from disk as well. Everything written is deleted at the end.
 """
 
 from __future__ import annotations
@@ -43,19 +47,21 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
 
 READ_PIECE = 1 << 24  # bytes a preadv call reads
+READ_LIMIT = 4 << 30  # bytes of the run's file a read speed is measured on: well within this machine's memory
 MATMUL_SECONDS = 1.0  # each of the three timings of the projection runs at least this long
 WAYS = {1: "read ahead", 0: "not read ahead"}  # Batches.prefetch
 
 
 def read_speed(path: Path, from_disk: bool) -> float:
-    """Bytes a second reading ``path`` start to end; ``from_disk``: its pages dropped from the cache first."""
+    """Bytes a second reading the first ``READ_LIMIT`` bytes of ``path``; ``from_disk``: its pages dropped from
+    the cache first."""
     buffer = bytearray(READ_PIECE)
     fd = os.open(path, os.O_RDONLY)
     try:
         if from_disk:
             os.fdatasync(fd)  # dirty pages are not dropped
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        size, offset, start = os.fstat(fd).st_size, 0, time.perf_counter()
+        size, offset, start = min(os.fstat(fd).st_size, READ_LIMIT), 0, time.perf_counter()
         while offset < size:
             offset += os.preadv(fd, [buffer], offset) or size
         return size / (time.perf_counter() - start)
@@ -98,29 +104,31 @@ def matmul_throughput(rows: int, features: int, width: int, threads: int) -> flo
         torch.set_num_threads(before)
 
 
-def floor_seconds(slides: int, patches: int, features: int, max_instances: int, hidden: int, value_bytes: int,
-                  read: float, flops: float) -> tuple[float, float, float]:
-    """The floor of an epoch and its two parts (reading, projecting), in seconds."""
-    sampled = slides * min(patches, max_instances)
+def floor_seconds(sampled: int, features: int, hidden: int, value_bytes: int, read: float,
+                  flops: float) -> tuple[float, float, float]:
+    """The floor of an epoch that samples ``sampled`` patches, and its two parts (reading, projecting), in
+    seconds."""
     reading = sampled * features * value_bytes / read
     projecting = 3 * 2 * sampled * features * hidden / flops
     return reading + projecting, reading, projecting
 
 
-def write_run_file(out: Path, slides: int, patches: int, features: int):
-    """The generated cohort's bags, mapped from the run's file ``out/instances.npy``; the TRIDENT folder it was
-    read from is deleted."""
+def write_run_file(out: Path, slides: int, patches: int, features: int, cohort: Path | None = None):
+    """The bags of ``cohort`` (kept), else of a generated cohort (its TRIDENT folder deleted after), mapped
+    from the run's file ``out/instances.npy``."""
     import large_cohort  # experiments/
 
     import automil
     from automil.data.instance_matrix import writing_instances
 
-    folder = out / "cohort"
-    large_cohort.write_large_cohort(folder, slides, (patches, patches), features, witness_share=0.01, seed=0)
+    folder = cohort or out / "cohort"
+    if cohort is None:
+        large_cohort.write_large_cohort(folder, slides, (patches, patches), features, witness_share=0.01, seed=0)
     run_file = out / "instances.npy"
     with writing_instances(run_file):
         bags = automil.load_bags(str(folder), labels=str(folder / "slides.csv"), groups="case_id")
-    shutil.rmtree(folder)
+    if cohort is None:
+        shutil.rmtree(folder)
     return bags, run_file
 
 
@@ -135,6 +143,7 @@ def measured_epochs(bags, learner: str, params: dict, epochs: int, prefetch: int
     estimator = automil.get_learner(learner).estimator(**params)
     estimator.mean_, std = instance_moments(bags.X)
     estimator.scale_ = np.where(std > 0, std, 1.0)
+    estimator.covariate_mean_ = estimator.covariate_scale_ = None  # slides alone, as a fit without covariates
     batches = estimator._batches(bags, torch.device("cpu"))
     batches.prefetch = prefetch
     y = np.unique(bags.y, return_inverse=True)[1]
@@ -162,6 +171,7 @@ def main(argv=None) -> None:
     parser.add_argument("--shape", type=int, nargs=3, default=[1000, 10000, 768],
                         metavar=("SLIDES", "PATCHES", "FEATURES"), help="a cohort whose floor is printed too")
     parser.add_argument("--out", help="where the cohort is written (default: a temporary folder); deleted after")
+    parser.add_argument("--cohort", type=Path, help="a slide folder to measure instead of a generated cohort")
     args = parser.parse_args(argv)
     from automil_deep.training import thread_count
 
@@ -171,9 +181,10 @@ def main(argv=None) -> None:
               "random_state": 0}
     with tempfile.TemporaryDirectory(prefix="automil-epoch-floor-", dir=args.out) as scratch:
         start = time.perf_counter()
-        bags, run_file = write_run_file(Path(scratch), args.slides, args.patches, args.features)
-        print(f"cohort: {bags.n_bags} slides x {args.patches} patches x {args.features} float32, "
-              f"{run_file.stat().st_size / 1e9:.2f} GB run file, written in {time.perf_counter() - start:.0f} s")
+        bags, run_file = write_run_file(Path(scratch), args.slides, args.patches, args.features, args.cohort)
+        print(f"cohort: {bags.n_bags} slides of {bags.sizes.min()}-{bags.sizes.max()} patches x {bags.n_features} "
+              f"{bags.X.dtype}, {run_file.stat().st_size / 1e9:.2f} GB run file, written in "
+              f"{time.perf_counter() - start:.0f} s")
         drop_from_cache(run_file, bags.X)
         disk, cache = read_speed(run_file, from_disk=True), read_speed(run_file, from_disk=False)
         rows = args.batch_size * args.max_instances
@@ -192,16 +203,17 @@ def main(argv=None) -> None:
         print(f"projection {args.features} x {args.hidden} float32 on {rows} rows, {threads} thread(s): "
               f"{before / 1e9:.1f} GFLOP/s before the epochs, {after / 1e9:.1f} after; the floor takes "
               f"{flops / 1e9:.1f}")
-        shapes = [("generated", args.slides, args.patches, args.features), ("--shape", *args.shape)]
-        for name, slides, patches, features in shapes:
+        slides, patches, features = args.shape
+        shapes = [("measured", int(np.minimum(bags.sizes, args.max_instances).sum()), bags.n_features),
+                  (f"--shape {slides} x {patches} x {features}", slides * min(patches, args.max_instances), features)]
+        for name, sampled, features in shapes:
             for dtype, size in (("float32", 4), ("float16", 2)):
                 for where, speed in (("cache", cache), ("disk", disk)):
-                    total, reading, projecting = floor_seconds(slides, patches, features, args.max_instances,
-                                                               args.hidden, size, speed, flops)
-                    print(f"floor {name} {slides} x {patches} x {features} {dtype} from {where}: {total:.2f} s "
+                    total, reading, projecting = floor_seconds(sampled, features, args.hidden, size, speed, flops)
+                    print(f"floor {name} cohort ({sampled} patches sampled) {dtype} from {where}: {total:.2f} s "
                           f"(read {reading:.2f} + project {projecting:.2f})")
         for (where, prefetch), seconds in epochs.items():
-            floor = floor_seconds(args.slides, args.patches, args.features, args.max_instances, args.hidden, 4,
+            floor = floor_seconds(shapes[0][1], bags.n_features, args.hidden, bags.X.dtype.itemsize,
                                   cache if where == "cache" else disk, flops)[0]
             count = "1 epoch, the file dropped first" if where == "disk" else f"mean of {args.epochs}"
             print(f"{args.learner} epoch from the {where}, {WAYS[prefetch]} ({count}): {seconds:.2f} s, "
