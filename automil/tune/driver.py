@@ -135,7 +135,8 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     procedure = procedure_row(rows + shipped_first, plan.inner_bags(bags.y), choice)  # none under the tuned protocol
     if procedure is not None:
         recorder.procedure_done(procedure, bags)
-    shipped = _select(rows, choice, first, recorder, listener)
+    split_choice = procedure.choices[0] if procedure is not None and procedure.choices else None
+    shipped = _select(rows, choice, first, split_choice, recorder, listener)
     tracker.call(tracker.tracking.refresh_comparison, dataset, shipped)
     backlog = tracker.flush()
     if backlog is not None:
@@ -147,13 +148,14 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
     return [procedure] * (procedure is not None) + sorted(rows, key=rank)
 
 
-def _select(rows: list[LearnerResult], choice: Choice, first: FirstModel | None, recorder: TrackingRecorder,
-            listener: Listener) -> LearnerResult | None:
+def _select(rows: list[LearnerResult], choice: Choice, first: FirstModel | None, split_choice: str | None,
+            recorder: TrackingRecorder, listener: Listener) -> LearnerResult | None:
     """Mark the row the run ships and register its logged model as the dataset's new model version, unless the
-    first model the run registered stays (:func:`~automil.tune.final.first_model.keeps`); the shipped row, or
+    first model the run registered stays (:func:`~automil.tune.final.first_model.keeps`: the ``automil`` row's
+    ``split_choice`` is not the chosen row); the shipped row, or
     ``None`` when there is none (the choice says why)."""
     chosen = choice.row(rows)
-    if keeps(first, chosen):
+    if keeps(first, chosen, split_choice):
         listener.message(f"the first model stays the registered one ({first.registered}): "
                          f"{stays_note(first, chosen)}")
         shipped = shipped_row(first, chosen)

@@ -110,14 +110,14 @@ def _chosen(inner: float | None, uri: str | None = "models:/m-2") -> LearnerResu
     return LearnerResult(learner="mi-net", nested=NestedFigure(outer_splits=[split]), model=ModelRecord(uri=uri))
 
 
-def test_the_final_choice_replaces_the_first_model_only_above_its_inner_score():
-    assert not keeps(_first(0.80), _chosen(0.81))
-    assert keeps(_first(0.80), _chosen(0.80))  # level: the model registered first stays
-    assert keeps(_first(0.80), _chosen(0.79))
-    assert keeps(_first(0.80), None)  # the final evaluation chose nothing
-    assert keeps(_first(0.80), _chosen(0.95, uri=None))  # nor has a model to replace it with
-    assert not keeps(_first(0.80, registered=None), _chosen(0.10))  # a first model never registered ships nothing
-    assert not keeps(None, _chosen(0.10))
+def test_the_final_choice_replaces_the_first_model_only_when_the_automil_rows_split_chooses_it():
+    assert not keeps(_first(0.80), _chosen(0.81), "mi-net")
+    assert keeps(_first(0.80), _chosen(0.81), "first-model")  # the split preferred the first model
+    assert keeps(_first(0.80), _chosen(0.81), None)  # nothing above chance in the split
+    assert keeps(_first(0.80), None, None)  # the final evaluation chose nothing
+    assert keeps(_first(0.80), _chosen(0.95, uri=None), "mi-net")  # nor has a model to replace it with
+    assert not keeps(_first(0.80, registered=None), _chosen(0.10), "mi-net")  # never registered: ships nothing
+    assert not keeps(None, _chosen(0.10), None)
 
 
 def test_the_first_models_row_says_whether_it_shipped():
@@ -125,7 +125,7 @@ def test_the_first_models_row_says_whether_it_shipped():
     kept = shipped_row(first, _chosen(0.79))
     assert kept.model.selected and kept.model.registered == first.registered
     assert kept.error == ("abmil, the portfolio's first member: the shipped model, registered first: the final "
-                          "choice, mi-net, has the inner score 0.790, not above its 0.800")
+                          "choice, mi-net, has the inner score 0.790, not preferred to its 0.800")
     replaced = replaced_row(first, _chosen(0.9))
     assert not replaced.model.selected
     assert replaced.error.startswith("abmil, the portfolio's first member: replaced: the final choice, mi-net, "

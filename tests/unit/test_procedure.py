@@ -244,6 +244,7 @@ def test_a_registered_first_model_is_a_candidate_of_the_automil_rows_split_as_of
     # the first model's inner score is above the tuned row's: the run keeps it (first_model.keeps), so the
     # automil row must choose it too and measure its held-out figure, not the tuned row's
     from automil import plugins
+    from automil.tune.final.first_model import FirstModel, keeps
     from automil.tune.final.first_model import _row as first_model_row
 
     plan = Plan("fox", ["a"], HOLDOUT, _folds(np.array([0, 1, 2, 0, 1, 2])), 0.0)
@@ -254,4 +255,11 @@ def test_a_registered_first_model_is_a_candidate_of_the_automil_rows_split_as_of
     assert procedure_row([tuned], [np.array([100, 100])]).choices == ["a"]
     procedure = procedure_row([tuned, first], [np.array([100, 100])])
     assert procedure.choices == [first.learner]
+    kept = FirstModel("bag-stats", {}, 0.90, 0.95, 0.9, 0.5, first, registered="models:/automil-fox/1")
+    assert keeps(kept, tuned, procedure.choices[0])
+    # level inner scores: the rule of every choice takes the cheaper fit, and the first model gives way to it
+    level = _held_out("a", inner=0.90, outer=0.60, fit_seconds=0.5)
+    level.model = replace(level.model, uri="runs:/a/model")  # a logged model to ship
+    assert procedure_row([level, first], [np.array([100, 100])]).choices == ["a"]
+    assert not keeps(kept, level, "a")
     assert procedure.headline.balanced_accuracy == pytest.approx(0.95)

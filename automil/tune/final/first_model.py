@@ -139,17 +139,15 @@ def commit_first_model(plan: Plan, bags, worker, recorder: Recorder, listener: L
     return replace(first, row=row, registered=registered)
 
 
-def keeps(first: FirstModel | None, chosen: LearnerResult | None) -> bool:
+def keeps(first: FirstModel | None, chosen: LearnerResult | None, split_choice: str | None) -> bool:
     """Whether the registered first model stays the run's model after the final choice ``chosen``: unless the
-    chosen row has a logged model and its inner score (on the hold-out's one outer split, the score the
-    ``automil`` row chooses by) is above the first model's on the same bags. The held-out bags decide nothing
-    here: they measure the model that stays."""
+    chosen row has a logged model and is ``split_choice``, the ``automil`` row's choice in its one outer split
+    among the rows and the first model (:func:`~automil.tune.final.choice.best_inner` on their inner scores),
+    so that the row measures the model the run ships. The held-out bags decide nothing here: they measure the
+    model that stays."""
     if first is None or first.registered is None:
         return False
-    if chosen is None or chosen.model.uri is None:
-        return True
-    inner = _inner(chosen)
-    return inner is None or (first.inner is not None and inner <= first.inner)
+    return chosen is None or chosen.model.uri is None or split_choice != chosen.learner
 
 
 def stays_note(first: FirstModel, chosen: LearnerResult | None) -> str:
@@ -159,7 +157,7 @@ def stays_note(first: FirstModel, chosen: LearnerResult | None) -> str:
     if chosen.model.uri is None:
         return f"the final choice, {chosen.learner}, has no logged model"
     return (f"the final choice, {chosen.learner}, has the inner score {_shown(_inner(chosen))}, "
-            f"not above its {_shown(first.inner)}")
+            f"not preferred to its {_shown(first.inner)}")
 
 
 def shipped_row(first: FirstModel, chosen: LearnerResult | None) -> LearnerResult:
@@ -174,8 +172,8 @@ def replaced_row(first: FirstModel, chosen: LearnerResult) -> LearnerResult:
     if first.registered is None:
         return first.row
     return replace(first.row, error=_note(first.learner, f"replaced: the final choice, {chosen.learner}, has the "
-                                                          f"inner score {_shown(_inner(chosen))}, above its "
-                                                          f"{_shown(first.inner)}"),
+                                                          f"inner score {_shown(_inner(chosen))}, preferred to "
+                                                          f"its {_shown(first.inner)}"),
                    model=replace(first.row.model, selected=False))
 
 
