@@ -105,9 +105,16 @@ def test_a_worker_reads_shared_instances_without_a_private_copy(run_directories)
         release_instances(shared)
 
 
+def shm_segments() -> set[str]:
+    """The POSIX shared-memory segments in ``/dev/shm``: its plain files (a directory there, as a test of
+    scratch space makes beside this one, is no segment)."""
+    shm = Path("/dev/shm")
+    return {p.name for p in shm.iterdir() if p.is_file()} if shm.is_dir() else set()
+
+
 def test_a_killed_worker_leaves_the_run_file_alone_and_release_removes_it(run_directories):
     shared = share_instances(lambda: float32_bags(n_instances=10_000))
-    segments = set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
+    segments = shm_segments()
     try:
         (directory,) = run_directories()
         with FitWorker(threads=1) as worker:
@@ -117,8 +124,7 @@ def test_a_killed_worker_leaves_the_run_file_alone_and_release_removes_it(run_di
             assert sorted(os.listdir(Path(shared.instances_file).parent)) == ["instances.npy", "owner"]
             total = worker.call(read_all, timeout=60)[0]  # a new process maps the same file
         assert total == pytest.approx(float(shared.X.sum(dtype=np.float64)))
-        if segments:  # tests/test_scratch.py's directories there belong to another test running beside this one
-            assert {n for n in os.listdir("/dev/shm") if not n.startswith("automil-test-")} <= segments
+        assert shm_segments() <= segments  # no shared-memory segment left behind
     finally:
         release_instances(shared)
     assert run_directories() == []
