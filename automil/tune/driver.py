@@ -104,7 +104,7 @@ def tune(dataset: str, learners=None, options: TuneOptions | None = None, listen
             dataset, bags, options.folds, options.seed, options.repeats)
         tuning, validation = prepare_studies(storage, dataset, bags, specs, options, folds)
         plan = Plan(dataset, [s.name for s in specs], options, replace(folds, tuning=tuning), start,
-                    _portfolio(bags, specs, options),
+                    _portfolio(bags, specs, options, task),
                     chance_level(options.metric, bags.y) if options.metric in METRICS else None, validation,
                     tuple(s.name for s in specs if s.anytime), task=task)
         plan = replace(plan, predicted_seconds=_predicted_seconds(specs, bags, plan))
@@ -169,9 +169,10 @@ def _select(rows: list[LearnerResult], choice: Choice, first: FirstModel | None,
     return chosen
 
 
-def _portfolio(bags, specs, options: TuneOptions) -> tuple:
-    """The portfolio's members for data like ``bags`` among the run's learners (none with ``--no-portfolio``)."""
-    if options.portfolio is None or task_of(bags.y) != "classification":  # its points are classification's
+def _portfolio(bags, specs, options: TuneOptions, task: str) -> tuple:
+    """The portfolio's members for data like ``bags`` among the run's learners (none with ``--no-portfolio``, nor
+    for a ``task`` other than classification: its points are classification's)."""
+    if options.portfolio is None or task != "classification":
         return ()
     from automil.tune.portfolio.members import grouped, members_for
     from automil.tune.studies.meta_features import meta_features
