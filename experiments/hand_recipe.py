@@ -23,7 +23,9 @@ loss: from ``--min-epochs`` on the weights of the lowest loss are kept, and trai
 its seconds, the mean training loss, the validation loss and AUC; at the end the held-out ROC AUC of the
 weights kept, and with ``--budget`` that of the weights kept by the budget: the lowest validation loss among
 the epochs that ended within ``--budget`` seconds of the script's start (reading the cohort included, as a
-run's ``--timeout`` counts it), or the last such epoch when none is past ``--min-epochs``.
+run's ``--timeout`` counts it), or the last such epoch when none is past ``--min-epochs``. With ``--budget``
+training also stops when another epoch would leave less than an epoch's time before it (``fit_network``'s
+``end``), as a user who has that long would stop.
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ def main(argv=None) -> None:
                                  weight_decay=WEIGHT_DECAY, epochs=args.epochs, batch_size=1,
                                  max_instances=args.max_instances, patience=args.patience,
                                  rng=np.random.default_rng(args.seed), min_epochs=args.min_epochs,
-                                 class_weight=None, report=False, on_epoch=on_epoch)
+                                 class_weight=None, report=False, on_epoch=on_epoch,
+                                 end=None if args.budget is None else started + args.budget)
             test = np.flatnonzero(held)
             final = roc_auc(y[test], evaluate(network, batches, test, instance_scores=False)[0])
             print(f"held-out ROC AUC {final:.4f}: the weights of epoch {result.kept} of {result.run} "
