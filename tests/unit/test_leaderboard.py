@@ -214,7 +214,7 @@ def test_nothing_above_chance_chooses_nothing_and_the_run_says_why_in_one_line()
     assert choice.reason == (f"no learner scored above chance on its tuning folds (BACC 0.50; the best, a, 0.53 "
                              f"with its lower bound at {bound:.2f} over 60 bags): no model is registered")
     lines = []
-    assert _select(rows, choice, None, None, SimpleNamespace(message=lines.append)) is None
+    assert _select(rows, choice, None, None, None, SimpleNamespace(message=lines.append)) is None
     assert lines == [choice.reason] and not any(r.model.selected for r in rows)
 
 
