@@ -6,14 +6,13 @@
 
 Measured here: the bytes a second read from the page cache and from disk (the run file's first
 ``READ_LIMIT`` bytes, so that the second read finds them cached on a file larger than memory), and the matmul
-throughput of the
-networks' first projection (``--features`` x ``--hidden``, float32, torch, ``--threads`` threads: the fit's
-``OMP_NUM_THREADS`` share; default the fit's own count), timed before and after the epochs, the faster taken
-(on a shared machine the slower one is other processes' load, not the floor). Both reads are ``os.preadv``
-of the run's file in 16 MB pieces, start to end; from disk after ``fdatasync`` and
-``posix_fadvise(POSIX_FADV_DONTNEED)`` on the whole file (this process's own mappings of it released first),
-from the cache right after that read. On a virtual machine the host may still cache the disk: the figure is
-what this guest sees.
+throughput of the networks' first projection (the cohort's features x ``--hidden``, float32, torch,
+``--threads`` threads: the fit's ``OMP_NUM_THREADS`` share; default the fit's own count), timed before and
+after the epochs, the faster taken (on a shared machine the slower one is other processes' load, not the
+floor). Both reads are ``os.preadv`` of the run's file in 16 MB pieces, start to end; from disk after
+``fdatasync`` and ``posix_fadvise(POSIX_FADV_DONTNEED)`` on the whole file (this process's own mappings of it
+released first), from the cache right after that read. On a virtual machine the host may still cache the
+disk: the figure is what this guest sees.
 
 The floor of an epoch: the patches it samples (each slide's ``min(patches, max_instances)``) x features x
 bytes a value over the read speed, plus the projection's flops over the matmul throughput, forward and
@@ -137,13 +136,10 @@ def measured_epochs(bags, learner: str, params: dict, epochs: int, prefetch: int
     import torch
 
     import automil
-    from automil import instance_moments
     from automil_deep.training import fit_network, seeded_torch
 
     estimator = automil.get_learner(learner).estimator(**params)
-    estimator.mean_, std = instance_moments(bags.X)
-    estimator.scale_ = np.where(std > 0, std, 1.0)
-    estimator.covariate_mean_ = estimator.covariate_scale_ = None  # slides alone, as a fit without covariates
+    estimator._fit_standardization(bags)  # as its fit standardizes
     batches = estimator._batches(bags, torch.device("cpu"))
     batches.prefetch = prefetch
     y = np.unique(bags.y, return_inverse=True)[1]
@@ -188,7 +184,7 @@ def main(argv=None) -> None:
         drop_from_cache(run_file, bags.X)
         disk, cache = read_speed(run_file, from_disk=True), read_speed(run_file, from_disk=False)
         rows = args.batch_size * args.max_instances
-        before = matmul_throughput(rows, args.features, args.hidden, threads)
+        before = matmul_throughput(rows, bags.n_features, args.hidden, threads)
         epochs = {}
         for prefetch in (1, 0):
             drop_from_cache(run_file, bags.X)
@@ -196,24 +192,25 @@ def main(argv=None) -> None:
         read_speed(run_file, from_disk=False)  # every page cached
         for prefetch in (1, 0):
             epochs["cache", prefetch] = measured_epochs(bags, args.learner, params, args.epochs, prefetch)
-        after = matmul_throughput(rows, args.features, args.hidden, threads)
+        after = matmul_throughput(rows, bags.n_features, args.hidden, threads)
         flops = max(before, after)  # the floor: the faster of the two, on a machine others may share
         print(f"read: page cache {cache / 1e9:.2f} GB/s, disk {disk / 1e9:.2f} GB/s (preadv of 16 MB pieces; "
               f"disk after fdatasync + POSIX_FADV_DONTNEED)")
-        print(f"projection {args.features} x {args.hidden} float32 on {rows} rows, {threads} thread(s): "
+        print(f"projection {bags.n_features} x {args.hidden} float32 on {rows} rows, {threads} thread(s): "
               f"{before / 1e9:.1f} GFLOP/s before the epochs, {after / 1e9:.1f} after; the floor takes "
               f"{flops / 1e9:.1f}")
-        slides, patches, features = args.shape
-        shapes = [("measured", int(np.minimum(bags.sizes, args.max_instances).sum()), bags.n_features),
-                  (f"--shape {slides} x {patches} x {features}", slides * min(patches, args.max_instances), features)]
-        for name, sampled, features in shapes:
+        sampled = int(np.minimum(bags.sizes, args.max_instances).sum())  # the patches an epoch reads
+        slides, patches, width = args.shape
+        shapes = [("measured", sampled, bags.n_features),
+                  (f"--shape {slides} x {patches} x {width}", slides * min(patches, args.max_instances), width)]
+        for name, rows_read, features in shapes:
             for dtype, size in (("float32", 4), ("float16", 2)):
                 for where, speed in (("cache", cache), ("disk", disk)):
-                    total, reading, projecting = floor_seconds(sampled, features, args.hidden, size, speed, flops)
-                    print(f"floor {name} cohort ({sampled} patches sampled) {dtype} from {where}: {total:.2f} s "
+                    total, reading, projecting = floor_seconds(rows_read, features, args.hidden, size, speed, flops)
+                    print(f"floor {name} cohort ({rows_read} patches sampled) {dtype} from {where}: {total:.2f} s "
                           f"(read {reading:.2f} + project {projecting:.2f})")
         for (where, prefetch), seconds in epochs.items():
-            floor = floor_seconds(shapes[0][1], bags.n_features, args.hidden, bags.X.dtype.itemsize,
+            floor = floor_seconds(sampled, bags.n_features, args.hidden, bags.X.dtype.itemsize,
                                   cache if where == "cache" else disk, flops)[0]
             count = "1 epoch, the file dropped first" if where == "disk" else f"mean of {args.epochs}"
             print(f"{args.learner} epoch from the {where}, {WAYS[prefetch]} ({count}): {seconds:.2f} s, "

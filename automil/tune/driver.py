@@ -152,8 +152,8 @@ def _select(rows: list[LearnerResult], choice: Choice, first: FirstModel | None,
             recorder: TrackingRecorder, listener: Listener) -> LearnerResult | None:
     """Mark the row the run ships and register its logged model as the dataset's new model version, unless the
     first model the run registered stays (:func:`~automil.tune.final.first_model.keeps`: the ``automil`` row's
-    ``split_choice`` is not the chosen row); the shipped row, or
-    ``None`` when there is none (the choice says why)."""
+    ``split_choice`` is not the chosen row); the shipped row, or ``None`` when there is none (the choice says
+    why)."""
     chosen = choice.row(rows)
     if keeps(first, chosen, split_choice):
         listener.message(f"the first model stays the registered one ({first.registered}): "

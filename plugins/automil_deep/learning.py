@@ -170,10 +170,23 @@ class DeepMIL:
         return self.batch_size
 
     # ---- fitting -----------------------------------------------------------------------------------
+    def _fit_standardization(self, bags) -> None:
+        """The instances' and covariates' means and scales the batches standardize by (``mean_``, ``scale_``,
+        ``covariate_mean_``, ``covariate_scale_``), from ``bags``."""
+        from automil import instance_moments
+
+        # a block at a time (streamed bags as read): the figures of X.astype(float64).mean / .std, no copy of X
+        self.mean_, std = instance_moments(bags if isinstance(bags, StreamedBags) else bags.X)
+        self.scale_ = np.where(std > 0, std, 1.0)
+        self.covariate_mean_ = self.covariate_scale_ = None
+        covariates = self._given_covariates(bags)
+        if covariates is not None:
+            self.covariate_mean_, std = covariates.mean(axis=0), covariates.std(axis=0)
+            self.covariate_scale_ = np.where(std > 0, std, 1.0)
+
     def _train(self, bags, strata, head):
         """Train the networks on ``bags``: ``strata`` (an integer per bag) balance the held-out bags, and
         ``head(train, device)`` is the task's head for a training on the bags ``train``."""
-        from automil import instance_moments
         from automil_deep.training import minimum_epochs, resolve_device
 
         if self.max_instances is not None and not (isinstance(self.max_instances, int | np.integer)
@@ -183,14 +196,7 @@ class DeepMIL:
         if isinstance(self.seeds, bool) or not isinstance(self.seeds, int | np.integer) or self.seeds < 1:
             raise ValueError(f"seeds={self.seeds!r}: give a whole number of networks of at least 1")
         device = resolve_device(self.device)
-        # a block at a time (streamed bags as read): the figures of X.astype(float64).mean / .std, no copy of X
-        self.mean_, std = instance_moments(bags if isinstance(bags, StreamedBags) else bags.X)
-        self.scale_ = np.where(std > 0, std, 1.0)
-        self.covariate_mean_ = self.covariate_scale_ = None
-        covariates = self._given_covariates(bags)
-        if covariates is not None:
-            self.covariate_mean_, std = covariates.mean(axis=0), covariates.std(axis=0)
-            self.covariate_scale_ = np.where(std > 0, std, 1.0)
+        self._fit_standardization(bags)
         batches = self._batches(bags, device)
         seeds = np.random.SeedSequence(self.random_state).generate_state(self.seeds)
         left = time_left()  # a driver's fit ends in its time: the networks share what is left
